@@ -1,0 +1,1 @@
+//! The deterministic engine. PLACEHOLDER.

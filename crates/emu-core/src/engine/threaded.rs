@@ -1,0 +1,1 @@
+//! The threaded engine. PLACEHOLDER.

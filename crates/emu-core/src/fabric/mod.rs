@@ -1,0 +1,44 @@
+//! The fabric: ports, links with latency and bandwidth, topologies, traffic classes, CRC32 on
+//! every packet, and seeded fault sites.
+
+/// A fabric endpoint (one NIC port). Dense, assigned by the topology: 0..ports.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortId(pub u32);
+
+/// A traffic class; the fabric maps it to a priority (0 is the highest priority).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TrafficClass(pub u8);
+
+/// A packet on the wire. `data` is the device-defined frame (headers and payload); the
+/// fabric never interprets it. `crc` is the CRC32 of `data`, computed by the fabric when the
+/// packet is injected and checked by the receiver ([`Packet::crc_ok`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src: PortId,
+    pub dst: PortId,
+    pub tc: TrafficClass,
+    pub data: Vec<u8>,
+    pub crc: u32,
+}
+
+impl Packet {
+    /// A packet with its CRC computed over `data`.
+    pub fn new(src: PortId, dst: PortId, tc: TrafficClass, data: Vec<u8>) -> Self {
+        let crc = crc32fast::hash(&data);
+        Packet {
+            src,
+            dst,
+            tc,
+            data,
+            crc,
+        }
+    }
+    /// Recompute the CRC after changing `data`.
+    pub fn seal(&mut self) {
+        self.crc = crc32fast::hash(&self.data);
+    }
+    /// Whether `data` still matches its CRC (false if the fabric corrupted it).
+    pub fn crc_ok(&self) -> bool {
+        crc32fast::hash(&self.data) == self.crc
+    }
+}

@@ -1,0 +1,22 @@
+//! What every emulated device needs: MMIO, DMA through an IOMMU, PCI config space, a fabric,
+//! and the engines that drive device models.
+//!
+//! Layering inside this crate (lower first):
+//! - [`time`], [`rng`]: virtual time and the one seeded random source.
+//! - [`mmio`]: the MMIO seam (seam 1 of the architecture): a BAR is something you read and
+//!   write at an offset with a width.
+//! - [`memory`], [`dma`]: host memory (vm-memory) and the DMA port through which a device
+//!   reaches it, only via a translation table (seam 2).
+//! - [`pci`]: type-0 configuration space, BAR sizing, MSI-X.
+//! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
+//! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
+//!   drive models (seams 3 and 4).
+
+pub mod dma;
+pub mod engine;
+pub mod fabric;
+pub mod memory;
+pub mod mmio;
+pub mod pci;
+pub mod rng;
+pub mod time;

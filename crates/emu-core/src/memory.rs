@@ -1,0 +1,1 @@
+//! Host memory of an emulated node (vm-memory). PLACEHOLDER: being implemented.
