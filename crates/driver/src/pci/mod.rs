@@ -1,0 +1,1 @@
+//! PCI layer. Placeholder: being written.

@@ -1,0 +1,1 @@
+//! List processing engine. Placeholder: being written.
