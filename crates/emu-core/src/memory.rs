@@ -1,1 +1,608 @@
-//! Host memory of an emulated node (vm-memory). PLACEHOLDER: being implemented.
+//! Host memory of one emulated node, and a physical page allocator over it.
+//!
+//! [`HostMemory`] is the RAM that the CPU side (driver, user library) and the devices (through
+//! their [`crate::dma::DmaPort`]) share. It wraps one anonymous vm-memory mapping starting at
+//! host physical address 0; anonymous mappings are committed lazily, so a node can have a
+//! gigabyte of RAM and only pay for the pages it touches. The handle is cheap to clone (an
+//! `Arc` inside) and every accessor is bounds-checked: a bad address is a typed
+//! [`MemoryError`], never a panic.
+//!
+//! Plain reads and writes copy in one `memcpy`-sized chunk. The `*_acquire` / `*_release`
+//! accessors are real atomic 4- or 8-byte accesses, for words that the CPU and a device
+//! hand over to each other (ring valid bits, producer/consumer indices, AMO targets).
+//!
+//! [`PageAllocator`] hands out page-granular ranges of that RAM (kernel pages for rings,
+//! pinned user buffers); [`HostMemory::alloc`] / [`HostMemory::free`] are its thread-safe
+//! front end.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use thiserror::Error;
+pub use vm_memory::GuestAddress;
+use vm_memory::{Bytes, GuestMemoryBackend, GuestMemoryMmap, VolatileMemory, VolatileSlice};
+
+/// Page size of the emulated node (4 KiB, as on x86-64 and the default arm64 kernels).
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Bytes copied per step when filling memory with a byte value.
+const FILL_CHUNK: usize = 4096;
+
+/// Why a host-memory access failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MemoryError {
+    /// Some byte of `[addr, addr + len)` is outside the node's RAM (or the range overflows).
+    #[error("host memory access [{addr:#x}, +{len:#x}) is out of range")]
+    OutOfRange { addr: u64, len: u64 },
+    /// An atomic access of `align` bytes at an address that is not a multiple of `align`.
+    #[error("atomic access at {addr:#x} is not aligned to {align} bytes")]
+    Misaligned { addr: u64, align: u64 },
+    /// The RAM could not be created (bad size or the mmap failed).
+    #[error("cannot create host memory of {size:#x} bytes: {reason}")]
+    Create { size: u64, reason: String },
+}
+
+/// Why a page allocation or free failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AllocError {
+    /// A request for zero bytes.
+    #[error("allocation of zero bytes")]
+    ZeroLength,
+    /// The alignment is not a power of two.
+    #[error("alignment {align:#x} is not a power of two")]
+    BadAlignment { align: u64 },
+    /// No free range is large enough (after alignment).
+    #[error("out of memory: no free range of {len:#x} bytes aligned to {align:#x}")]
+    Exhausted { len: u64, align: u64 },
+    /// `free` of a range that is not exactly one live allocation.
+    #[error("free of [{start:#x}, +{len:#x}) which is not a live allocation")]
+    NotAllocated { start: u64, len: u64 },
+    /// The allocator's managed range is invalid (empty, unaligned or overflowing).
+    #[error("invalid allocator range [{base:#x}, +{size:#x})")]
+    BadRange { base: u64, size: u64 },
+}
+
+/// A range of host physical memory `[start, start + len)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GuestRange {
+    /// First byte.
+    pub start: GuestAddress,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl GuestRange {
+    /// A range from its first byte and length.
+    pub const fn new(start: GuestAddress, len: u64) -> Self {
+        GuestRange { start, len }
+    }
+    /// One past the last byte (saturating).
+    pub fn end(&self) -> u64 {
+        self.start.0.saturating_add(self.len)
+    }
+    /// Whether `addr` lies inside the range.
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.start.0 && addr - self.start.0 < self.len
+    }
+    /// Whether the two ranges share at least one byte.
+    pub fn overlaps(&self, other: &GuestRange) -> bool {
+        self.len > 0 && other.len > 0 && self.start.0 < other.end() && other.start.0 < self.end()
+    }
+}
+
+/// A first-fit allocator of page-granular ranges inside `[base, base + size)`.
+///
+/// Lengths are rounded up to [`PAGE_SIZE`] and alignments raised to at least [`PAGE_SIZE`].
+/// Free ranges are kept coalesced: freeing a range next to free space merges them, so after
+/// everything is freed the allocator holds one free range again. Not thread-safe by itself;
+/// [`HostMemory`] puts one behind a mutex.
+#[derive(Clone, Debug)]
+pub struct PageAllocator {
+    base: u64,
+    size: u64,
+    /// Free ranges: start -> length. Never adjacent (always coalesced), never empty.
+    free: BTreeMap<u64, u64>,
+    /// Live allocations: start -> length.
+    used: BTreeMap<u64, u64>,
+}
+
+impl PageAllocator {
+    /// An allocator managing `[base, base + size)`; both must be multiples of [`PAGE_SIZE`].
+    pub fn new(base: u64, size: u64) -> Result<Self, AllocError> {
+        if size == 0
+            || !base.is_multiple_of(PAGE_SIZE)
+            || !size.is_multiple_of(PAGE_SIZE)
+            || base.checked_add(size).is_none()
+        {
+            return Err(AllocError::BadRange { base, size });
+        }
+        let mut free = BTreeMap::new();
+        free.insert(base, size);
+        Ok(PageAllocator {
+            base,
+            size,
+            free,
+            used: BTreeMap::new(),
+        })
+    }
+
+    /// Allocate `len` bytes (rounded up to whole pages) aligned to `align` (a power of two;
+    /// raised to at least [`PAGE_SIZE`]). First fit: the lowest suitable address wins.
+    pub fn alloc(&mut self, len: u64, align: u64) -> Result<GuestRange, AllocError> {
+        if len == 0 {
+            return Err(AllocError::ZeroLength);
+        }
+        if !align.is_power_of_two() {
+            return Err(AllocError::BadAlignment { align });
+        }
+        let align = align.max(PAGE_SIZE);
+        let exhausted = AllocError::Exhausted { len, align };
+        let len = len
+            .checked_next_multiple_of(PAGE_SIZE)
+            .ok_or(exhausted.clone())?;
+        let mut found = None;
+        for (&start, &flen) in &self.free {
+            let Some(aligned) = start.checked_next_multiple_of(align) else {
+                continue;
+            };
+            let pad = aligned - start;
+            if flen >= pad && flen - pad >= len {
+                found = Some((start, flen, aligned));
+                break;
+            }
+        }
+        let (start, flen, aligned) = found.ok_or(exhausted)?;
+        self.free.remove(&start);
+        if aligned > start {
+            self.free.insert(start, aligned - start);
+        }
+        let tail = start + flen - (aligned + len);
+        if tail > 0 {
+            self.free.insert(aligned + len, tail);
+        }
+        self.used.insert(aligned, len);
+        Ok(GuestRange::new(GuestAddress(aligned), len))
+    }
+
+    /// Return a range obtained from [`PageAllocator::alloc`]. The range must be exactly a
+    /// live allocation (same start and length); anything else is an error and changes nothing.
+    pub fn free(&mut self, range: GuestRange) -> Result<(), AllocError> {
+        let start = range.start.0;
+        let not_allocated = AllocError::NotAllocated {
+            start,
+            len: range.len,
+        };
+        match self.used.get(&start) {
+            Some(&len) if len == range.len => {}
+            _ => return Err(not_allocated),
+        }
+        self.used.remove(&start);
+        let mut new_start = start;
+        let mut new_len = range.len;
+        // Merge with the free range ending exactly at `start`.
+        if let Some((&pstart, &plen)) = self.free.range(..start).next_back()
+            && pstart + plen == start
+        {
+            self.free.remove(&pstart);
+            new_start = pstart;
+            new_len += plen;
+        }
+        // Merge with the free range starting exactly at our end.
+        let end = start + range.len;
+        if let Some(nlen) = self.free.remove(&end) {
+            new_len += nlen;
+        }
+        self.free.insert(new_start, new_len);
+        Ok(())
+    }
+
+    /// The managed range.
+    pub fn managed(&self) -> GuestRange {
+        GuestRange::new(GuestAddress(self.base), self.size)
+    }
+    /// Total free bytes.
+    pub fn free_bytes(&self) -> u64 {
+        self.free.values().sum()
+    }
+    /// Number of separate free ranges (1 when nothing is allocated: free space coalesces).
+    pub fn free_ranges(&self) -> usize {
+        self.free.len()
+    }
+    /// Number of live allocations.
+    pub fn allocations(&self) -> usize {
+        self.used.len()
+    }
+}
+
+struct Inner {
+    mem: GuestMemoryMmap<()>,
+    size: u64,
+    alloc: Mutex<PageAllocator>,
+}
+
+/// The RAM of one emulated node: a cheap-to-clone handle shared by the CPU side and devices.
+///
+/// Addresses are host physical addresses `0..size`. The first page is never handed out by
+/// [`HostMemory::alloc`], so address 0 can serve as "no buffer" in descriptors.
+#[derive(Clone)]
+pub struct HostMemory {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for HostMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostMemory")
+            .field("size", &self.inner.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostMemory {
+    /// RAM of `size` bytes (a non-zero multiple of [`PAGE_SIZE`], at least two pages),
+    /// zero-filled, committed lazily by the host kernel.
+    pub fn new(size: u64) -> Result<Self, MemoryError> {
+        let create = |reason: String| MemoryError::Create { size, reason };
+        if size < 2 * PAGE_SIZE || !size.is_multiple_of(PAGE_SIZE) {
+            return Err(create(
+                "size must be a multiple of 4096 and at least two pages".into(),
+            ));
+        }
+        let len = usize::try_from(size).map_err(|_| create("size exceeds usize".into()))?;
+        let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), len)])
+            .map_err(|e| create(e.to_string()))?;
+        // The first page stays reserved so that 0 is never a valid allocation.
+        let alloc =
+            PageAllocator::new(PAGE_SIZE, size - PAGE_SIZE).map_err(|e| create(e.to_string()))?;
+        Ok(HostMemory {
+            inner: Arc::new(Inner {
+                mem,
+                size,
+                alloc: Mutex::new(alloc),
+            }),
+        })
+    }
+
+    /// Size of the RAM in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// Whether two handles refer to the same RAM.
+    pub fn same_as(&self, other: &HostMemory) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Check that `[addr, addr + len)` lies inside the RAM. A zero-length range at any
+    /// address up to `size` is valid.
+    pub fn check(&self, addr: GuestAddress, len: u64) -> Result<(), MemoryError> {
+        match addr.0.checked_add(len) {
+            Some(end) if end <= self.inner.size => Ok(()),
+            _ => Err(MemoryError::OutOfRange { addr: addr.0, len }),
+        }
+    }
+
+    /// A volatile view of `[addr, addr + len)` after a bounds check.
+    fn slice(&self, addr: GuestAddress, len: u64) -> Result<VolatileSlice<'_, ()>, MemoryError> {
+        let oor = MemoryError::OutOfRange { addr: addr.0, len };
+        self.check(addr, len)?;
+        let count = usize::try_from(len).map_err(|_| oor.clone())?;
+        self.inner.mem.get_slice(addr, count).map_err(|_| oor)
+    }
+
+    /// Copy `buf.len()` bytes from `addr` into `buf`.
+    pub fn read(&self, addr: GuestAddress, buf: &mut [u8]) -> Result<(), MemoryError> {
+        if buf.is_empty() {
+            return self.check(addr, 0);
+        }
+        let s = self.slice(addr, buf.len() as u64)?;
+        s.copy_to(buf);
+        Ok(())
+    }
+
+    /// Copy `buf` into memory at `addr`.
+    pub fn write(&self, addr: GuestAddress, buf: &[u8]) -> Result<(), MemoryError> {
+        if buf.is_empty() {
+            return self.check(addr, 0);
+        }
+        let s = self.slice(addr, buf.len() as u64)?;
+        s.copy_from(buf);
+        Ok(())
+    }
+
+    /// Read a little-endian `u32` (any alignment; not atomic).
+    pub fn read_u32(&self, addr: GuestAddress) -> Result<u32, MemoryError> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    /// Read a little-endian `u64` (any alignment; not atomic).
+    pub fn read_u64(&self, addr: GuestAddress) -> Result<u64, MemoryError> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// Write a little-endian `u32` (any alignment; not atomic).
+    pub fn write_u32(&self, addr: GuestAddress, v: u32) -> Result<(), MemoryError> {
+        self.write(addr, &v.to_le_bytes())
+    }
+    /// Write a little-endian `u64` (any alignment; not atomic).
+    pub fn write_u64(&self, addr: GuestAddress, v: u64) -> Result<(), MemoryError> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// Run `f` on the naturally aligned 8-byte word at `addr` as an atomic (the AMO unit's
+    /// fetch-add / compare-swap, a valid word's acquire load).
+    pub fn with_atomic_u64<R>(
+        &self,
+        addr: GuestAddress,
+        f: impl FnOnce(&AtomicU64) -> R,
+    ) -> Result<R, MemoryError> {
+        if !addr.0.is_multiple_of(8) {
+            return Err(MemoryError::Misaligned {
+                addr: addr.0,
+                align: 8,
+            });
+        }
+        let s = self.slice(addr, 8)?;
+        let a = s
+            .get_atomic_ref::<AtomicU64>(0)
+            .map_err(|_| MemoryError::Misaligned {
+                addr: addr.0,
+                align: 8,
+            })?;
+        Ok(f(a))
+    }
+
+    /// Run `f` on the naturally aligned 4-byte word at `addr` as an atomic.
+    pub fn with_atomic_u32<R>(
+        &self,
+        addr: GuestAddress,
+        f: impl FnOnce(&AtomicU32) -> R,
+    ) -> Result<R, MemoryError> {
+        if !addr.0.is_multiple_of(4) {
+            return Err(MemoryError::Misaligned {
+                addr: addr.0,
+                align: 4,
+            });
+        }
+        let s = self.slice(addr, 4)?;
+        let a = s
+            .get_atomic_ref::<AtomicU32>(0)
+            .map_err(|_| MemoryError::Misaligned {
+                addr: addr.0,
+                align: 4,
+            })?;
+        Ok(f(a))
+    }
+
+    /// Atomic 8-byte load with acquire ordering (`addr` 8-aligned).
+    pub fn load_u64_acquire(&self, addr: GuestAddress) -> Result<u64, MemoryError> {
+        self.with_atomic_u64(addr, |a| a.load(Ordering::Acquire))
+    }
+    /// Atomic 8-byte store with release ordering (`addr` 8-aligned): everything written
+    /// before it is visible to whoever acquires the new value.
+    pub fn store_u64_release(&self, addr: GuestAddress, v: u64) -> Result<(), MemoryError> {
+        self.with_atomic_u64(addr, |a| a.store(v, Ordering::Release))
+    }
+    /// Atomic 4-byte load with acquire ordering (`addr` 4-aligned).
+    pub fn load_u32_acquire(&self, addr: GuestAddress) -> Result<u32, MemoryError> {
+        self.with_atomic_u32(addr, |a| a.load(Ordering::Acquire))
+    }
+    /// Atomic 4-byte store with release ordering (`addr` 4-aligned).
+    pub fn store_u32_release(&self, addr: GuestAddress, v: u32) -> Result<(), MemoryError> {
+        self.with_atomic_u32(addr, |a| a.store(v, Ordering::Release))
+    }
+
+    /// Set `len` bytes at `addr` to `byte`.
+    pub fn fill(&self, addr: GuestAddress, len: u64, byte: u8) -> Result<(), MemoryError> {
+        let s = self.slice(addr, len)?;
+        let chunk = [byte; FILL_CHUNK];
+        let mut off = 0usize;
+        while off < s.len() {
+            let n = (s.len() - off).min(FILL_CHUNK);
+            s.write_slice(&chunk[..n], off)
+                .map_err(|_| MemoryError::OutOfRange { addr: addr.0, len })?;
+            off += n;
+        }
+        Ok(())
+    }
+
+    /// Copy `len` bytes from `src` to `dst` inside this RAM. Overlapping ranges are handled
+    /// like `memmove`.
+    pub fn copy_within(
+        &self,
+        src: GuestAddress,
+        dst: GuestAddress,
+        len: u64,
+    ) -> Result<(), MemoryError> {
+        copy_between(self, src, self, dst, len)
+    }
+
+    /// Allocate `len` bytes (rounded up to pages) aligned to `align` (power of two, at least
+    /// a page). Thread-safe. The pages keep whatever they held before; callers that need
+    /// zeroes [`HostMemory::fill`] them.
+    pub fn alloc(&self, len: u64, align: u64) -> Result<GuestRange, AllocError> {
+        self.allocator().alloc(len, align)
+    }
+
+    /// Return a range from [`HostMemory::alloc`].
+    pub fn free(&self, range: GuestRange) -> Result<(), AllocError> {
+        self.allocator().free(range)
+    }
+
+    /// Free bytes left in the page allocator.
+    pub fn free_bytes(&self) -> u64 {
+        self.allocator().free_bytes()
+    }
+
+    fn allocator(&self) -> MutexGuard<'_, PageAllocator> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that
+        // breaks memory safety; keep going with the data as it is.
+        self.inner
+            .alloc
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Copy `len` bytes from `src` in `from` to `dst` in `to` (`memmove` semantics when both are
+/// the same RAM). Both ranges are checked before anything is copied.
+pub(crate) fn copy_between(
+    from: &HostMemory,
+    src: GuestAddress,
+    to: &HostMemory,
+    dst: GuestAddress,
+    len: u64,
+) -> Result<(), MemoryError> {
+    let s = from.slice(src, len)?;
+    let d = to.slice(dst, len)?;
+    if len > 0 {
+        s.copy_to_volatile_slice(d);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem() -> HostMemory {
+        HostMemory::new(1 << 20).unwrap()
+    }
+
+    #[test]
+    fn read_write_round_trip_and_bounds() {
+        let m = mem();
+        m.write(GuestAddress(0x1000), b"hello").unwrap();
+        let mut b = [0u8; 5];
+        m.read(GuestAddress(0x1000), &mut b).unwrap();
+        assert_eq!(&b, b"hello");
+        m.write_u64(GuestAddress(0x2003), 0x0102_0304_0506_0708)
+            .unwrap();
+        assert_eq!(
+            m.read_u64(GuestAddress(0x2003)).unwrap(),
+            0x0102_0304_0506_0708
+        );
+        assert_eq!(m.read_u32(GuestAddress(0x2003)).unwrap(), 0x0506_0708);
+        let end = m.size();
+        assert_eq!(
+            m.write(GuestAddress(end - 4), &[0u8; 8]),
+            Err(MemoryError::OutOfRange {
+                addr: end - 4,
+                len: 8
+            })
+        );
+        assert!(m.read(GuestAddress(u64::MAX), &mut [0u8; 2]).is_err());
+        // Zero-length accesses at the end are fine, past it are not.
+        assert!(m.read(GuestAddress(end), &mut []).is_ok());
+        assert!(m.write(GuestAddress(end + 1), &[]).is_err());
+    }
+
+    #[test]
+    fn atomics_need_alignment() {
+        let m = mem();
+        m.store_u64_release(GuestAddress(0x3000), 7).unwrap();
+        assert_eq!(m.load_u64_acquire(GuestAddress(0x3000)).unwrap(), 7);
+        assert_eq!(
+            m.load_u64_acquire(GuestAddress(0x3004)),
+            Err(MemoryError::Misaligned {
+                addr: 0x3004,
+                align: 8
+            })
+        );
+        m.store_u32_release(GuestAddress(0x300c), 9).unwrap();
+        assert_eq!(m.load_u32_acquire(GuestAddress(0x300c)).unwrap(), 9);
+        let old = m
+            .with_atomic_u64(GuestAddress(0x3000), |a| a.fetch_add(5, Ordering::AcqRel))
+            .unwrap();
+        assert_eq!(old, 7);
+        assert_eq!(m.read_u32(GuestAddress(0x3000)).unwrap(), 12);
+        assert!(m.load_u64_acquire(GuestAddress(m.size())).is_err());
+    }
+
+    #[test]
+    fn fill_and_copy_within() {
+        let m = mem();
+        m.fill(GuestAddress(0x1000), 10_000, 0xab).unwrap();
+        let mut b = vec![0u8; 10_002];
+        m.read(GuestAddress(0xfff), &mut b).unwrap();
+        assert_eq!(b[0], 0);
+        assert!(b[1..10_001].iter().all(|&x| x == 0xab));
+        assert_eq!(b[10_001], 0);
+        // Overlapping move forward.
+        m.write(
+            GuestAddress(0x8000),
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        )
+        .unwrap();
+        m.copy_within(GuestAddress(0x8000), GuestAddress(0x8002), 10)
+            .unwrap();
+        let mut c = [0u8; 12];
+        m.read(GuestAddress(0x8000), &mut c).unwrap();
+        assert_eq!(c, [1, 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert!(
+            m.copy_within(GuestAddress(0), GuestAddress(m.size() - 4), 8)
+                .is_err()
+        );
+        assert!(m.fill(GuestAddress(m.size() - 1), 2, 0).is_err());
+    }
+
+    #[test]
+    fn bad_sizes_are_rejected() {
+        assert!(HostMemory::new(0).is_err());
+        assert!(HostMemory::new(4097).is_err());
+        assert!(HostMemory::new(PAGE_SIZE).is_err());
+    }
+
+    #[test]
+    fn large_memory_is_lazy() {
+        let m = HostMemory::new(1 << 30).unwrap();
+        m.write_u64(GuestAddress((1 << 30) - 8), 42).unwrap();
+        assert_eq!(m.read_u64(GuestAddress((1 << 30) - 8)).unwrap(), 42);
+        assert_eq!(m.clone().size(), 1 << 30);
+        assert!(m.same_as(&m.clone()));
+    }
+
+    #[test]
+    fn allocator_first_fit_alignment_and_coalescing() {
+        let mut a = PageAllocator::new(0x1000, 0x10_000).unwrap();
+        let r1 = a.alloc(1, 1).unwrap();
+        assert_eq!(r1, GuestRange::new(GuestAddress(0x1000), 0x1000));
+        let r2 = a.alloc(0x2000, 0x4000).unwrap();
+        assert_eq!(r2.start, GuestAddress(0x4000));
+        assert_eq!(r2.len, 0x2000);
+        // The gap [0x2000, 0x4000) is used by first fit.
+        let r3 = a.alloc(0x2000, 0x1000).unwrap();
+        assert_eq!(r3.start, GuestAddress(0x2000));
+        assert_eq!(a.alloc(0, 1), Err(AllocError::ZeroLength));
+        assert_eq!(
+            a.alloc(0x1000, 3),
+            Err(AllocError::BadAlignment { align: 3 })
+        );
+        assert!(matches!(
+            a.alloc(0x100_000, 1),
+            Err(AllocError::Exhausted { .. })
+        ));
+        // Double free and wrong length are rejected.
+        assert!(a.free(GuestRange::new(r1.start, 0x2000)).is_err());
+        a.free(r1).unwrap();
+        assert!(a.free(r1).is_err());
+        a.free(r2).unwrap();
+        a.free(r3).unwrap();
+        assert_eq!(a.free_ranges(), 1);
+        assert_eq!(a.free_bytes(), 0x10_000);
+        assert_eq!(a.allocations(), 0);
+    }
+
+    #[test]
+    fn host_alloc_skips_page_zero() {
+        let m = mem();
+        let r = m.alloc(100, 8).unwrap();
+        assert_eq!(r.start, GuestAddress(PAGE_SIZE));
+        assert_eq!(m.free_bytes(), m.size() - 2 * PAGE_SIZE);
+        m.free(r).unwrap();
+        assert_eq!(m.free_bytes(), m.size() - PAGE_SIZE);
+    }
+}
