@@ -59,3 +59,44 @@ impl std::ops::Add<SimDuration> for SimTime {
         self.saturating_add(d)
     }
 }
+
+impl SimDuration {
+    /// Convert from a standard duration (saturating at about 213 days).
+    pub fn from_std(d: std::time::Duration) -> Self {
+        let ps = d.as_nanos().saturating_mul(1_000);
+        SimDuration(u64::try_from(ps).unwrap_or(u64::MAX))
+    }
+    /// Convert to a standard duration (sub-nanosecond parts are truncated).
+    pub const fn to_std(self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0 / 1_000)
+    }
+    /// Sum of two durations, saturating.
+    pub const fn saturating_add(self, other: SimDuration) -> Self {
+        SimDuration(self.0.saturating_add(other.0))
+    }
+}
+
+impl std::ops::Add for SimDuration {
+    type Output = SimDuration;
+    fn add(self, d: SimDuration) -> SimDuration {
+        self.saturating_add(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn std_round_trip_and_saturation() {
+        let d = std::time::Duration::from_micros(3);
+        assert_eq!(SimDuration::from_std(d), SimDuration::from_us(3));
+        assert_eq!(SimDuration::from_us(3).to_std(), d);
+        assert_eq!(
+            SimDuration::from_std(std::time::Duration::MAX),
+            SimDuration(u64::MAX)
+        );
+        assert_eq!(SimTime(5) + SimDuration(u64::MAX), SimTime(u64::MAX));
+        assert_eq!(SimDuration(2) + SimDuration(3), SimDuration(5));
+    }
+}

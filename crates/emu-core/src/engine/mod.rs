@@ -16,11 +16,14 @@
 //! short work inline in the caller's thread, long work on parked engine threads).
 
 use crate::dma::DmaPort;
-use crate::fabric::{Packet, PortId};
-use crate::mmio::MmioError;
+use crate::fabric::{FabricCounters, FabricError, FaultConfig, LinkId, Packet, PortId};
+use crate::mmio::{Mmio, MmioError};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
+use std::sync::Arc;
+use thiserror::Error;
 
+pub mod bench;
 pub mod deterministic;
 pub mod threaded;
 
@@ -137,4 +140,188 @@ pub trait DeviceModel: Send {
 /// event; the threaded engine yields. Returns `true` if any device work was done.
 pub trait Progress: Send + Sync {
     fn progress(&self) -> bool;
+}
+
+/// Where a device's MSI-X interrupts go (the driver's interrupt handler). Called with the
+/// vector number, with no engine lock held, so it may call back into the engine.
+pub type InterruptSink = Arc<dyn Fn(u16) + Send + Sync>;
+
+/// Why an engine operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EngineError {
+    /// No device with this id.
+    #[error("no device {0:?} in this engine")]
+    NoSuchDevice(DeviceId),
+    /// The port does not exist in the fabric.
+    #[error("port {port} does not exist (the fabric has {ports} ports)")]
+    NoSuchPort {
+        /// The requested port.
+        port: u32,
+        /// Ports of the fabric.
+        ports: u32,
+    },
+    /// Another device is already attached to the port.
+    #[error("port {0} already has a device attached")]
+    PortInUse(u32),
+    /// The device refused the MMIO access (or the access was malformed).
+    #[error(transparent)]
+    Mmio(#[from] MmioError),
+    /// A fabric operation failed.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The engine has been shut down.
+    #[error("the engine is shut down")]
+    ShutDown,
+    /// An engine thread could not be started, or setup failed.
+    #[error("engine setup failed: {0}")]
+    Setup(String),
+}
+
+impl From<EngineError> for MmioError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Mmio(m) => m,
+            _ => MmioError::DeviceGone,
+        }
+    }
+}
+
+/// Which engine implementation drives the devices.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// [`deterministic::Deterministic`]: one thread, virtual time.
+    Deterministic,
+    /// [`threaded::Threaded`]: real time, inline + worker threads.
+    Threaded,
+}
+
+/// Event counters of an engine.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineCounters {
+    /// Queued events processed (packet arrivals and timers; the deterministic engine's
+    /// events/s figure counts these).
+    pub events: u64,
+    /// Packets handed to a device's [`DeviceModel::packet`].
+    pub packets: u64,
+    /// Timers fired ([`DeviceModel::timer`]).
+    pub timers: u64,
+    /// MMIO loads performed.
+    pub mmio_reads: u64,
+    /// MMIO stores performed.
+    pub mmio_writes: u64,
+    /// Interrupts raised by devices.
+    pub interrupts: u64,
+    /// Packets that reached a port with no device attached (discarded).
+    pub undeliverable: u64,
+    /// Packets sent by a device that is not attached to the fabric (discarded).
+    pub unattached_sends: u64,
+    /// Threaded engine: handler calls run inline in the caller's thread.
+    pub inline_calls: u64,
+    /// Threaded engine: work items handed to the engine threads (timers, delayed packets,
+    /// inline work over budget).
+    pub deferred: u64,
+}
+
+/// The interface common to both engines, so device crates, the driver and tests can be
+/// written once (`Arc<dyn Engine>`). Host-side calls run the device handler at the engine's
+/// current time and then apply the actions it queued.
+pub trait Engine: Progress {
+    /// Which engine this is.
+    fn kind(&self) -> EngineKind;
+    /// The current time (virtual, or real time elapsed since the engine started).
+    fn now(&self) -> SimTime;
+    /// Attach a device, optionally to a fabric port (each port takes at most one device).
+    fn add_device(
+        &self,
+        model: Box<dyn DeviceModel>,
+        dma: DmaPort,
+        port: Option<PortId>,
+    ) -> Result<DeviceId, EngineError>;
+    /// Route the device's interrupts to `sink` (replacing any previous sink). Without a sink
+    /// interrupts are counted and discarded.
+    fn set_interrupt_sink(&self, dev: DeviceId, sink: InterruptSink) -> Result<(), EngineError>;
+    /// CPU load from BAR `bar` of `dev`.
+    fn mmio_read(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), EngineError>;
+    /// CPU store to BAR `bar` of `dev`.
+    fn mmio_write(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError>;
+    /// A handle onto one BAR, for the driver and user library (`Arc<dyn Mmio>`).
+    fn mmio(&self, dev: DeviceId, bar: u8) -> Result<Arc<dyn Mmio>, EngineError>;
+    /// Read PCI configuration space dword `reg`.
+    fn config_read(&self, dev: DeviceId, reg: u16) -> Result<u32, EngineError>;
+    /// Write PCI configuration space dword `reg`.
+    fn config_write(&self, dev: DeviceId, reg: u16, value: u32) -> Result<(), EngineError>;
+    /// Size of BAR `bar` of `dev` (0 if not implemented).
+    fn bar_size(&self, dev: DeviceId, bar: u8) -> Result<u64, EngineError>;
+    /// A handle that makes progress on this engine (for pollers).
+    fn progress_handle(&self) -> Arc<dyn Progress>;
+    /// Engine event counters.
+    fn counters(&self) -> EngineCounters;
+    /// Fabric counters.
+    fn fabric_counters(&self) -> FabricCounters;
+    /// Take a fabric link down or up.
+    fn set_link_up(&self, link: LinkId, up: bool) -> Result<(), EngineError>;
+    /// Change the fabric's fault probabilities.
+    fn set_faults(&self, faults: FaultConfig);
+}
+
+/// Number of BARs of a PCI type-0 function.
+pub(crate) const NUM_BARS: usize = 6;
+
+/// Check an MMIO access against the BAR size and the widths the [`Mmio`] seam allows.
+pub(crate) fn check_access(
+    bars: &[u64; NUM_BARS],
+    bar: u8,
+    offset: u64,
+    width: usize,
+) -> Result<(), MmioError> {
+    let size = bars.get(usize::from(bar)).copied().unwrap_or(0);
+    if !matches!(width, 1 | 2 | 4 | 8) {
+        return Err(MmioError::BadWidth { offset, width });
+    }
+    if offset
+        .checked_add(width as u64)
+        .is_none_or(|end| end > size)
+    {
+        return Err(MmioError::OutOfRange {
+            offset,
+            width,
+            size,
+        });
+    }
+    Ok(())
+}
+
+/// The BAR sizes of a model, read once when it is attached.
+pub(crate) fn bar_sizes(model: &dyn DeviceModel) -> [u64; NUM_BARS] {
+    let mut bars = [0u64; NUM_BARS];
+    for (i, b) in bars.iter_mut().enumerate() {
+        *b = model.bar_size(i as u8);
+    }
+    bars
+}
+
+/// Fold one 64-bit word into a running trace digest (a multiplicative, FxHash-style mix:
+/// order-sensitive and cheap enough to run on every event).
+pub(crate) fn digest_mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+/// Little-endian value of up to 8 bytes (for digests of MMIO data).
+pub(crate) fn le_value(data: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = data.len().min(8);
+    b[..n].copy_from_slice(&data[..n]);
+    u64::from_le_bytes(b)
 }

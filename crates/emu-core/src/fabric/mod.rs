@@ -1,5 +1,23 @@
 //! The fabric: ports, links with latency and bandwidth, topologies, traffic classes, CRC32 on
 //! every packet, and seeded fault sites.
+//!
+//! - [`topology`]: network shapes (point-to-point, single switch, dragonfly, 3D torus), their
+//!   links and deterministic routes.
+//! - [`link`]: link timing ([`LinkParams`]) and the per-direction, per-priority queue model.
+//! - [`faults`]: the seeded fault sites ([`FaultConfig`]).
+//! - [`Fabric`]: all of it together; engines call [`Fabric::inject`] for every packet sent.
+//!
+//! The timing, priority and fault models are described in docs/emu-core-engines.md.
+
+pub mod faults;
+pub mod link;
+mod network;
+pub mod topology;
+
+pub use faults::FaultConfig;
+pub use link::{LinkCounters, LinkParams, NUM_PRIORITIES};
+pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
+pub use topology::{Dir, Graph, Hop, LinkId, Node, Topology};
 
 /// A fabric endpoint (one NIC port). Dense, assigned by the topology: 0..ports.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

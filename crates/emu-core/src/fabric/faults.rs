@@ -1,0 +1,99 @@
+//! Seeded fault sites of the fabric.
+//!
+//! Every site draws from the engine's [`SimRng`] only when its probability is above zero, so
+//! switching a site off leaves the random stream (and thus the rest of the run) unchanged.
+//! Per injected packet the draws happen in this order: drop; duplicate; then for each copy
+//! delivered: reorder (and its delay), corrupt (and the bit).
+
+use super::Packet;
+use crate::rng::SimRng;
+use crate::time::SimDuration;
+
+/// Probabilities (0..=1) of each fault, per injected packet (drop, duplicate) or per
+/// delivered copy (reorder, corrupt).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct FaultConfig {
+    /// The packet is lost (before it uses any link).
+    pub drop: f64,
+    /// The packet is delivered twice; the copy arrives at the same time, after the original.
+    pub duplicate: f64,
+    /// The copy is held back by an extra delay drawn uniformly from `1..=reorder_max_delay`
+    /// picoseconds, which lets later packets of the same flow overtake it.
+    pub reorder: f64,
+    /// Upper bound of the reorder delay (a zero bound disables reordering).
+    pub reorder_max_delay: SimDuration,
+    /// One random bit of the copy is flipped after its CRC was computed, so the receiver's
+    /// [`Packet::crc_ok`] is false. A packet without data gets a bit of its CRC flipped.
+    pub corrupt: f64,
+}
+
+impl FaultConfig {
+    /// No faults at all.
+    pub const fn none() -> Self {
+        FaultConfig {
+            drop: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_max_delay: SimDuration::ZERO,
+            corrupt: 0.0,
+        }
+    }
+    /// Whether any site can fire.
+    pub fn any(&self) -> bool {
+        self.drop > 0.0
+            || self.duplicate > 0.0
+            || (self.reorder > 0.0 && self.reorder_max_delay.0 > 0)
+            || self.corrupt > 0.0
+    }
+}
+
+/// Flip one random bit of the packet (in `data`, or in `crc` when `data` is empty). The CRC
+/// is not recomputed, so the damage is detectable.
+pub(crate) fn corrupt(pkt: &mut Packet, rng: &mut SimRng) {
+    if pkt.data.is_empty() {
+        pkt.crc ^= 1 << rng.below(32);
+    } else {
+        let bit = rng.below(pkt.data.len() as u64 * 8);
+        let byte = (bit / 8) as usize;
+        if let Some(b) = pkt.data.get_mut(byte) {
+            *b ^= 1 << (bit % 8);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{PortId, TrafficClass};
+
+    #[test]
+    fn corruption_is_always_detected() {
+        let mut rng = SimRng::new(7);
+        for len in [0usize, 1, 2, 63, 1000] {
+            for _ in 0..50 {
+                let mut p = Packet::new(PortId(0), PortId(1), TrafficClass(0), vec![0xA5; len]);
+                corrupt(&mut p, &mut rng);
+                assert!(!p.crc_ok(), "len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn none_is_off() {
+        assert!(!FaultConfig::none().any());
+        assert!(
+            !FaultConfig {
+                reorder: 1.0,
+                ..FaultConfig::none()
+            }
+            .any()
+        );
+        assert!(
+            FaultConfig {
+                drop: 0.1,
+                ..FaultConfig::none()
+            }
+            .any()
+        );
+    }
+}

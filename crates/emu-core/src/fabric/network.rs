@@ -1,0 +1,413 @@
+//! The [`Fabric`]: a built topology plus link timing, traffic-class priorities, per-flow FIFO
+//! order, fault sites and counters. Engines call [`Fabric::inject`] for every packet a device
+//! sends and schedule the deliveries it returns.
+
+use super::faults::{self, FaultConfig};
+use super::link::{LinkCounters, LinkParams, LinkState, NUM_PRIORITIES};
+use super::topology::{Graph, Hop, LinkId, RouteError, Topology, TopologyError};
+use super::{Packet, TrafficClass};
+use crate::rng::SimRng;
+use crate::time::{SimDuration, SimTime};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use thiserror::Error;
+
+/// Why a fabric operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FabricError {
+    /// The topology description is invalid.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A route could not be computed.
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// A link outside `0..links`.
+    #[error("link {0} does not exist")]
+    NoSuchLink(u32),
+    /// A priority outside `0..NUM_PRIORITIES`.
+    #[error("priority {0} is out of range (0..{NUM_PRIORITIES})")]
+    BadPriority(u8),
+}
+
+/// Everything needed to build a [`Fabric`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FabricConfig {
+    /// The network shape.
+    pub topology: Topology,
+    /// Timing of every link.
+    pub link: LinkParams,
+    /// Fault probabilities.
+    pub faults: FaultConfig,
+}
+
+impl FabricConfig {
+    /// A fault-free configuration with the default link timing.
+    pub fn new(topology: Topology) -> Self {
+        FabricConfig {
+            topology,
+            link: LinkParams::default(),
+            faults: FaultConfig::none(),
+        }
+    }
+}
+
+/// Fabric-wide counters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FabricCounters {
+    /// Packets handed to [`Fabric::inject`].
+    pub injected: u64,
+    /// Deliveries returned by [`Fabric::inject`] (duplicates count twice).
+    pub delivered: u64,
+    /// Packets not delivered at all (sum of the three reasons below).
+    pub dropped: u64,
+    /// Dropped by the drop fault site.
+    pub dropped_fault: u64,
+    /// Dropped because a link on their route was down.
+    pub dropped_link_down: u64,
+    /// Dropped because the source or destination port does not exist.
+    pub dropped_bad_port: u64,
+    /// Packets delivered twice.
+    pub duplicated: u64,
+    /// Deliveries whose data was corrupted (their CRC check fails).
+    pub corrupted: u64,
+    /// Deliveries held back by the reorder fault site.
+    pub reordered: u64,
+    /// Payload bytes injected.
+    pub bytes_injected: u64,
+}
+
+/// Counters of one traffic class.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TcCounters {
+    /// Packets injected with this class.
+    pub injected: u64,
+    /// Deliveries of this class (duplicates count twice).
+    pub delivered: u64,
+    /// Packets of this class that were dropped.
+    pub dropped: u64,
+    /// Payload bytes injected with this class.
+    pub bytes: u64,
+}
+
+/// Up to two deliveries of one injected packet (none if dropped, two if duplicated), in the
+/// order they must be scheduled.
+#[derive(Debug, Default)]
+pub struct Deliveries {
+    items: [Option<(SimTime, Packet)>; 2],
+}
+
+impl Deliveries {
+    fn push(&mut self, t: SimTime, p: Packet) {
+        if self.items[0].is_none() {
+            self.items[0] = Some((t, p));
+        } else {
+            self.items[1] = Some((t, p));
+        }
+    }
+    /// Number of deliveries (0, 1 or 2).
+    pub fn len(&self) -> usize {
+        self.items.iter().filter(|i| i.is_some()).count()
+    }
+    /// True if the packet was dropped.
+    pub fn is_empty(&self) -> bool {
+        self.items[0].is_none()
+    }
+    /// The deliveries, by reference.
+    pub fn iter(&self) -> impl Iterator<Item = &(SimTime, Packet)> {
+        self.items.iter().flatten()
+    }
+}
+
+impl IntoIterator for Deliveries {
+    type Item = (SimTime, Packet);
+    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<(SimTime, Packet)>, 2>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().flatten()
+    }
+}
+
+/// A small multiplicative hasher for the flow table (keys are a few integers; no need for
+/// DoS resistance, which the default SipHash pays for on every packet).
+#[derive(Default, Clone, Copy)]
+struct FlowHasher(u64);
+
+impl Hasher for FlowHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FlowMap = HashMap<(u32, u32, u8), SimTime, BuildHasherDefault<FlowHasher>>;
+
+/// The network: topology, link timing, priorities, faults and counters.
+#[derive(Clone, Debug)]
+pub struct Fabric {
+    graph: Graph,
+    params: LinkParams,
+    faults: FaultConfig,
+    links: Vec<LinkState>,
+    priority: [u8; 256],
+    /// Last arrival time per (src, dst, tc) flow, for the FIFO guarantee.
+    flows: FlowMap,
+    counters: FabricCounters,
+    tc: Box<[TcCounters; 256]>,
+    route: Vec<Hop>,
+}
+
+impl Fabric {
+    /// Build a fabric.
+    pub fn new(config: FabricConfig) -> Result<Self, FabricError> {
+        let graph = config.topology.build()?;
+        let mut priority = [0u8; 256];
+        for (tc, p) in priority.iter_mut().enumerate() {
+            *p = tc.min(NUM_PRIORITIES - 1) as u8;
+        }
+        Ok(Fabric {
+            links: vec![LinkState::default(); graph.links().len()],
+            graph,
+            params: config.link,
+            faults: config.faults,
+            priority,
+            flows: FlowMap::default(),
+            counters: FabricCounters::default(),
+            tc: Box::new([TcCounters::default(); 256]),
+            route: Vec::new(),
+        })
+    }
+
+    /// Number of ports (`0..ports` are valid destinations).
+    pub fn ports(&self) -> u32 {
+        self.graph.ports()
+    }
+    /// The built topology (links, routes).
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+    /// The link timing.
+    pub fn params(&self) -> &LinkParams {
+        &self.params
+    }
+    /// Change the link timing (affects packets injected from now on).
+    pub fn set_params(&mut self, params: LinkParams) {
+        self.params = params;
+    }
+    /// The fault probabilities.
+    pub fn faults(&self) -> &FaultConfig {
+        &self.faults
+    }
+    /// Change the fault probabilities (affects packets injected from now on).
+    pub fn set_faults(&mut self, faults: FaultConfig) {
+        self.faults = faults;
+    }
+    /// The priority of a traffic class (0 is the highest). By default class `n` has priority
+    /// `min(n, NUM_PRIORITIES - 1)`, so Cassini's DEDICATED_ACCESS (0) and LOW_LATENCY (1)
+    /// classes are served before BULK_DATA (2) and BEST_EFFORT (3) (cxi_traffic_class in
+    /// libcxi's cxi-abi).
+    pub fn priority(&self, tc: TrafficClass) -> u8 {
+        self.priority[usize::from(tc.0)]
+    }
+    /// Map a traffic class to a priority.
+    pub fn set_priority(&mut self, tc: TrafficClass, priority: u8) -> Result<(), FabricError> {
+        if usize::from(priority) >= NUM_PRIORITIES {
+            return Err(FabricError::BadPriority(priority));
+        }
+        self.priority[usize::from(tc.0)] = priority;
+        Ok(())
+    }
+    /// Take a link down (every packet routed over it is dropped until it is up again) or
+    /// bring it back up. Packets already in flight are not affected.
+    pub fn set_link_up(&mut self, link: LinkId, up: bool) -> Result<(), FabricError> {
+        let l = self
+            .links
+            .get_mut(link.0 as usize)
+            .ok_or(FabricError::NoSuchLink(link.0))?;
+        l.up = up;
+        Ok(())
+    }
+    /// Whether a link is up (false for a link that does not exist).
+    pub fn link_is_up(&self, link: LinkId) -> bool {
+        self.links.get(link.0 as usize).is_some_and(|l| l.up)
+    }
+    /// Fabric-wide counters.
+    pub fn counters(&self) -> FabricCounters {
+        self.counters
+    }
+    /// Counters of one link.
+    pub fn link_counters(&self, link: LinkId) -> Option<LinkCounters> {
+        self.links.get(link.0 as usize).map(|l| l.counters)
+    }
+    /// Counters of one traffic class.
+    pub fn tc_counters(&self, tc: TrafficClass) -> TcCounters {
+        self.tc[usize::from(tc.0)]
+    }
+
+    /// Send `pkt` at time `now`: seal its CRC, route it, apply link timing and the fault
+    /// sites, and return when (and what) the destination port receives. `rng` is drawn from
+    /// only by enabled fault sites. Without faults the deliveries of one
+    /// `(src, dst, tc)` flow arrive in injection order (FIFO), provided `now` never goes
+    /// backwards between calls.
+    pub fn inject(&mut self, now: SimTime, mut pkt: Packet, rng: &mut SimRng) -> Deliveries {
+        let mut out = Deliveries::default();
+        let len = pkt.data.len();
+        let tci = usize::from(pkt.tc.0);
+        self.counters.injected += 1;
+        self.counters.bytes_injected += len as u64;
+        self.tc[tci].injected += 1;
+        self.tc[tci].bytes += len as u64;
+        pkt.seal();
+
+        if self
+            .graph
+            .route_into(pkt.src, pkt.dst, &mut self.route)
+            .is_err()
+        {
+            self.counters.dropped_bad_port += 1;
+            return self.drop_packet(tci, out);
+        }
+        if let Some(h) = self
+            .route
+            .iter()
+            .find(|h| !self.links[h.link.0 as usize].up)
+        {
+            self.links[h.link.0 as usize].counters.dropped_down += 1;
+            self.counters.dropped_link_down += 1;
+            return self.drop_packet(tci, out);
+        }
+        if rng.chance(self.faults.drop) {
+            self.counters.dropped_fault += 1;
+            return self.drop_packet(tci, out);
+        }
+
+        // Timing: store-and-forward over every hop, priority queues per link direction.
+        let prio = usize::from(self.priority[tci]);
+        let ser = self.params.serialization(len);
+        let mut t = now;
+        let hops = self.route.len();
+        for (i, hop) in self.route.iter().enumerate() {
+            let link = &mut self.links[hop.link.0 as usize];
+            t = link.schedule(hop.dir.index(), prio, t, ser, len) + self.params.latency;
+            if i + 1 < hops {
+                t = t + self.params.switch_latency;
+            }
+        }
+        // FIFO per flow: never arrive before the previous packet of the same flow.
+        let last = self
+            .flows
+            .entry((pkt.src.0, pkt.dst.0, pkt.tc.0))
+            .or_insert(SimTime::ZERO);
+        t = t.max(*last);
+        *last = t;
+
+        let dup = rng.chance(self.faults.duplicate);
+        if dup {
+            self.counters.duplicated += 1;
+            let copy = pkt.clone();
+            let t0 = self.faults_on_copy(t, &mut pkt, rng);
+            out.push(t0, pkt);
+            let mut copy = copy;
+            let t1 = self.faults_on_copy(t, &mut copy, rng);
+            out.push(t1, copy);
+        } else {
+            let t0 = self.faults_on_copy(t, &mut pkt, rng);
+            out.push(t0, pkt);
+        }
+        let n = out.len() as u64;
+        self.counters.delivered += n;
+        self.tc[tci].delivered += n;
+        out
+    }
+
+    fn drop_packet(&mut self, tci: usize, out: Deliveries) -> Deliveries {
+        self.counters.dropped += 1;
+        self.tc[tci].dropped += 1;
+        out
+    }
+
+    /// The per-copy fault sites: reorder (extra delay), then corrupt.
+    fn faults_on_copy(&mut self, t: SimTime, pkt: &mut Packet, rng: &mut SimRng) -> SimTime {
+        let mut t = t;
+        let max = self.faults.reorder_max_delay.0;
+        if max > 0 && rng.chance(self.faults.reorder) {
+            t = t + SimDuration(1 + rng.below(max));
+            self.counters.reordered += 1;
+        }
+        if rng.chance(self.faults.corrupt) {
+            faults::corrupt(pkt, rng);
+            self.counters.corrupted += 1;
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::PortId;
+
+    fn pkt(s: u32, d: u32, tc: u8, len: usize) -> Packet {
+        Packet::new(PortId(s), PortId(d), TrafficClass(tc), vec![7; len])
+    }
+
+    #[test]
+    fn inject_seals_the_crc() {
+        let mut f = Fabric::new(FabricConfig::new(Topology::SingleSwitch { ports: 2 })).unwrap();
+        let mut p = pkt(0, 1, 0, 10);
+        p.crc = 0;
+        let d: Vec<_> = f
+            .inject(SimTime::ZERO, p, &mut SimRng::new(1))
+            .into_iter()
+            .collect();
+        assert_eq!(d.len(), 1);
+        assert!(d[0].1.crc_ok());
+    }
+
+    #[test]
+    fn bad_port_is_dropped_and_counted() {
+        let mut f = Fabric::new(FabricConfig::new(Topology::SingleSwitch { ports: 2 })).unwrap();
+        let d = f.inject(SimTime::ZERO, pkt(0, 9, 3, 10), &mut SimRng::new(1));
+        assert!(d.is_empty());
+        let c = f.counters();
+        assert_eq!((c.dropped, c.dropped_bad_port, c.delivered), (1, 1, 0));
+        assert_eq!(f.tc_counters(TrafficClass(3)).dropped, 1);
+    }
+
+    #[test]
+    fn fault_sites_off_draw_nothing() {
+        let mut f = Fabric::new(FabricConfig::new(Topology::SingleSwitch { ports: 2 })).unwrap();
+        let mut rng = SimRng::new(5);
+        for _ in 0..10 {
+            f.inject(SimTime::ZERO, pkt(0, 1, 0, 10), &mut rng);
+        }
+        assert_eq!(rng.next_u64(), SimRng::new(5).next_u64());
+    }
+
+    #[test]
+    fn priorities_are_validated() {
+        let mut f = Fabric::new(FabricConfig::new(Topology::PointToPoint)).unwrap();
+        assert_eq!(f.priority(TrafficClass(200)), (NUM_PRIORITIES - 1) as u8);
+        assert_eq!(
+            f.set_priority(TrafficClass(1), NUM_PRIORITIES as u8),
+            Err(FabricError::BadPriority(NUM_PRIORITIES as u8))
+        );
+        f.set_priority(TrafficClass(9), 0).unwrap();
+        assert_eq!(f.priority(TrafficClass(9)), 0);
+        assert_eq!(
+            f.set_link_up(LinkId(1), false),
+            Err(FabricError::NoSuchLink(1))
+        );
+    }
+}
