@@ -12,6 +12,7 @@
 //! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
 //!   drive models (seams 3 and 4).
 
+pub mod bus;
 pub mod dma;
 pub mod engine;
 pub mod fabric;
