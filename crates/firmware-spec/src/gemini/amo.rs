@@ -176,7 +176,7 @@ impl AmoCmd {
 
 /// Whether an AMO target is correctly aligned (8 B; `GHAL_AMO_ALIGNMENT`).
 pub const fn target_aligned(remote_addr: u64) -> bool {
-    remote_addr % OPERAND_SIZE == 0
+    remote_addr & (OPERAND_SIZE - 1) == 0
 }
 
 #[cfg(test)]

@@ -72,11 +72,11 @@ pub fn check_table(fields: &[Field], size: usize) -> Result<(), String> {
         if f.offset + f.width > size * 8 {
             return Err(format!("{}: ends past {} bytes", f.name, size));
         }
-        for b in f.offset..f.offset + f.width {
-            if used[b] {
+        for (b, slot) in used.iter_mut().enumerate().skip(f.offset).take(f.width) {
+            if *slot {
                 return Err(format!("{}: bit {} overlaps", f.name, b));
             }
-            used[b] = true;
+            *slot = true;
         }
     }
     Ok(())

@@ -7,10 +7,16 @@ pub mod amo;
 pub mod bte;
 pub mod codes;
 pub mod cqe;
+pub mod fma;
 pub mod gni;
 pub mod layout;
 pub mod limits;
 pub mod map;
+pub mod mdd;
+pub mod ntt;
+pub mod pci;
+pub mod post;
+pub mod smsg;
 
 pub use codes::UnknownCode;
 pub use layout::{Field, FormatError};
