@@ -322,6 +322,35 @@ impl TranslationTable {
         Err(DmaError::NoTranslation { iova: cur })
     }
 
+    /// Fast path for the common case of an access inside one mapping: `Ok(Some(segment))` if
+    /// the mapping holding `iova` covers the whole range with `needed`, `Ok(None)` if the range
+    /// continues into further mappings (use [`TranslationTable::translate`]) or is empty, and
+    /// the same error [`TranslationTable::translate`] would return if `iova` itself faults.
+    pub fn translate_within(
+        &self,
+        iova: u64,
+        len: u64,
+        needed: Perm,
+    ) -> Result<Option<Segment>, DmaError> {
+        if len == 0 {
+            return Ok(None);
+        }
+        if iova.checked_add(len).is_none() {
+            return Err(DmaError::OutOfBounds { iova, len });
+        }
+        let (start, e) = self
+            .containing(iova)
+            .ok_or(DmaError::NoTranslation { iova })?;
+        if !e.perm.contains(needed) {
+            return Err(DmaError::PermissionDenied { iova, needed });
+        }
+        let off = iova - start;
+        Ok((e.len - off >= len).then_some(Segment {
+            addr: e.target + off,
+            len,
+        }))
+    }
+
     /// Translate `[iova, iova + len)` needing `needed`: the whole range is checked first, then
     /// the output pieces are returned in order (pieces that are contiguous in the output space
     /// are merged). A zero-length access yields no pieces.
@@ -502,6 +531,10 @@ fn pieces<'a>(
             ))
         }
         IommuMode::Translate(t) => {
+            if let Some(seg) = t.translate_within(iova, len, needed)? {
+                mem.check(GuestAddress(seg.addr), seg.len)?;
+                return Ok(Pieces::One(Some(seg)));
+            }
             let segs = t.translate(iova, len, needed)?;
             for s in segs.clone() {
                 mem.check(GuestAddress(s.addr), s.len)?;
@@ -903,6 +936,34 @@ mod tests {
                 len: 2
             }
         );
+    }
+
+    #[test]
+    fn translate_within_fast_path() {
+        let mut t = TranslationTable::new();
+        t.map(0x1000, 0x8000, 0x1000, Perm::READ).unwrap();
+        t.map(0x2000, 0x4000, 0x1000, Perm::RW).unwrap();
+        assert_eq!(
+            t.translate_within(0x1100, 0x100, Perm::READ),
+            Ok(Some(Segment {
+                addr: 0x8100,
+                len: 0x100
+            }))
+        );
+        // Crosses into the next mapping: caller must use translate().
+        assert_eq!(t.translate_within(0x1f00, 0x200, Perm::READ), Ok(None));
+        assert_eq!(
+            t.translate_within(0x1f00, 0x8, Perm::WRITE),
+            Err(DmaError::PermissionDenied {
+                iova: 0x1f00,
+                needed: Perm::WRITE
+            })
+        );
+        assert_eq!(
+            t.translate_within(0x3000, 1, Perm::READ),
+            Err(DmaError::NoTranslation { iova: 0x3000 })
+        );
+        assert_eq!(t.translate_within(0x1000, 0, Perm::READ), Ok(None));
     }
 
     #[test]
