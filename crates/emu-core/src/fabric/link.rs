@@ -112,8 +112,10 @@ impl Default for LinkState {
 impl LinkState {
     /// Schedule a packet of priority `prio` that is ready to cross direction `dir` at
     /// `ready` and takes `ser` to serialise: it waits for every packet of the same or higher
-    /// priority already scheduled on this direction, never for lower-priority ones. Returns
-    /// the time it has fully left the sender.
+    /// priority already scheduled on this direction, never for lower-priority ones. Lower
+    /// priority queues that still hold traffic at its start pay for the bandwidth it takes:
+    /// their busy-until moves back by `ser` (packets already scheduled keep their times;
+    /// later ones start after the shift). Returns the time it has fully left the sender.
     pub(crate) fn schedule(
         &mut self,
         dir: usize,
@@ -129,6 +131,11 @@ impl LinkState {
         }
         let end = start + ser;
         busy[prio] = end;
+        for b in &mut busy[prio + 1..] {
+            if *b > start {
+                *b = *b + ser;
+            }
+        }
         self.counters.packets[dir] += 1;
         self.counters.bytes[dir] += bytes as u64;
         end
@@ -167,12 +174,17 @@ mod tests {
         let e1 = l.schedule(0, 3, SimTime(0), ser, 1);
         let e2 = l.schedule(0, 3, SimTime(0), ser, 1);
         assert_eq!((e1, e2), (SimTime(100), SimTime(200)));
-        // high priority starts at once
+        // high priority starts at once, and the busy priority-3 queue pays for its time
         assert_eq!(l.schedule(0, 0, SimTime(0), ser, 1), SimTime(100));
-        // low priority now waits for both queues
-        assert_eq!(l.schedule(0, 5, SimTime(0), ser, 1), SimTime(300));
+        assert_eq!(l.busy[0][3], SimTime(300));
+        // low priority waits for all of it
+        assert_eq!(l.schedule(0, 5, SimTime(0), ser, 1), SimTime(400));
+        // an idle lower queue is not shifted
+        assert_eq!(l.schedule(0, 6, SimTime(1000), ser, 1), SimTime(1100));
+        assert_eq!(l.schedule(0, 1, SimTime(2000), ser, 1), SimTime(2100));
+        assert_eq!(l.busy[0][6], SimTime(1100));
         // the other direction is independent
         assert_eq!(l.schedule(1, 3, SimTime(0), ser, 1), SimTime(100));
-        assert_eq!(l.counters.packets, [4, 1]);
+        assert_eq!(l.counters.packets, [6, 1]);
     }
 }
