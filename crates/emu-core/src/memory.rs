@@ -397,6 +397,9 @@ impl HostMemory {
 
     /// Set `len` bytes at `addr` to `byte`.
     pub fn fill(&self, addr: GuestAddress, len: u64, byte: u8) -> Result<(), MemoryError> {
+        if len == 0 {
+            return self.check(addr, 0);
+        }
         let s = self.slice(addr, len)?;
         let chunk = [byte; FILL_CHUNK];
         let mut off = 0usize;
@@ -456,11 +459,13 @@ pub(crate) fn copy_between(
     dst: GuestAddress,
     len: u64,
 ) -> Result<(), MemoryError> {
+    if len == 0 {
+        from.check(src, 0)?;
+        return to.check(dst, 0);
+    }
     let s = from.slice(src, len)?;
     let d = to.slice(dst, len)?;
-    if len > 0 {
-        s.copy_to_volatile_slice(d);
-    }
+    s.copy_to_volatile_slice(d);
     Ok(())
 }
 
@@ -547,6 +552,11 @@ mod tests {
                 .is_err()
         );
         assert!(m.fill(GuestAddress(m.size() - 1), 2, 0).is_err());
+        // Zero-length operations at the very end are valid no-ops.
+        m.fill(GuestAddress(m.size()), 0, 1).unwrap();
+        m.copy_within(GuestAddress(m.size()), GuestAddress(0), 0)
+            .unwrap();
+        assert!(m.fill(GuestAddress(m.size() + 1), 0, 1).is_err());
     }
 
     #[test]
