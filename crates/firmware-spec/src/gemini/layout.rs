@@ -37,6 +37,16 @@ pub enum FormatError {
         /// Bytes given.
         got: usize,
     },
+    /// A list of field values has the wrong length.
+    #[error("{format}: need {need} field values, got {got}")]
+    FieldCount {
+        /// Format name.
+        format: &'static str,
+        /// Fields of the format.
+        need: usize,
+        /// Values given.
+        got: usize,
+    },
     /// A field value does not fit its width.
     #[error("{format}.{field}: value {value:#x} exceeds {width} bits")]
     Overflow {
@@ -59,6 +69,26 @@ pub enum FormatError {
         /// Offending value.
         value: u64,
     },
+}
+
+/// What every format defined with `bit_format!` offers, for generic code (register dumps,
+/// golden tests).
+pub trait BitFormat: Sized + Copy + PartialEq + core::fmt::Debug {
+    /// Format name.
+    const NAME: &'static str;
+    /// Bytes of the image.
+    const BYTES: usize;
+    /// The field table.
+    fn fields() -> &'static [Field];
+    /// Field values in table order.
+    fn to_values(&self) -> Vec<u64>;
+    /// Build from field values in table order; errors if the count is wrong or a value
+    /// does not fit.
+    fn from_values(values: &[u64]) -> Result<Self, FormatError>;
+    /// Encode into a byte vector of `BYTES`.
+    fn encode_vec(&self) -> Result<Vec<u8>, FormatError>;
+    /// Decode from the first `BYTES` bytes.
+    fn decode_slice(buf: &[u8]) -> Result<Self, FormatError>;
 }
 
 /// Check that a field table is well formed: widths 1..=64, inside `size` bytes, no overlap.
@@ -135,6 +165,41 @@ macro_rules! bit_format {
                     });
                 }
                 Ok(Self { $( $field: $crate::bits::get_bits(buf, $off, $width), )* })
+            }
+        }
+
+        impl $crate::gemini::layout::BitFormat for $name {
+            const NAME: &'static str = stringify!($name);
+            const BYTES: usize = $size;
+
+            fn fields() -> &'static [$crate::gemini::layout::Field] {
+                Self::FIELDS
+            }
+
+            fn to_values(&self) -> Vec<u64> {
+                vec![ $( self.$field, )* ]
+            }
+
+            fn from_values(values: &[u64]) -> Result<Self, $crate::gemini::layout::FormatError> {
+                let mut it = values.iter().copied();
+                let v = Self { $( $field: it.next().unwrap_or(u64::MAX), )* };
+                if values.len() != Self::FIELDS.len() {
+                    return Err($crate::gemini::layout::FormatError::FieldCount {
+                        format: stringify!($name),
+                        need: Self::FIELDS.len(),
+                        got: values.len(),
+                    });
+                }
+                v.encode()?;
+                Ok(v)
+            }
+
+            fn encode_vec(&self) -> Result<Vec<u8>, $crate::gemini::layout::FormatError> {
+                Ok(self.encode()?.to_vec())
+            }
+
+            fn decode_slice(buf: &[u8]) -> Result<Self, $crate::gemini::layout::FormatError> {
+                Self::decode(buf)
             }
         }
     };
