@@ -11,6 +11,7 @@ use firmware_spec::gemini::amo::AmoCmd;
 use firmware_spec::gemini::bte::{
     CpuRxDescriptor, RxChannel, RxDescriptor, TxChannel, TxDescriptor, TxdMode1,
 };
+use firmware_spec::gemini::cq::CqDescriptor;
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use firmware_spec::gemini::fma::{FmaDescriptor, GetControlWord};
 use firmware_spec::gemini::gni::*;
@@ -33,6 +34,16 @@ const CQE: Table = &[
     ("source", 56, 3),
     ("status", 59, 4),
     ("overrun", 63, 1),
+];
+const CQD: Table = &[
+    ("rd_index", 0, 29),
+    ("wr_index", 32, 29),
+    ("max_index", 64, 29),
+    ("irq_thresh_index", 96, 13),
+    ("irq_req_index", 112, 5),
+    ("enable", 117, 1),
+    ("base_addr", 128, 48),
+    ("irq_req", 176, 1),
 ];
 const TXD: Table = &[
     ("dest_pe", 0, 18),
@@ -227,6 +238,7 @@ fn golden<T: BitFormat>(table: Table, size: usize) {
 #[test]
 fn golden_vectors() {
     golden::<Cqe>(CQE, 8);
+    golden::<CqDescriptor>(CQD, 24);
     golden::<TxDescriptor>(TXD, 48);
     golden::<RxDescriptor>(RXD, 8);
     golden::<CpuRxDescriptor>(CPURXD, 32);
@@ -543,6 +555,7 @@ macro_rules! prop_roundtrip {
 }
 
 prop_roundtrip!(rt_cqe, Cqe, CQE);
+prop_roundtrip!(rt_cqd, CqDescriptor, CQD);
 prop_roundtrip!(rt_txd, TxDescriptor, TXD);
 prop_roundtrip!(rt_rxd, RxDescriptor, RXD);
 prop_roundtrip!(rt_cpurxd, CpuRxDescriptor, CPURXD);

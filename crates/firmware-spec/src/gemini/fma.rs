@@ -331,7 +331,7 @@ pub const GCW_MAX_BYTES: u64 = 64;
 impl GetControlWord {
     /// Bytes the GCW fetches: `(count + 1) * 4`.
     pub const fn length(&self) -> u64 {
-        (self.count + 1) * 4
+        ((self.count & 0xF) + 1) * 4
     }
 
     /// The `count` for a GET of `len` bytes (`len` a multiple of 4 in 4..=64).

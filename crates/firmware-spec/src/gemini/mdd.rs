@@ -254,9 +254,13 @@ pub struct MemHandleInfo {
 impl MemHandleInfo {
     /// Registered bytes (`npages << page_shift`, saturating).
     pub fn len(&self) -> u64 {
-        (self.npages as u64)
-            .checked_shl(self.page_shift as u32)
-            .unwrap_or(u64::MAX)
+        let n = self.npages as u64;
+        let shift = self.page_shift as u32;
+        if n != 0 && (shift >= 64 || n.leading_zeros() < shift) {
+            u64::MAX
+        } else {
+            n << shift.min(63)
+        }
     }
 
     /// Whether nothing is registered.
@@ -427,6 +431,12 @@ mod tests {
             assert_eq!(h.decode().unwrap(), info);
             assert!(info.contains(0x7f12_3456_7000, 3 * 4096));
             assert!(!info.contains(0x7f12_3456_7001, 3 * 4096));
+            let huge = MemHandleInfo {
+                npages: u32::MAX,
+                page_shift: 40,
+                ..info
+            };
+            assert_eq!(huge.len(), u64::MAX);
             let bad = MemHandle {
                 qword1: h.qword1 ^ 1,
                 ..h

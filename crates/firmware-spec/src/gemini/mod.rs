@@ -6,6 +6,7 @@
 pub mod amo;
 pub mod bte;
 pub mod codes;
+pub mod cq;
 pub mod cqe;
 pub mod fma;
 pub mod gni;
