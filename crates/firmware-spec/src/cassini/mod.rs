@@ -12,3 +12,8 @@ pub mod status;
 pub mod le;
 pub mod dfa;
 pub mod limits;
+pub mod layout;
+pub mod idc;
+pub mod dma;
+pub mod ct;
+pub mod tgt;
