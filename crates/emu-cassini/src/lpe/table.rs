@@ -1,0 +1,150 @@
+//! The portal table: 2048 PtlTE slots (`c_lpe_cfg_ptl_table`), index 0 never used.
+
+use super::hw::{EQ_NONE, NUM_PTLTES, PtOptions, PtlList, PtlteState};
+use super::list::{LeList, UleList};
+
+/// Configuration of a PtlTE, as the driver writes it into `c_lpe_cfg_ptl_table[n]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PtlteConfig {
+    /// `cxi_pt_alloc_opts` bits.
+    pub options: PtOptions,
+    /// Event queue of the PtlTE's target events (`eq_handle`; 0 = none).
+    pub eq: u16,
+    /// Processing engine (`pe_num`, 0..3).
+    pub pe: u8,
+    /// LE pool of the PE (`le_pool`, 0..15).
+    pub le_pool: u8,
+    /// Counter pool (`cntr_pool`, 0..3) for the pooled LPE counters.
+    pub cntr_pool: u8,
+}
+
+impl PtlteConfig {
+    /// A configuration with the given options and event queue, pool (0, 0).
+    pub fn new(options: PtOptions, eq: u16) -> Self {
+        Self {
+            options,
+            eq,
+            ..Self::default()
+        }
+    }
+}
+
+/// One configured PtlTE: state, drop count, its four lists.
+#[derive(Debug)]
+pub(crate) struct Ptlte {
+    pub(crate) config: PtlteConfig,
+    pub(crate) state: PtlteState,
+    pub(crate) drop_count: u32,
+    pub(crate) priority: LeList,
+    pub(crate) overflow: LeList,
+    pub(crate) request: LeList,
+    pub(crate) unexpected: UleList,
+}
+
+impl Ptlte {
+    pub(crate) fn new(config: PtlteConfig) -> Self {
+        Self {
+            config,
+            state: PtlteState::Disabled,
+            drop_count: 0,
+            priority: LeList::default(),
+            overflow: LeList::default(),
+            request: LeList::default(),
+            unexpected: UleList::default(),
+        }
+    }
+
+    pub(crate) fn opt(&self, o: PtOptions) -> bool {
+        self.config.options.contains(o)
+    }
+
+    pub(crate) fn is_matching(&self) -> bool {
+        self.opt(PtOptions::IS_MATCHING)
+    }
+
+    pub(crate) fn has_eq(&self) -> bool {
+        self.config.eq != EQ_NONE
+    }
+
+    pub(crate) fn long_events(&self) -> bool {
+        self.opt(PtOptions::USE_LONG_EVENT)
+    }
+
+    /// The PRIORITY / OVERFLOW / REQUEST list; `None` for UNEXPECTED.
+    pub(crate) fn list(&self, list: PtlList) -> Option<&LeList> {
+        match list {
+            PtlList::Priority => Some(&self.priority),
+            PtlList::Overflow => Some(&self.overflow),
+            PtlList::Request => Some(&self.request),
+            PtlList::Unexpected => None,
+        }
+    }
+
+    pub(crate) fn list_mut(&mut self, list: PtlList) -> Option<&mut LeList> {
+        match list {
+            PtlList::Priority => Some(&mut self.priority),
+            PtlList::Overflow => Some(&mut self.overflow),
+            PtlList::Request => Some(&mut self.request),
+            PtlList::Unexpected => None,
+        }
+    }
+
+    /// Entries held in the pool by this PtlTE (linked LEs and unexpected headers).
+    pub(crate) fn entries_held(&self) -> usize {
+        self.priority.len() + self.overflow.len() + self.request.len() + self.unexpected.len()
+    }
+}
+
+/// The 2048-entry portal table.
+#[derive(Debug)]
+pub(crate) struct PtlTable {
+    entries: Vec<Option<Ptlte>>,
+}
+
+impl Default for PtlTable {
+    fn default() -> Self {
+        Self {
+            entries: (0..NUM_PTLTES).map(|_| None).collect(),
+        }
+    }
+}
+
+impl PtlTable {
+    /// Whether `pt` names a usable slot (1..2047).
+    pub(crate) fn valid_index(pt: u16) -> bool {
+        pt != 0 && usize::from(pt) < NUM_PTLTES
+    }
+
+    pub(crate) fn get(&self, pt: u16) -> Option<&Ptlte> {
+        if !Self::valid_index(pt) {
+            return None;
+        }
+        self.entries.get(usize::from(pt)).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn get_mut(&mut self, pt: u16) -> Option<&mut Ptlte> {
+        if !Self::valid_index(pt) {
+            return None;
+        }
+        self.entries
+            .get_mut(usize::from(pt))
+            .and_then(Option::as_mut)
+    }
+
+    pub(crate) fn slot_mut(&mut self, pt: u16) -> Option<&mut Option<Ptlte>> {
+        if !Self::valid_index(pt) {
+            return None;
+        }
+        self.entries.get_mut(usize::from(pt))
+    }
+
+    /// Lowest free index, never 0.
+    pub(crate) fn first_free(&self) -> Option<u16> {
+        self.entries
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, e)| e.is_none())
+            .and_then(|(i, _)| u16::try_from(i).ok())
+    }
+}
