@@ -203,22 +203,30 @@ impl Shared {
         }
     }
 
-    /// Run a handler of `slot` with its lock held (and nothing else).
+    /// Run a handler of `slot` with its lock held (and nothing else). Returns its result and
+    /// the time it ran at (the time its actions take effect).
     fn call<R>(
         &self,
         slot: &Slot,
         actions: &mut Vec<Action>,
         f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> R,
-    ) -> R {
+    ) -> (R, SimTime) {
         let now = self.now();
         let mut g = lock(&slot.state);
         let SlotState { model, rng } = &mut *g;
         let mut io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions);
-        f(model.as_mut(), &mut io)
+        (f(model.as_mut(), &mut io), now)
     }
 
-    /// Apply the actions `slot`'s handler queued; deliveries due now go to `q`.
-    fn apply(&self, slot: &Arc<Slot>, actions: &mut Vec<Action>, q: &mut VecDeque<Work>) {
+    /// Apply the actions `slot`'s handler (run at `now`) queued; deliveries due now go to
+    /// `q`.
+    fn apply(
+        &self,
+        slot: &Arc<Slot>,
+        now: SimTime,
+        actions: &mut Vec<Action>,
+        q: &mut VecDeque<Work>,
+    ) {
         for a in actions.drain(..) {
             match a {
                 Action::Send(pkt) => {
@@ -226,7 +234,6 @@ impl Shared {
                         bump(&self.c.unattached_sends);
                         continue;
                     }
-                    let now = self.now();
                     let deliveries = {
                         let mut n = lock(&self.net);
                         let Net { fabric, rng, .. } = &mut *n;
@@ -241,7 +248,7 @@ impl Shared {
                     }
                 }
                 Action::Timer { after, token } => {
-                    let t = self.now() + after;
+                    let t = now + after;
                     self.schedule(
                         t,
                         Work::Timer {
@@ -329,13 +336,13 @@ impl Shared {
                         continue;
                     };
                     bump(&self.c.packets);
-                    self.call(&slot, &mut actions, |m, io| m.packet(io, pkt));
-                    self.apply(&slot, &mut actions, &mut q);
+                    let ((), now) = self.call(&slot, &mut actions, |m, io| m.packet(io, pkt));
+                    self.apply(&slot, now, &mut actions, &mut q);
                 }
                 Work::Timer { slot, token } => {
                     bump(&self.c.timers);
-                    self.call(&slot, &mut actions, |m, io| m.timer(io, token));
-                    self.apply(&slot, &mut actions, &mut q);
+                    let ((), now) = self.call(&slot, &mut actions, |m, io| m.timer(io, token));
+                    self.apply(&slot, now, &mut actions, &mut q);
                 }
             }
         }
@@ -352,10 +359,10 @@ impl Shared {
         check_access(&slot.bars, bar, offset, data.len())?;
         bump(&self.c.mmio_reads);
         let mut actions = Vec::new();
-        let r = self.call(slot, &mut actions, |m, io| {
+        let (r, now) = self.call(slot, &mut actions, |m, io| {
             m.mmio_read(io, bar, offset, data)
         });
-        self.finish_host_access(slot, actions);
+        self.finish_host_access(slot, now, actions);
         Ok(r?)
     }
 
@@ -370,19 +377,19 @@ impl Shared {
         check_access(&slot.bars, bar, offset, data.len())?;
         bump(&self.c.mmio_writes);
         let mut actions = Vec::new();
-        let r = self.call(slot, &mut actions, |m, io| {
+        let (r, now) = self.call(slot, &mut actions, |m, io| {
             m.mmio_write(io, bar, offset, data)
         });
-        self.finish_host_access(slot, actions);
+        self.finish_host_access(slot, now, actions);
         Ok(r?)
     }
 
-    fn finish_host_access(&self, slot: &Arc<Slot>, mut actions: Vec<Action>) {
+    fn finish_host_access(&self, slot: &Arc<Slot>, now: SimTime, mut actions: Vec<Action>) {
         if actions.is_empty() {
             return;
         }
         let mut q = VecDeque::new();
-        self.apply(slot, &mut actions, &mut q);
+        self.apply(slot, now, &mut actions, &mut q);
         if !q.is_empty() {
             self.run(q, self.cfg.inline_budget, true);
         }
