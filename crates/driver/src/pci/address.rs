@@ -122,26 +122,32 @@ impl fmt::Display for PciId {
     }
 }
 
-/// The ids of the NICs this project drives.
-///
-/// These are local until `firmware_spec::cassini::pci` / `firmware_spec::gemini::pci` export
-/// them; then they should be re-exported from there.
+impl From<firmware_spec::cassini::pci::PciId> for PciId {
+    fn from(id: firmware_spec::cassini::pci::PciId) -> Self {
+        PciId::new(id.vendor, id.device)
+    }
+}
+
+/// The ids of the NICs this project drives, from `firmware_spec` (the one definition of the
+/// hardware contract).
 pub mod ids {
     use super::PciId;
+    use firmware_spec::cassini::pci as cassini;
+    use firmware_spec::gemini::pci as gemini;
 
-    /// Cray vendor id (`cass_core.h`, `gemini_hw.h`).
-    pub const VENDOR_CRAY: u16 = 0x17db;
-    /// HPE vendor id (`cass_core.h`).
-    pub const VENDOR_HPE: u16 = 0x1590;
+    /// Cray vendor id (Cassini 1, Gemini).
+    pub const VENDOR_CRAY: u16 = cassini::VENDOR_CRAY;
+    /// HPE vendor id (Cassini 2).
+    pub const VENDOR_HPE: u16 = cassini::VENDOR_HPE;
 
-    /// Cassini 1 (Slingshot-11), PF and VF share the id (`cass_core.h`).
-    pub const CASSINI_1: PciId = PciId::new(VENDOR_CRAY, 0x0501);
-    /// Cassini 2 physical function (`cass_core.h`).
-    pub const CASSINI_2_PF: PciId = PciId::new(VENDOR_HPE, 0x0371);
-    /// Cassini 2 virtual function (`cass_core.h`).
-    pub const CASSINI_2_VF: PciId = PciId::new(VENDOR_HPE, 0x0372);
-    /// Gemini (`gemini_hw.h`).
-    pub const GEMINI: PciId = PciId::new(VENDOR_CRAY, 0x0201);
+    /// Cassini 1 (Slingshot-11); PF and VF share the id.
+    pub const CASSINI_1: PciId = PciId::new(cassini::VENDOR_CRAY, cassini::DEVICE_CASSINI1);
+    /// Cassini 2 physical function.
+    pub const CASSINI_2_PF: PciId = PciId::new(cassini::VENDOR_HPE, cassini::DEVICE_CASSINI2_PF);
+    /// Cassini 2 virtual function.
+    pub const CASSINI_2_VF: PciId = PciId::new(cassini::VENDOR_HPE, cassini::DEVICE_CASSINI2_VF);
+    /// Gemini.
+    pub const GEMINI: PciId = PciId::new(gemini::VENDOR_ID, gemini::DEVICE_ID);
 
     /// Every Cassini id, for a Cassini driver's id table.
     pub const CASSINI: &[PciId] = &[CASSINI_1, CASSINI_2_PF, CASSINI_2_VF];
@@ -246,5 +252,10 @@ mod tests {
         );
         assert_eq!(NicKind::from_id(PciId::new(0x8086, 0x0d57)), None);
         assert_eq!(PciId::new(0x17db, 0x201).to_string(), "17db:0201");
+        use firmware_spec::cassini::pci::{Function, Generation, pci_id};
+        assert_eq!(
+            PciId::from(pci_id(Generation::Cassini2, Function::Vf)),
+            ids::CASSINI_2_VF
+        );
     }
 }
