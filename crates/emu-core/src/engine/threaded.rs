@@ -315,8 +315,7 @@ impl Shared {
     }
 
     /// The work loop: run queued work, at most `budget` handler calls, then defer the rest.
-    fn run(&self, mut q: VecDeque<Work>, budget: usize, inline: bool) {
-        let mut actions = Vec::new();
+    fn run(&self, mut q: VecDeque<Work>, budget: usize, inline: bool, mut actions: Vec<Action>) {
         let mut calls = 0usize;
         while let Some(w) = q.pop_front() {
             if calls >= budget {
@@ -391,7 +390,7 @@ impl Shared {
         let mut q = VecDeque::new();
         self.apply(slot, now, &mut actions, &mut q);
         if !q.is_empty() {
-            self.run(q, self.cfg.inline_budget, true);
+            self.run(q, self.cfg.inline_budget, true, actions);
         }
     }
 
@@ -408,7 +407,12 @@ impl Shared {
         };
         match w {
             Some(w) => {
-                self.run(VecDeque::from([w]), self.cfg.inline_budget.max(1), true);
+                self.run(
+                    VecDeque::from([w]),
+                    self.cfg.inline_budget.max(1),
+                    true,
+                    Vec::new(),
+                );
                 self.active.fetch_sub(1, Ordering::AcqRel);
                 true
             }
@@ -452,7 +456,7 @@ impl Shared {
                     };
                 }
             };
-            self.run(VecDeque::from([w]), WORKER_BUDGET, false);
+            self.run(VecDeque::from([w]), WORKER_BUDGET, false, Vec::new());
             self.active.fetch_sub(1, Ordering::AcqRel);
         }
     }
