@@ -36,7 +36,11 @@ pub fn set_bits(buf: &mut [u8], offset: usize, width: usize, value: u64) {
 
 /// A mask of the low `width` bits (`width` 0..=64).
 pub const fn mask(width: u32) -> u64 {
-    if width >= 64 { u64::MAX } else { (1u64 << width) - 1 }
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
 }
 
 #[cfg(test)]
