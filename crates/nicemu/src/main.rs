@@ -1,9 +1,12 @@
 //! `nicemu`: the command-line front end of the emulated clusters.
 //!
 //! One subcommand group per module: `spec` ([`spec`]) prints the hardware contract from
-//! `firmware-spec`.
+//! `firmware-spec`; `demo` ([`demo`]) runs the main job; `bench` ([`bench`]) prints
+//! measurement tables.
 #![forbid(unsafe_code)]
 
+mod bench;
+mod demo;
 mod spec;
 
 use std::process::ExitCode;
@@ -25,6 +28,10 @@ struct Cli {
 enum Command {
     /// Print the hardware contract: CSR map, BAR maps, address maps.
     Spec(spec::SpecArgs),
+    /// Run the emulated clusters with built-in defaults and print results (the main job).
+    Demo(demo::DemoArgs),
+    /// Measure the emulation and print OSU-style tables.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +39,8 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let res = match cli.command {
         Command::Spec(args) => spec::run(args, &mut out),
+        Command::Demo(args) => demo::run(args, &mut out),
+        Command::Bench(args) => bench::run(args, &mut out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
