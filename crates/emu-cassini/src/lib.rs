@@ -5,4 +5,6 @@
 //! Blocks (named after the hardware): [`lpe`] list processing engine (matching).
 #![forbid(unsafe_code)]
 
+pub mod amo;
+pub mod ct;
 pub mod lpe;

@@ -1,0 +1,1 @@
+//! Atomic memory operation unit. Placeholder: being written.

@@ -1,0 +1,1 @@
+//! Counting events and triggered operations. Placeholder: being written.
