@@ -288,10 +288,11 @@ macro_rules! layout {
             }
 
             fn read_from(bytes: &[u8]) -> Result<Self, $crate::cassini::layout::FormatError> {
-                $crate::cassini::layout::need($cname, bytes, $size)?;
+                // Constants first (where the input covers them): a command with the wrong
+                // size or opcode is a mismatch even when fewer bytes follow it.
                 $(
                     let found = $crate::bits::get_bits(bytes, $koff, $kw);
-                    if found != ($kval) as u64 {
+                    if $koff + $kw <= bytes.len() * 8 && found != ($kval) as u64 {
                         return Err($crate::cassini::layout::FormatError::Mismatch {
                             format: $cname,
                             field: stringify!($kname),
@@ -300,6 +301,7 @@ macro_rules! layout {
                         });
                     }
                 )*
+                $crate::cassini::layout::need($cname, bytes, $size)?;
                 let v = Self {
                     $( $fname: <$fty as $crate::cassini::layout::Field>::from_raw(
                         $crate::bits::get_bits(bytes, $foff, $fw),
