@@ -3,19 +3,19 @@
 
 use emu_cassini::lpe::{
     CommandOutcome, DROP_COUNT_IGNORE, EventType, IncomingOutcome, IncomingRequest, Le, LeFlags,
-    Lpe, LpeConfig, LpeError, MATCH_ID_ANY, NID_ANY, NetOp, PID_ANY, PoolLimits, PtOptions,
-    PtlList, PtlteConfig, PtlteState, ReturnCode, ScReason, TargetEvent, match_id,
+    Lpe, LpeConfig, LpeError, MATCH_ID_ANY, NID_ANY, NetOp, PID_ANY, PidBits, PoolLimits,
+    PtAllocOpts, PtlList, PtlteConfig, PtlteState, ReturnCode, ScReason, TargetEvent, match_id,
 };
 
 const EQ: u16 = 7;
-const PID_BITS: u8 = 9;
+const PID_BITS: PidBits = PidBits::DEFAULT;
 
-fn matching_opts() -> PtOptions {
-    PtOptions::IS_MATCHING | PtOptions::USE_LONG_EVENT
+fn matching_opts() -> PtAllocOpts {
+    PtAllocOpts::IS_MATCHING | PtAllocOpts::USE_LONG_EVENT
 }
 
 /// An LPE with one PtlTE (pool (0, 0) limited to `pool_max` entries), enabled.
-fn setup(opts: PtOptions, pool_max: u32) -> (Lpe, u16) {
+fn setup(opts: PtAllocOpts, pool_max: u32) -> (Lpe, u16) {
     let mut lpe = Lpe::default();
     lpe.set_pool_limits(
         0,
@@ -201,7 +201,7 @@ fn initiator_wildcards_and_exact_ids() {
 
 #[test]
 fn logical_ptlte_matches_ranks() {
-    let (mut lpe, pt) = setup(matching_opts() | PtOptions::USE_LOGICAL, 64);
+    let (mut lpe, pt) = setup(matching_opts() | PtAllocOpts::USE_LOGICAL, 64);
     append_ok(
         &mut lpe,
         pt,
@@ -551,7 +551,7 @@ fn unlink_of_missing_entry_reports_entry_not_found() {
 #[test]
 fn flow_control_cycle_on_unexpected_exhaustion() {
     // Pool of 3 entries: the overflow LE and two headers.
-    let (mut lpe, pt) = setup(matching_opts() | PtOptions::EN_FLOWCTRL, 3);
+    let (mut lpe, pt) = setup(matching_opts() | PtAllocOpts::EN_FLOWCTRL, 3);
     append_ok(
         &mut lpe,
         pt,
@@ -620,7 +620,7 @@ fn cassini2_counts_the_triggering_drop() {
     .unwrap();
     let pt = lpe
         .alloc(PtlteConfig::new(
-            matching_opts() | PtOptions::EN_FLOWCTRL,
+            matching_opts() | PtAllocOpts::EN_FLOWCTRL,
             EQ,
         ))
         .unwrap();
@@ -657,7 +657,7 @@ fn exhaustion_without_flow_control_is_entry_not_found() {
 
 #[test]
 fn eq_full_triggers_flow_control_only_when_an_event_is_due() {
-    let (mut lpe, pt) = setup(matching_opts() | PtOptions::EN_FLOWCTRL, 64);
+    let (mut lpe, pt) = setup(matching_opts() | PtAllocOpts::EN_FLOWCTRL, 64);
     let quiet = LeFlags::OP_PUT | LeFlags::EVENT_COMM_DISABLE;
     append_ok(
         &mut lpe,
@@ -735,7 +735,7 @@ fn restart_seq_reopens_an_append_disabled_list() {
 
 #[test]
 fn non_matching_ptlte_addresses_by_offset() {
-    let (mut lpe, pt) = setup(PtOptions::empty(), 64);
+    let (mut lpe, pt) = setup(PtAllocOpts::empty(), 64);
     let mr = LeFlags::OP_PUT | LeFlags::OP_GET;
     append_ok(
         &mut lpe,
@@ -767,7 +767,7 @@ fn non_matching_ptlte_addresses_by_offset() {
     assert_eq!(oob.return_code, ReturnCode::NoSpace);
     assert_eq!(lpe.counters().err_no_space_net, 1);
     // With do_space_check it is truncated instead.
-    let (mut lpe2, pt2) = setup(PtOptions::DO_SPACE_CHECK, 64);
+    let (mut lpe2, pt2) = setup(PtAllocOpts::DO_SPACE_CHECK, 64);
     append_ok(
         &mut lpe2,
         pt2,
@@ -825,7 +825,7 @@ fn unallocated_and_disabled_ptltes() {
 
 #[test]
 fn software_managed_delivers_headers_to_request_buffers() {
-    let (mut lpe, pt) = setup(matching_opts() | PtOptions::EN_FLOWCTRL, 64);
+    let (mut lpe, pt) = setup(matching_opts() | PtAllocOpts::EN_FLOWCTRL, 64);
     lpe.set_state(pt, PtlteState::Disabled, 0).unwrap();
     lpe.transition_sm(pt, 0).unwrap();
     assert_eq!(lpe.state(pt), Some(PtlteState::SoftwareManaged));
@@ -877,7 +877,7 @@ fn software_managed_delivers_headers_to_request_buffers() {
 
 #[test]
 fn nic_moves_to_software_managed_when_headers_run_out() {
-    let opts = matching_opts() | PtOptions::EN_FLOWCTRL | PtOptions::EN_SW_HW_ST_CHNG;
+    let opts = matching_opts() | PtAllocOpts::EN_FLOWCTRL | PtAllocOpts::EN_SW_HW_ST_CHNG;
     let (mut lpe, pt) = setup(opts, 3);
     append_ok(
         &mut lpe,
@@ -905,7 +905,7 @@ fn nic_moves_to_software_managed_when_headers_run_out() {
 
 #[test]
 fn failed_priority_append_moves_to_software_managed() {
-    let opts = matching_opts() | PtOptions::EN_SW_HW_ST_CHNG;
+    let opts = matching_opts() | PtAllocOpts::EN_SW_HW_ST_CHNG;
     let (mut lpe, pt) = setup(opts, 1);
     append_ok(
         &mut lpe,
@@ -1066,7 +1066,7 @@ fn ct_updates_follow_le_flags() {
 
 #[test]
 fn match_events_and_success_disable() {
-    let (mut lpe, pt) = setup(matching_opts() | PtOptions::EN_EVENT_MATCH, 64);
+    let (mut lpe, pt) = setup(matching_opts() | PtAllocOpts::EN_EVENT_MATCH, 64);
     let f = LeFlags::OP_PUT | LeFlags::EVENT_SUCCESS_DISABLE;
     let out = lpe
         .append(pt, PtlList::Priority, Le::new(1, 0, 64, f))
@@ -1093,7 +1093,7 @@ fn restricted_op_on_locally_managed_entry() {
         lpe.incoming(pt, r).return_code,
         ReturnCode::RestrictedUnicast
     );
-    let (mut lpe2, pt2) = setup(matching_opts() | PtOptions::EN_RESTRICTED_UNICAST_LM, 64);
+    let (mut lpe2, pt2) = setup(matching_opts() | PtAllocOpts::EN_RESTRICTED_UNICAST_LM, 64);
     append_ok(
         &mut lpe2,
         pt2,

@@ -1,7 +1,7 @@
 //! What the LPE asks its caller to do: target events to post, counting events to bump,
 //! rendezvous Gets to issue, delayed Gets/AMOs to perform.
 
-use super::hw::{EventType, PID_BITS_MAX, PID_BITS_MIN, PtlList, PtlteState, ReturnCode, ScReason};
+use super::hw::{EventType, PidBits, PtlList, PtlteState, ReturnCode, ScReason};
 use super::le::{AtomicInfo, NetOp};
 
 /// State-change fields carried in the `initiator` word of a STATE_CHANGE event
@@ -103,9 +103,8 @@ impl TargetEvent {
 /// Source DFA of a rendezvous put as reported in a RENDEZVOUS event's `initiator` word:
 /// nid@12:20 and endpoint_defined@0:12 = the source PID (PtlTE index 0 of its granule;
 /// `cxi_dfa_to_init` recovers the match id from it).
-pub fn rendezvous_dfa(source_nid: u32, pid: u32, pid_bits: u8) -> u32 {
-    let pid_mask = (1u32 << u32::from(pid_bits.clamp(PID_BITS_MIN, PID_BITS_MAX))) - 1;
-    ((source_nid & 0xF_FFFF) << 12) | (pid & pid_mask)
+pub fn rendezvous_dfa(source_nid: u32, pid: u32, pid_bits: PidBits) -> u32 {
+    ((source_nid & 0xF_FFFF) << 12) | (pid & pid_bits.pid_mask())
 }
 
 /// Increment of a counting event (`ct`) requested by the `EVENT_CT_*` flags of an entry.
@@ -187,4 +186,19 @@ pub struct MstCancel {
     pub list: PtlList,
     /// Buffer id of the entry.
     pub buffer_id: u16,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firmware_spec::cassini::dfa::{dfa_to_init, match_id};
+
+    #[test]
+    fn rendezvous_dfa_converts_back_to_the_initiator() {
+        for bits in 6..=9 {
+            let pid_bits = PidBits::new(bits).unwrap();
+            let dfa = rendezvous_dfa(0xABCDE, 37, pid_bits);
+            assert_eq!(dfa_to_init(dfa, pid_bits), match_id(pid_bits, 37, 0xABCDE));
+        }
+    }
 }

@@ -7,7 +7,7 @@
 use super::counters::{LpeCounters, bump, count_events};
 use super::event::{CtUpdate, RendezvousGet, StateChange, TargetEvent, rendezvous_dfa};
 use super::hw::{
-    CT_NONE, DROP_COUNT_MASK, EventType, LeFlags, PtOptions, PtlList, PtlteState, ReturnCode,
+    CT_NONE, DROP_COUNT_MASK, EventType, LeFlags, PtAllocOpts, PtlList, PtlteState, ReturnCode,
     ScReason, match_id_pid,
 };
 use super::le::{
@@ -284,7 +284,7 @@ fn find_candidate(
     if !pte.is_matching() {
         return l.first();
     }
-    let logical = pte.opt(PtOptions::USE_LOGICAL);
+    let logical = pte.opt(PtAllocOpts::USE_LOGICAL);
     let bytes = landing_bytes(req, list);
     l.find_match(req.match_bits, |e| {
         initiator_matches(e.le.match_id, req.initiator, config.pid_bits, logical)
@@ -388,7 +388,7 @@ fn cant_alloc_unexpected(
     cx: &mut Cx<'_>,
     req: &IncomingRequest,
 ) -> IncomingOutcome {
-    if pte.opt(PtOptions::EN_SW_HW_ST_CHNG)
+    if pte.opt(PtAllocOpts::EN_SW_HW_ST_CHNG)
         && let Some(seq) = find_candidate(pte, cx.config, PtlList::Request, req)
     {
         pte.state = PtlteState::SoftwareManaged;
@@ -468,7 +468,7 @@ fn plan(
         )));
     }
     let manage_local = le.has(LeFlags::MANAGE_LOCAL);
-    if req.restricted && manage_local && !pte.opt(PtOptions::EN_RESTRICTED_UNICAST_LM) {
+    if req.restricted && manage_local && !pte.opt(PtAllocOpts::EN_RESTRICTED_UNICAST_LM) {
         cx.counters.err_restricted_unicast += 1;
         return Err(Box::new(refused(
             pte,
@@ -484,7 +484,7 @@ fn plan(
     let room = le.length.saturating_sub(offset);
     if !pte.is_matching()
         && bytes > room
-        && (!pte.opt(PtOptions::DO_SPACE_CHECK) || le.has(LeFlags::NO_TRUNCATE))
+        && (!pte.opt(PtAllocOpts::DO_SPACE_CHECK) || le.has(LeFlags::NO_TRUNCATE))
     {
         cx.counters.err_no_space_net += 1;
         return Err(Box::new(refused(
@@ -536,7 +536,7 @@ fn unlink_event_on(le: &Le) -> bool {
 /// Whether committing `plan` writes at least one event to the PtlTE's EQ.
 fn plan_emits_events(pte: &Ptlte, plan: &Plan) -> bool {
     pte.has_eq()
-        && (pte.opt(PtOptions::EN_EVENT_MATCH)
+        && (pte.opt(PtAllocOpts::EN_EVENT_MATCH)
             || comm_events_on(&plan.le)
             || (plan.unlink && unlink_event_on(&plan.le)))
 }
@@ -574,7 +574,7 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
     let mut events = Vec::new();
     if pte.has_eq() {
         let base = request_event(pte, cx.pt, req, plan);
-        if pte.opt(PtOptions::EN_EVENT_MATCH) {
+        if pte.opt(PtAllocOpts::EN_EVENT_MATCH) {
             events.push(TargetEvent {
                 event_type: EventType::Match,
                 ..base
@@ -790,7 +790,7 @@ fn exhausted(
     list: PtlList,
 ) -> IncomingOutcome {
     let c = &mut *cx.counters;
-    if pte.opt(PtOptions::EN_FLOWCTRL) {
+    if pte.opt(PtAllocOpts::EN_FLOWCTRL) {
         let reason = match why {
             Exhaustion::EqFull => {
                 c.err_pt_disabled_eq_full += 1;

@@ -1,6 +1,6 @@
 //! List entries (LEs), unexpected headers (ULEs) and the match rule.
 
-use super::hw::{EventType, LeFlags, MATCH_ID_ANY, NID_ANY, PID_BITS_MAX, PID_BITS_MIN, RANK_ANY};
+use super::hw::{EventType, LeFlags, MATCH_ID_ANY, NID_ANY, PidBits, RANK_ANY};
 
 /// A list entry as carried by an APPEND target command (`c_target_cmd`, cassini.md §2.2).
 ///
@@ -248,14 +248,13 @@ pub fn bits_match(incoming: u64, le_bits: u64, ignore: u64) -> bool {
 /// PID field matches if it is the all-ones PID wildcard of `pid_bits` or equal; the endpoint
 /// field, for logical PtlTEs, matches if it is `C_RANK_ANY` (or all ones) or equal, and for
 /// physical PtlTEs if its low 20 bits are `C_NID_ANY` or it is equal.
-pub fn initiator_matches(le_id: u32, initiator: u32, pid_bits: u8, logical: bool) -> bool {
+pub fn initiator_matches(le_id: u32, initiator: u32, pid_bits: PidBits, logical: bool) -> bool {
     if le_id == MATCH_ID_ANY {
         return true;
     }
-    let pid_bits = u32::from(pid_bits.clamp(PID_BITS_MIN, PID_BITS_MAX));
-    let ep_bits = 32 - pid_bits;
+    let ep_bits = 32 - pid_bits.get();
     let ep_mask = (1u32 << ep_bits) - 1;
-    let pid_any = (1u32 << pid_bits) - 1;
+    let pid_any = pid_bits.pid_mask();
     let (le_pid, in_pid) = (le_id >> ep_bits, initiator >> ep_bits);
     if le_pid != pid_any && le_pid != in_pid {
         return false;
@@ -272,6 +271,8 @@ pub fn initiator_matches(le_id: u32, initiator: u32, pid_bits: u8, logical: bool
 #[cfg(test)]
 mod tests {
     use super::super::hw::{PID_ANY, match_id};
+
+    const B9: PidBits = PidBits::DEFAULT;
     use super::*;
 
     #[test]
@@ -284,20 +285,25 @@ mod tests {
 
     #[test]
     fn initiator_wildcards() {
-        let src = match_id(9, 7, 0x42);
-        assert!(initiator_matches(MATCH_ID_ANY, src, 9, false));
-        assert!(initiator_matches(src, src, 9, false));
-        assert!(!initiator_matches(match_id(9, 7, 0x43), src, 9, false));
-        assert!(!initiator_matches(match_id(9, 8, 0x42), src, 9, false));
+        let src = match_id(B9, 7, 0x42);
+        assert!(initiator_matches(MATCH_ID_ANY, src, B9, false));
+        assert!(initiator_matches(src, src, B9, false));
+        assert!(!initiator_matches(match_id(B9, 7, 0x43), src, B9, false));
+        assert!(!initiator_matches(match_id(B9, 8, 0x42), src, B9, false));
         // PID any, exact NID.
-        assert!(initiator_matches(match_id(9, PID_ANY, 0x42), src, 9, false));
+        assert!(initiator_matches(
+            match_id(B9, PID_ANY, 0x42),
+            src,
+            B9,
+            false
+        ));
         // exact PID, NID any.
-        assert!(initiator_matches(match_id(9, 7, NID_ANY), src, 9, false));
-        assert!(!initiator_matches(match_id(9, 6, NID_ANY), src, 9, false));
+        assert!(initiator_matches(match_id(B9, 7, NID_ANY), src, B9, false));
+        assert!(!initiator_matches(match_id(B9, 6, NID_ANY), src, B9, false));
         // logical: rank any.
-        assert!(initiator_matches(match_id(9, 7, RANK_ANY), src, 9, true));
+        assert!(initiator_matches(match_id(B9, 7, RANK_ANY), src, B9, true));
         // NID_ANY is not a rank wildcard on a logical PtlTE.
-        assert!(!initiator_matches(match_id(9, 7, NID_ANY), src, 9, true));
+        assert!(!initiator_matches(match_id(B9, 7, NID_ANY), src, B9, true));
     }
 
     #[test]

@@ -125,9 +125,9 @@ pub use event::{
 };
 pub use hw::{
     CNTR_POOLS, CT_NONE, DROP_COUNT_IGNORE, DROP_COUNT_MASK, EQ_NONE, EventType, LeFlags,
-    MATCH_ID_ANY, NID_ANY, NUM_PTLTES, PE_COUNT, PE_LE_MAX, PID_ANY, PID_BITS_MAX, PID_BITS_MIN,
-    POOLS_PER_PE, PtOptions, PtlList, PtlteState, RANK_ANY, ReturnCode, ScReason, match_id,
-    match_id_ep, match_id_pid,
+    MATCH_ID_ANY, NID_ANY, NUM_PTLTES, PE_COUNT, PE_LE_MAX, PID_ANY, POOLS_PER_PE, PidBits,
+    PtAllocOpts, PtlList, PtlteState, RANK_ANY, ReturnCode, ScReason, match_id, match_id_ep,
+    match_id_pid,
 };
 pub use incoming::{Delivery, IncomingOutcome, IncomingRequest};
 pub use le::{
@@ -145,7 +145,7 @@ use table::{PtlTable, Ptlte};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LpeConfig {
     /// PID width of match ids (`pid_bits`, 6..9; default 9).
-    pub pid_bits: u8,
+    pub pid_bits: PidBits,
     /// `min_free` scale: an entry's min_free is `min_free << min_free_shift` bytes (module
     /// parameter `min_free_shift`, 0..8; default 0, which libfabric requires).
     pub min_free_shift: u8,
@@ -159,7 +159,7 @@ pub struct LpeConfig {
 impl Default for LpeConfig {
     fn default() -> Self {
         Self {
-            pid_bits: PID_BITS_MAX,
+            pid_bits: PidBits::DEFAULT,
             min_free_shift: 0,
             rdzv_get_en: true,
             count_triggering_drop: false,
@@ -170,7 +170,7 @@ impl Default for LpeConfig {
 /// Errors of driver-level operations on the LPE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum LpeError {
-    /// `pid_bits` outside 6..9 or `min_free_shift` above 8.
+    /// `min_free_shift` above 8.
     #[error("invalid LPE configuration")]
     InvalidConfig,
     /// Index 0 or beyond the table.
@@ -250,7 +250,7 @@ impl Default for Lpe {
 impl Lpe {
     /// An LPE with no PtlTE and pools at their CSR reset limits.
     pub fn new(config: LpeConfig) -> Result<Self, LpeError> {
-        if !(PID_BITS_MIN..=PID_BITS_MAX).contains(&config.pid_bits) || config.min_free_shift > 8 {
+        if config.min_free_shift > 8 {
             return Err(LpeError::InvalidConfig);
         }
         Ok(Self {

@@ -1,13 +1,13 @@
 //! The portal table: 2048 PtlTE slots (`c_lpe_cfg_ptl_table`), index 0 never used.
 
-use super::hw::{EQ_NONE, NUM_PTLTES, PtOptions, PtlList, PtlteState};
+use super::hw::{EQ_NONE, NUM_PTLTES, PtAllocOpts, PtlList, PtlteState};
 use super::list::{LeList, UleList};
 
 /// Configuration of a PtlTE, as the driver writes it into `c_lpe_cfg_ptl_table[n]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PtlteConfig {
     /// `cxi_pt_alloc_opts` bits.
-    pub options: PtOptions,
+    pub options: PtAllocOpts,
     /// Event queue of the PtlTE's target events (`eq_handle`; 0 = none).
     pub eq: u16,
     /// Processing engine (`pe_num`, 0..3).
@@ -20,7 +20,7 @@ pub struct PtlteConfig {
 
 impl PtlteConfig {
     /// A configuration with the given options and event queue, pool (0, 0).
-    pub fn new(options: PtOptions, eq: u16) -> Self {
+    pub fn new(options: PtAllocOpts, eq: u16) -> Self {
         Self {
             options,
             eq,
@@ -54,12 +54,12 @@ impl Ptlte {
         }
     }
 
-    pub(crate) fn opt(&self, o: PtOptions) -> bool {
+    pub(crate) fn opt(&self, o: PtAllocOpts) -> bool {
         self.config.options.contains(o)
     }
 
     pub(crate) fn is_matching(&self) -> bool {
-        self.opt(PtOptions::IS_MATCHING)
+        self.opt(PtAllocOpts::IS_MATCHING)
     }
 
     pub(crate) fn has_eq(&self) -> bool {
@@ -67,7 +67,7 @@ impl Ptlte {
     }
 
     pub(crate) fn long_events(&self) -> bool {
-        self.opt(PtOptions::USE_LONG_EVENT)
+        self.opt(PtAllocOpts::USE_LONG_EVENT)
     }
 
     /// The PRIORITY / OVERFLOW / REQUEST list; `None` for UNEXPECTED.

@@ -3,9 +3,8 @@
 use super::counters::{bump, count_events};
 use super::event::{CtUpdate, DelayedOp, RendezvousGet, StateChange, TargetEvent, rendezvous_dfa};
 use super::hw::{
-    CT_NONE, DROP_COUNT_IGNORE, DROP_COUNT_MASK, EventType, LeFlags, NID_ANY, PID_BITS_MAX,
-    PID_BITS_MIN, PtOptions, PtlList, PtlteState, RANK_ANY, ReturnCode, ScReason, match_id_ep,
-    match_id_pid,
+    CT_NONE, DROP_COUNT_IGNORE, DROP_COUNT_MASK, EventType, LeFlags, NID_ANY, PtAllocOpts, PtlList,
+    PtlteState, RANK_ANY, ReturnCode, ScReason, match_id_ep, match_id_pid,
 };
 use super::incoming::{Cx, state_change_event, unlink_event};
 use super::le::{Le, LinkedLe, UnexpectedHeader, initiator_matches};
@@ -100,7 +99,7 @@ fn ule_accept(
     ule: &UnexpectedHeader,
     room: Option<u64>,
 ) -> bool {
-    let logical = pte.opt(PtOptions::USE_LOGICAL);
+    let logical = pte.opt(PtAllocOpts::USE_LOGICAL);
     (!pte.is_matching()
         || initiator_matches(crit.match_id, ule.initiator, config.pid_bits, logical))
         && (!crit.has(LeFlags::NO_TRUNCATE) || room.is_some_and(|r| ule.rlength <= r))
@@ -459,14 +458,14 @@ fn search_no_match(pte: &Ptlte, pt: u16, crit: &Le) -> TargetEvent {
 /// Counters `search_{nid,pid,rank}_any` for wildcard fields of a search.
 fn count_search_wildcards(pte: &Ptlte, cx: &mut Cx<'_>, crit: &Le) {
     let pool = pte.config.cntr_pool;
-    let pid_bits = cx.config.pid_bits.clamp(PID_BITS_MIN, PID_BITS_MAX);
-    let pid_any = (1u32 << pid_bits) - 1;
+    let pid_bits = cx.config.pid_bits;
+    let pid_any = pid_bits.pid_mask();
     if match_id_pid(pid_bits, crit.match_id) == pid_any {
         bump(&mut cx.counters.search_pid_any, pool);
     }
     let ep = match_id_ep(pid_bits, crit.match_id);
-    if pte.opt(PtOptions::USE_LOGICAL) {
-        if ep == RANK_ANY & ((1u32 << (32 - u32::from(pid_bits))) - 1) {
+    if pte.opt(PtAllocOpts::USE_LOGICAL) {
+        if ep == RANK_ANY & ((1u32 << (32 - pid_bits.get())) - 1) {
             bump(&mut cx.counters.search_rank_any, pool);
         }
     } else if ep & NID_ANY == NID_ANY {
@@ -621,7 +620,7 @@ fn link(
         }
         if list == PtlList::Priority
             && pte.state == PtlteState::Enabled
-            && pte.opt(PtOptions::EN_SW_HW_ST_CHNG)
+            && pte.opt(PtAllocOpts::EN_SW_HW_ST_CHNG)
         {
             pte.state = PtlteState::SoftwareManaged;
             out.push_event(pte, link_event(pte, ReturnCode::PtlteSwManaged));
