@@ -29,7 +29,11 @@
 //!
 //! Matching is indexed (see `list`): entries are grouped by ignore mask and bucketed by masked
 //! match bits, so a request costs a few hash lookups even with tens of thousands of entries,
-//! while the result is exactly the first match of an in-order walk.
+//! while the result is exactly the first match of an in-order walk. Hash maps are only looked
+//! up, never iterated, so outcomes are deterministic (same inputs, same outputs).
+//!
+//! Every linked LE and every unexpected header holds one entry of the PtlTE's pool
+//! (`pe`, `le_pool`); the pool limits and our reading of how they combine are in `pool`.
 //!
 //! # Readings where the public sources are silent
 //!
