@@ -2,9 +2,15 @@
 //! commands fetched by DMA from rings in host memory after a doorbell store, packets exchanged
 //! over the emu-core fabric, events written to rings in host memory.
 //!
-//! Blocks (named after the hardware): [`lpe`] list processing engine (matching).
+//! The public surface is the device ([`Cassini`], [`CassiniConfig`], which implements
+//! `emu_core::engine::DeviceModel`); the driver/device contract it follows is
+//! `docs/cassini-programming.md`. Blocks (named after the hardware): [`lpe`] list processing
+//! engine (matching), `csr` register file, `device` PCI function and BAR0.
 #![forbid(unsafe_code)]
 
-pub mod amo;
-pub mod ct;
+mod csr;
+mod device;
+mod hw;
 pub mod lpe;
+
+pub use device::{Cassini, CassiniConfig};

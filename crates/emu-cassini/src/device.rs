@@ -1,0 +1,345 @@
+//! The Cassini PCI function: configuration space, BAR0 (2 GiB, served sparsely) decoded per
+//! `firmware_spec::cassini::pci`, the CSR region, and the [`DeviceModel`] entry points that
+//! hand MMIO stores, packets and timers to the hardware blocks.
+
+use emu_core::engine::{DeviceIo, DeviceModel};
+use emu_core::fabric::Packet;
+use emu_core::mmio::MmioError;
+use emu_core::pci::{BarConfig, BarKind, MsixConfig, MsixTable, PciConfigSpace, PciIds};
+use firmware_spec::cassini::csr::{self, Generation};
+use firmware_spec::cassini::pci::{
+    self as cpci, BAR0_SIZE_PF, Bar0Region, CSR_BASE, CassiniVersion, MbStsRev, Platform,
+};
+
+use crate::csr::CsrFile;
+use crate::lpe::LpeConfig;
+
+/// Configuration of one emulated Cassini.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CassiniConfig {
+    /// The NIC's 20-bit fabric address (NID), reported in `nicsim_nic_id` and used as the
+    /// source address of outgoing packets (`c_oxe_cfg_fab_sfa`).
+    pub nid: u32,
+    /// NID of fabric port 0: the NIC with NID `n` sits on port `n - nid_base` (packets to a
+    /// NID are sent to that port). Default 0 (NID = port).
+    pub nid_base: u32,
+    /// MSI-X vectors of the function (1..=2048; default 2048).
+    pub msix_vectors: u16,
+    /// Device-wide settings of the list processing engine.
+    pub lpe: LpeConfig,
+}
+
+impl Default for CassiniConfig {
+    fn default() -> Self {
+        CassiniConfig {
+            nid: 0,
+            nid_base: 0,
+            msix_vectors: 2048,
+            lpe: LpeConfig::default(),
+        }
+    }
+}
+
+/// Class code of the function: network controller, Ethernet (base 0x02, sub 0x00).
+const CLASS_NETWORK_ETHERNET: u32 = 0x02_00_00;
+
+/// The emulated Cassini 1 NIC (PCI 0x17db:0x0501, PF).
+pub struct Cassini {
+    pub(crate) cfg: CassiniConfig,
+    name: String,
+    pci: PciConfigSpace,
+    pub(crate) msix: MsixTable,
+    pub(crate) csr: CsrFile,
+    /// Interrupt deliveries released by configuration writes (which have no `DeviceIo`),
+    /// raised on the next handler call.
+    pending_irqs: Vec<u16>,
+    pub(crate) hw: crate::hw::Hw,
+}
+
+impl std::fmt::Debug for Cassini {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cassini")
+            .field("name", &self.name)
+            .field("nid", &self.cfg.nid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// BAR0 offset of the MSI-X table (in CSR space, `c_pi_ipd_cfg_msix_table`).
+pub(crate) const MSIX_TABLE_BAR0: u64 = CSR_BASE + csr::C_PI_IPD_CFG_MSIX_TABLE.offset;
+/// BAR0 offset of the MSI-X PBA (`c_pi_ipd_cfg_msix_pba`).
+pub(crate) const MSIX_PBA_BAR0: u64 = CSR_BASE + csr::C_PI_IPD_CFG_MSIX_PBA.offset;
+
+impl Cassini {
+    /// A Cassini 1.1 on platform NETSIM with the given configuration, out of reset.
+    pub fn new(cfg: CassiniConfig) -> Cassini {
+        let id = cpci::pci_id(Generation::Cassini1, cpci::Function::Pf);
+        let version = CassiniVersion::Cassini1_1;
+        let mut pci = PciConfigSpace::new(
+            PciIds {
+                vendor_id: id.vendor,
+                device_id: id.device,
+                revision: version.rev() as u8,
+                class_code: CLASS_NETWORK_ETHERNET,
+                subsystem_vendor_id: id.vendor,
+                subsystem_id: id.device,
+            },
+            true,
+        );
+        let vectors = cfg.msix_vectors.clamp(1, emu_core::pci::msix::MAX_VECTORS);
+        // BAR0: 64-bit, 2 GiB (MMIO_BAR_LEN_PF). The MSI-X table and PBA live in CSR space
+        // (docs/cassini-programming.md, "Interrupts"). Both calls only fail on constants that
+        // are known to be valid; a failure would leave the function without that feature.
+        let _ = pci.set_bar(
+            0,
+            BarConfig {
+                size: BAR0_SIZE_PF,
+                kind: BarKind::Mem64,
+                prefetchable: true,
+            },
+        );
+        let _ = pci.add_msix(MsixConfig {
+            table_size: vectors,
+            table_bar: 0,
+            table_offset: MSIX_TABLE_BAR0 as u32,
+            pba_bar: 0,
+            pba_offset: MSIX_PBA_BAR0 as u32,
+        });
+        #[allow(clippy::expect_used)]
+        let msix = MsixTable::new(vectors).expect("1..=2048 vectors is a valid MSI-X table");
+        let mut csr = CsrFile::new(Generation::Cassini1);
+        let nid = cfg.nid & 0xF_FFFF;
+        // Identity (docs/cassini-programming.md): c_mb_sts_rev reports platform NETSIM,
+        // nicsim_nic_id and c_oxe_cfg_fab_sfa carry the NID.
+        let rev = MbStsRev::new(version, Platform::Netsim).to_u64();
+        for f in csr::C_MB_STS_REV.fields {
+            csr.hw_set(csr::C_MB_STS_REV, 0, f, (rev >> f.bit) & f.value_mask());
+        }
+        csr.hw_set(
+            csr::NICSIM_NIC_ID,
+            0,
+            csr::fields::nicsim_nic_id::ID,
+            u64::from(nid),
+        );
+        csr.hw_set(
+            csr::C_OXE_CFG_FAB_SFA,
+            0,
+            csr::fields::c_oxe_cfg_fab_sfa::NID,
+            u64::from(nid),
+        );
+        let hw = crate::hw::Hw::new(&cfg);
+        Cassini {
+            name: format!("cassini{nid}"),
+            cfg,
+            pci,
+            msix,
+            csr,
+            pending_irqs: Vec::new(),
+            hw,
+        }
+    }
+
+    /// The NID this NIC was created with.
+    pub fn nid(&self) -> u32 {
+        self.cfg.nid
+    }
+
+    fn flush_pending_irqs(&mut self, io: &mut DeviceIo<'_>) {
+        for v in self.pending_irqs.drain(..) {
+            io.interrupt(v);
+        }
+    }
+
+    /// Signal MSI-X vector `vector` through the table (masking, pending bits).
+    pub(crate) fn signal(msix: &mut MsixTable, io: &mut DeviceIo<'_>, vector: u16) {
+        if let emu_core::pci::MsixOutcome::Delivered { .. } = msix.signal(vector) {
+            io.interrupt(vector);
+        }
+    }
+
+    fn bar0_read(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
+        data.fill(0);
+        match cpci::decode_bar0(off) {
+            Bar0Region::Csr { off } => self.csr_read(io, off, data),
+            Bar0Region::EqSwState { eq, off } => self.hw.ee_page_read(eq, off, data),
+            Bar0Region::TxCqLaunch { cq, off } => self.hw.launch_read(false, cq, off, data),
+            Bar0Region::TgtCqLaunch { cq, off } => self.hw.launch_read(true, cq, off, data),
+            Bar0Region::CtDoorbell { .. } | Bar0Region::Unmapped => {}
+        }
+    }
+
+    fn bar0_write(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &[u8]) {
+        match cpci::decode_bar0(off) {
+            Bar0Region::Csr { off } => self.csr_write(io, off, data),
+            Bar0Region::EqSwState { eq, off } => {
+                let c = &mut self.csr;
+                self.hw.ee_page_write(c, &mut self.msix, io, eq, off, data);
+            }
+            Bar0Region::TxCqLaunch { cq, off } => {
+                self.hw
+                    .launch_write(&mut self.msix, io, false, cq, off, data)
+            }
+            Bar0Region::TgtCqLaunch { cq, off } => {
+                self.hw
+                    .launch_write(&mut self.msix, io, true, cq, off, data)
+            }
+            Bar0Region::CtDoorbell { ct, off } => self.hw.ct_doorbell(io, ct, off, data),
+            Bar0Region::Unmapped => {}
+        }
+    }
+
+    /// A load from the CSR region at CSR offset `off`.
+    fn csr_read(&mut self, _io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
+        let bar = CSR_BASE + off;
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.msix.table_bytes()) {
+            if self.msix.table_read(rel, data).is_err() {
+                data.fill(0);
+            }
+            return;
+        }
+        if let Some(rel) = in_window(bar, MSIX_PBA_BAR0, self.msix.pba_bytes()) {
+            if self.msix.pba_read(rel, data).is_err() {
+                data.fill(0);
+            }
+            return;
+        }
+        let mut pos = 0usize;
+        let pieces: Vec<_> = self.csr.decode(off, data.len()).collect();
+        for p in pieces {
+            match p {
+                Some(p) => {
+                    let out = &mut data[pos..pos + p.len];
+                    let mut entry = self.csr.entry(p.csr, p.entry);
+                    self.hw.reflect(p.csr, p.entry, &mut entry);
+                    out.copy_from_slice(&entry[p.byte..p.byte + p.len]);
+                    pos += p.len;
+                }
+                None => {
+                    self.csr.unmapped_accesses += 1;
+                    data[pos] = 0;
+                    pos += 1;
+                }
+            }
+        }
+    }
+
+    /// A store to the CSR region at CSR offset `off`.
+    fn csr_write(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &[u8]) {
+        let bar = CSR_BASE + off;
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.msix.table_bytes()) {
+            if let Ok(released) = self.msix.table_write(rel, data) {
+                for d in released {
+                    io.interrupt(d.vector);
+                }
+            }
+            return;
+        }
+        if in_window(bar, MSIX_PBA_BAR0, self.msix.pba_bytes()).is_some() {
+            return;
+        }
+        let mut pos = 0usize;
+        let pieces: Vec<_> = self.csr.decode(off, data.len()).collect();
+        for p in pieces {
+            match p {
+                Some(p) => {
+                    let d = &data[pos..pos + p.len];
+                    self.csr.write_piece(&p, d);
+                    self.hw
+                        .csr_written(&mut self.csr, &mut self.msix, io, &p, d);
+                    pos += p.len;
+                }
+                None => {
+                    self.csr.unmapped_accesses += 1;
+                    pos += 1;
+                }
+            }
+        }
+    }
+}
+
+/// `Some(offset - base)` if `[offset, offset + 1)` lies in `[base, base + len)`.
+fn in_window(offset: u64, base: u64, len: u64) -> Option<u64> {
+    (offset >= base && offset - base < len).then(|| offset - base)
+}
+
+impl DeviceModel for Cassini {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn config_read(&mut self, reg: u16) -> u32 {
+        self.pci.read(reg)
+    }
+
+    fn config_write(&mut self, reg: u16, value: u32) {
+        self.pci.write(reg, value);
+        for d in self.msix.sync_control(&self.pci) {
+            self.pending_irqs.push(d.vector);
+        }
+    }
+
+    fn mmio_read(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        bar: u8,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), MmioError> {
+        self.flush_pending_irqs(io);
+        check(bar, offset, data.len())?;
+        self.bar0_read(io, offset, data);
+        Ok(())
+    }
+
+    fn mmio_write(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), MmioError> {
+        self.flush_pending_irqs(io);
+        check(bar, offset, data.len())?;
+        self.bar0_write(io, offset, data);
+        Ok(())
+    }
+
+    fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        self.flush_pending_irqs(io);
+        self.hw.packet(&mut self.msix, io, pkt);
+    }
+
+    fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        self.flush_pending_irqs(io);
+        self.hw.timer(&mut self.msix, io, token);
+    }
+
+    fn bar_size(&self, bar: u8) -> u64 {
+        if bar == 0 { BAR0_SIZE_PF } else { 0 }
+    }
+}
+
+/// BAR0 only; accesses naturally aligned and inside the BAR.
+fn check(bar: u8, offset: u64, width: usize) -> Result<(), MmioError> {
+    if bar != 0 {
+        return Err(MmioError::OutOfRange {
+            offset,
+            width,
+            size: 0,
+        });
+    }
+    if !matches!(width, 1 | 2 | 4 | 8) {
+        return Err(MmioError::BadWidth { offset, width });
+    }
+    if !offset.is_multiple_of(width as u64) {
+        return Err(MmioError::Misaligned { offset, width });
+    }
+    if offset + width as u64 > BAR0_SIZE_PF {
+        return Err(MmioError::OutOfRange {
+            offset,
+            width,
+            size: BAR0_SIZE_PF,
+        });
+    }
+    Ok(())
+}
