@@ -187,8 +187,8 @@ impl TrigDma {
 
     /// Decode from a ring (128 bytes).
     pub fn decode(bytes: &[u8]) -> Result<Self, FormatError> {
-        need(Self::NAME, bytes, Self::LEN)?;
         let ct = CtCmd::decode(bytes)?;
+        need(Self::NAME, bytes, Self::LEN)?;
         if ct.opcode != CtOp::CtTrigDma {
             return Err(FormatError::Mismatch {
                 format: Self::NAME,

@@ -1,5 +1,5 @@
 //! The one mechanism every Cassini binary format (command, event, status block) is defined
-//! with: a [`layout!`]-generated struct plus a table of `(name, bit offset, width)` over a
+//! with: a `layout!`-generated struct plus a table of `(name, bit offset, width)` over a
 //! little-endian byte image. Bit `n` is bit `n % 8` of byte `n / 8`, which is where gcc puts
 //! the bit-fields of `cassini_user_defs.h` on x86-64, so offsets read straight from the
 //! public headers (`field@bit:width` in our notes) are used unchanged.
@@ -197,7 +197,7 @@ pub trait Layout: Sized {
 }
 
 /// Whether a field of `width` bits at bit `offset` is well formed in a `size`-byte image
-/// (used by [`layout!`] at compile time).
+/// (used by `layout!` at compile time).
 pub const fn fits(offset: usize, width: usize, size: usize) -> bool {
     width >= 1 && width <= 64 && offset + width <= size * 8
 }
