@@ -1,0 +1,787 @@
+//! BTE (Block Transfer Engine): TX descriptor rings on 4 channels, asynchronous progress in
+//! paced steps, PUT/GET/SEND transfers up to 4 GiB, completion events, and the RX channels
+//! that receive SENDs.
+//!
+//! Formats: `ghal_tx_desc_t`, `ghal_txvc_desc_t`, `ghal_rx_desc_t`, `ghal_rxvc_desc_t`,
+//! `ghal_cpurx_desc_t` (`firmware_spec::gemini::bte`). Posting protocol and our readings:
+//! docs/gemini-programming.md ("BTE").
+//!
+//! A doorbell only arms a timer; the work happens in [`Gemini::bte_step`], which issues at
+//! most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither the CPU
+//! that rang the doorbell nor the engine is held for long.
+
+use crate::device::{
+    BTE_STREAM_BASE, Dest, Gemini, Landing, Owner, Req, TC_BTE, TC_FMA, TOKEN_BTE,
+};
+use crate::fault::Fault;
+use crate::mdd::Access;
+use crate::packet::{Header, Kind, flag};
+use crate::regs::{self, Target, counter};
+use emu_core::engine::DeviceIo;
+use emu_core::time::{SimDuration, SimTime};
+use firmware_spec::gemini::bte::{
+    BteOp, CpuRxDescriptor, RXD_FLAG_BTE_COMPLETE, RXD_FLAG_ERR_STATUS_SHIFT,
+    RXD_FLAG_IMM_AVAILABLE, RxChannel, RxDescriptor, RxdMode, TxChannel, TxDescriptor, TxdFlags,
+    TxdMode1, TxdMode2, rxvc_flag, txvc_flag,
+};
+use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
+use firmware_spec::gemini::limits::{BTE_CHANNELS, BTE_RX_DESCRIPTORS, BTE_TX_SLOTS};
+use firmware_spec::gemini::pci::{IRQ_RX, IRQ_TX, irq_index};
+use std::collections::HashMap;
+
+/// Largest BTE SEND (one RX buffer, one frame). Our choice.
+pub const SEND_MAX_BYTES: u64 = 64 * 1024;
+const CHANNELS: usize = BTE_CHANNELS as usize;
+
+/// Where the local side of a transfer is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Local {
+    Mdd(Access, u64),
+    Phys(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum XPhase {
+    Data,
+    Remote,
+}
+
+/// One TXD being executed.
+#[derive(Clone, Debug)]
+pub(crate) struct Xfer {
+    ch: usize,
+    pos: u64,
+    txd: TxDescriptor,
+    op: BteOp,
+    local: Local,
+    dest: Dest,
+    issued: u64,
+    total: u64,
+    processed: bool,
+    outstanding: u32,
+    error: Option<Fault>,
+    phase: XPhase,
+    last_progress: SimTime,
+}
+
+#[derive(Clone, Debug, Default)]
+struct TxChan {
+    regs: TxChannel,
+    err_rc: u32,
+    completed: u64,
+    active: Option<u32>,
+    inflight: u32,
+}
+
+/// The BTE of one NIC.
+#[derive(Clone, Debug)]
+pub(crate) struct Bte {
+    tx: [TxChan; CHANNELS],
+    rx: [RxChannel; CHANNELS],
+    txd: Vec<[u64; 8]>,
+    rxd: Vec<u64>,
+    tx_base: u64,
+    tx_count: u64,
+    rx_base: u64,
+    rx_count: u64,
+    xfers: HashMap<u32, Xfer>,
+    next_xfer: u32,
+    step_armed: bool,
+    rr: usize,
+    credit: u64,
+    refill: SimTime,
+}
+
+impl Default for Bte {
+    fn default() -> Self {
+        Bte {
+            tx: Default::default(),
+            rx: Default::default(),
+            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
+            rxd: vec![0; BTE_RX_DESCRIPTORS as usize],
+            tx_base: 0,
+            tx_count: 0,
+            rx_base: 0,
+            rx_count: 0,
+            xfers: HashMap::new(),
+            next_xfer: 0,
+            step_armed: false,
+            rr: 0,
+            credit: 0,
+            refill: SimTime::ZERO,
+        }
+    }
+}
+
+fn u16_lane(reg: u64, ch: usize) -> u64 {
+    (reg >> (16 * ch)) & 0xFFFF
+}
+
+fn qword_of(bytes: &[u8], q: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = bytes.get(q * 8..q * 8 + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
+    if let Some(d) = img.get_mut(q * 8..q * 8 + 8) {
+        d.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+impl Bte {
+    fn ring(&self, ch: usize) -> (u64, u64) {
+        (u16_lane(self.tx_base, ch), u16_lane(self.tx_count, ch))
+    }
+
+    fn txd_at(&self, slot: u64) -> Option<TxDescriptor> {
+        let raw = self.txd.get(slot as usize)?;
+        let mut b = [0u8; 48];
+        for (q, w) in raw.iter().take(6).enumerate() {
+            b[q * 8..q * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        TxDescriptor::decode(&b).ok()
+    }
+
+    fn enabled(&self, ch: usize) -> bool {
+        self.tx[ch].regs.flags & txvc_flag::ENABLE != 0
+    }
+
+    /// Whether channel `ch` has a TXD it can start or issue now.
+    fn has_work(&self, ch: usize) -> bool {
+        if !self.enabled(ch) {
+            return false;
+        }
+        let c = &self.tx[ch];
+        if c.active.is_some() {
+            return true;
+        }
+        let (base, count) = self.ring(ch);
+        if count == 0 || c.regs.read_index == c.regs.write_index % count {
+            return false;
+        }
+        let fence = self
+            .txd_at(base + c.regs.read_index)
+            .is_some_and(|t| t.mode1 & u64::from(TxdMode1::FENCE.bits()) != 0);
+        !(fence && c.inflight > 0)
+    }
+}
+
+impl Gemini {
+    /// Load from a BTE register.
+    pub(crate) fn bte_reg_read(&self, t: Target) -> u64 {
+        let b = &self.bte;
+        match t {
+            Target::BteTx { slot, off } => b
+                .txd
+                .get(slot as usize)
+                .and_then(|r| r.get((off / 8) as usize))
+                .copied()
+                .unwrap_or(0),
+            Target::BteTxChannel { ch, off } => {
+                let Some(c) = b.tx.get(usize::from(ch)) else {
+                    return 0;
+                };
+                match off & !7 {
+                    regs::BTE_CHANNEL_ERR_RC => u64::from(c.err_rc),
+                    regs::BTE_CHANNEL_COMPLETED => c.completed,
+                    o if o < 32 => c
+                        .regs
+                        .encode()
+                        .map_or(0, |img| qword_of(&img, (o / 8) as usize)),
+                    _ => 0,
+                }
+            }
+            Target::TxRingBase => b.tx_base,
+            Target::TxRingCount => b.tx_count,
+            Target::RxRingBase => b.rx_base,
+            Target::RxRingCount => b.rx_count,
+            Target::BteRx(i) => b.rxd.get(i as usize).copied().unwrap_or(0),
+            Target::BteRxChannel { ch, off } => {
+                b.rx.get(usize::from(ch))
+                    .filter(|_| off < 32)
+                    .and_then(|c| c.encode().ok())
+                    .map_or(0, |img| qword_of(&img, (off / 8) as usize))
+            }
+            _ => 0,
+        }
+    }
+
+    /// Store to a BTE register.
+    pub(crate) fn bte_reg_write(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        t: Target,
+        sub: u64,
+        data: &[u8],
+    ) {
+        let merged = |old: u64| regs::merge(old, sub, data);
+        match t {
+            Target::BteTx { slot, off } => {
+                if let Some(w) = self
+                    .bte
+                    .txd
+                    .get_mut(slot as usize)
+                    .and_then(|r| r.get_mut((off / 8) as usize))
+                {
+                    *w = merged(*w);
+                }
+            }
+            Target::BteTxChannel { ch, off } => {
+                self.bte_tx_channel_write(io, usize::from(ch), off, sub, data)
+            }
+            Target::TxRingBase => self.bte.tx_base = merged(self.bte.tx_base),
+            Target::TxRingCount => self.bte.tx_count = merged(self.bte.tx_count),
+            Target::RxRingBase => self.bte.rx_base = merged(self.bte.rx_base),
+            Target::RxRingCount => self.bte.rx_count = merged(self.bte.rx_count),
+            Target::BteRx(i) => {
+                if let Some(w) = self.bte.rxd.get_mut(i as usize) {
+                    *w = merged(*w);
+                }
+            }
+            Target::BteRxChannel { ch, off } if off < 32 => {
+                if let Some(c) = self.bte.rx.get_mut(usize::from(ch))
+                    && let Ok(mut img) = c.encode()
+                {
+                    let q = (off / 8) as usize;
+                    let old = qword_of(&img, q);
+                    patch(&mut img, q, merged(old));
+                    if let Ok(mut n) = RxChannel::decode(&img) {
+                        // The read index belongs to the hardware.
+                        n.read_index = c.read_index;
+                        if n.flags & rxvc_flag::RESET != 0 {
+                            n.read_index = 0;
+                            n.write_index = 0;
+                            n.flags &= !rxvc_flag::RESET;
+                        }
+                        *c = n;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bte_tx_channel_write(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        ch: usize,
+        off: u64,
+        sub: u64,
+        data: &[u8],
+    ) {
+        let Some(c) = self.bte.tx.get_mut(ch) else {
+            return;
+        };
+        match off & !7 {
+            regs::BTE_CHANNEL_ERR_RC => c.err_rc = 0,
+            o if o < 32 => {
+                let Ok(mut img) = c.regs.encode() else {
+                    return;
+                };
+                let q = (o / 8) as usize;
+                let v = regs::merge(qword_of(&img, q), sub, data);
+                patch(&mut img, q, v);
+                let Ok(mut n) = TxChannel::decode(&img) else {
+                    return;
+                };
+                n.read_index = c.regs.read_index;
+                if n.flags & txvc_flag::RESET != 0 {
+                    // Forget queued TXDs; transfers already started run to completion.
+                    n.read_index = 0;
+                    n.write_index = 0;
+                    n.flags &= !txvc_flag::RESET;
+                    c.active = None;
+                }
+                c.regs = n;
+                if q == 3 {
+                    self.bte_kick(io);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Make sure a BTE step is scheduled.
+    pub(crate) fn bte_kick(&mut self, io: &mut DeviceIo<'_>) {
+        if !self.bte.step_armed && (0..CHANNELS).any(|c| self.bte.has_work(c)) {
+            self.bte.step_armed = true;
+            io.timer(SimDuration::ZERO, TOKEN_BTE);
+        }
+    }
+
+    /// One BTE step: refill the token bucket, issue up to the budget, re-arm.
+    pub(crate) fn bte_step(&mut self, io: &mut DeviceIo<'_>) {
+        self.bte.step_armed = false;
+        let now = io.now();
+        let bw = self.cfg.bte_bandwidth;
+        let burst = self
+            .cfg
+            .bte_max_burst
+            .max(u64::from(self.cfg.bte_packet_bytes));
+        let budget = if bw == 0 {
+            self.cfg.bte_step_bytes.max(1)
+        } else {
+            let elapsed = u128::from(now.since(self.bte.refill).0);
+            let add = elapsed * u128::from(bw) / 1_000_000_000_000;
+            self.bte.credit = (u128::from(self.bte.credit) + add).min(u128::from(burst)) as u64;
+            self.bte.refill = now;
+            self.bte.credit
+        };
+        let used = if budget > 0 {
+            self.bte_issue(io, budget)
+        } else {
+            0
+        };
+        if bw > 0 {
+            self.bte.credit = self.bte.credit.saturating_sub(used);
+        }
+        if (0..CHANNELS).any(|c| self.bte.has_work(c)) {
+            let delay = if bw == 0 {
+                SimDuration::ZERO
+            } else {
+                let want = self
+                    .cfg
+                    .bte_step_bytes
+                    .max(1)
+                    .saturating_sub(self.bte.credit);
+                let ps = u128::from(want.max(1)) * 1_000_000_000_000 / u128::from(bw);
+                SimDuration(u64::try_from(ps).unwrap_or(u64::MAX))
+            };
+            self.bte.step_armed = true;
+            io.timer(delay, TOKEN_BTE);
+        }
+    }
+
+    /// Issue packets round-robin over the channels until `budget` bytes are used or no
+    /// channel can go on. Returns the bytes used.
+    fn bte_issue(&mut self, io: &mut DeviceIo<'_>, budget: u64) -> u64 {
+        let mut used = 0u64;
+        let mut idle = 0;
+        while used < budget && idle < CHANNELS {
+            let ch = self.bte.rr;
+            self.bte.rr = (ch + 1) % CHANNELS;
+            match self.bte_channel_work(io, ch) {
+                Some(n) => {
+                    used += n;
+                    idle = 0;
+                }
+                None => idle += 1,
+            }
+        }
+        used
+    }
+
+    /// Start the next TXD of `ch` if none is active, then issue one packet of the active one.
+    fn bte_channel_work(&mut self, io: &mut DeviceIo<'_>, ch: usize) -> Option<u64> {
+        if !self.bte.has_work(ch) {
+            return None;
+        }
+        let x = match self.bte.tx[ch].active {
+            Some(x) => x,
+            None => {
+                let (base, count) = self.bte.ring(ch);
+                let pos = self.bte.tx[ch].regs.read_index;
+                let txd = self.bte.txd_at(base + pos).unwrap_or_default();
+                self.bte.tx[ch].regs.read_index = (pos + 1) % count.max(1);
+                self.count(counter::BTE_TXDS, 1);
+                match self.bte_start(io, ch, pos, txd) {
+                    Some(x) => x,
+                    None => return Some(0),
+                }
+            }
+        };
+        Some(self.bte_issue_packet(io, x))
+    }
+
+    /// Validate a TXD and create its transfer; on a local error it completes at once.
+    fn bte_start(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        ch: usize,
+        pos: u64,
+        txd: TxDescriptor,
+    ) -> Option<u32> {
+        let id = self.bte.next_xfer;
+        self.bte.next_xfer = self.bte.next_xfer.wrapping_add(1);
+        let op = txd.op().unwrap_or(BteOp::Send);
+        let local = if txd.nat_enabled() {
+            Local::Mdd(
+                Access {
+                    mdh: txd.src_mem_dh as u16,
+                    vmdh: false,
+                    ptag: txd.src_ptag as u8,
+                },
+                txd.src_mem_off,
+            )
+        } else {
+            Local::Phys(txd.src_phys_addr())
+        };
+        let mode1 = txd.mode1;
+        let dest = Dest {
+            pe: txd.dest_pe as u32,
+            acc: Access {
+                mdh: txd.dest_mem_dh as u16,
+                vmdh: mode1 & u64::from(TxdMode1::VMDH_ENABLE.bits()) != 0,
+                ptag: txd.dest_ptag as u8,
+            },
+            ordered: mode1 & u64::from(TxdMode1::ADP_ENABLE.bits()) == 0,
+            stream: BTE_STREAM_BASE + ch as u16,
+        };
+        let mut x = Xfer {
+            ch,
+            pos,
+            txd,
+            op,
+            local,
+            dest,
+            issued: 0,
+            total: txd.data_len,
+            processed: false,
+            outstanding: 0,
+            error: None,
+            phase: XPhase::Data,
+            last_progress: io.now(),
+        };
+        let check = self.bte_validate(io, &x);
+        self.bte.tx[ch].inflight += 1;
+        if let Err(f) = check {
+            x.error = Some(f);
+            x.processed = true;
+            self.bte.xfers.insert(id, x);
+            self.count(counter::ERRORS, 1);
+            self.bte_finish(io, id);
+            return None;
+        }
+        self.bte.tx[ch].active = Some(id);
+        self.bte.xfers.insert(id, x);
+        Some(id)
+    }
+
+    fn bte_validate(&self, io: &DeviceIo<'_>, x: &Xfer) -> Result<(), Fault> {
+        x.txd.op().map_err(|_| Fault::BadCommand)?;
+        x.txd.mode1().map_err(|_| Fault::BadCommand)?;
+        let len = x.total;
+        let (local_addr, write_local) = match x.local {
+            Local::Mdd(_, off) => (off, x.op == BteOp::Get),
+            Local::Phys(a) => (a, x.op == BteOp::Get),
+        };
+        if x.op == BteOp::Get
+            && !firmware_spec::gemini::limits::get_is_aligned(local_addr, x.txd.dest_mem_off, len)
+        {
+            return Err(Fault::Misaligned);
+        }
+        if x.op == BteOp::Send && len > SEND_MAX_BYTES {
+            return Err(Fault::BadLength);
+        }
+        match x.local {
+            Local::Mdd(acc, off) => self.domains.check(io.dma(), acc, off, len, write_local),
+            Local::Phys(a) => {
+                let perm = if write_local {
+                    emu_core::dma::Perm::WRITE
+                } else {
+                    emu_core::dma::Perm::READ
+                };
+                io.dma().check(a, len, perm).map_err(|_| Fault::Dma)
+            }
+        }
+    }
+
+    fn bte_read_local(
+        &self,
+        io: &DeviceIo<'_>,
+        local: Local,
+        at: u64,
+        buf: &mut [u8],
+    ) -> Result<(), Fault> {
+        match local {
+            Local::Mdd(acc, off) => self.domains.read(io.dma(), acc, off + at, buf),
+            Local::Phys(a) => io.dma().read(a + at, buf).map_err(|_| Fault::Dma),
+        }
+    }
+
+    /// Issue the next packet of transfer `id`; returns the bytes it accounts for.
+    fn bte_issue_packet(&mut self, io: &mut DeviceIo<'_>, id: u32) -> u64 {
+        let Some(x) = self.bte.xfers.get(&id) else {
+            return 0;
+        };
+        let (op, local, dest, issued, total) = (x.op, x.local, x.dest, x.issued, x.total);
+        let (txd, ch) = (x.txd, x.ch);
+        let max = if op == BteOp::Send {
+            SEND_MAX_BYTES
+        } else {
+            u64::from(self.cfg.bte_packet_bytes.max(4))
+        };
+        let n = (total - issued).min(max);
+        let req = Req {
+            owner: Owner::Xfer(id),
+            landing: Landing::None,
+            is_get: false,
+        };
+        let mut fault = None;
+        match op {
+            BteOp::Put | BteOp::Send => {
+                let mut buf = vec![0u8; n as usize];
+                if let Err(f) = self.bte_read_local(io, local, issued, &mut buf) {
+                    fault = Some(f);
+                } else {
+                    let mut h = if op == BteOp::Put {
+                        Header::new(Kind::Put)
+                    } else {
+                        Header::new(Kind::Send)
+                    };
+                    h.offset = txd.dest_mem_off + issued;
+                    if op == BteOp::Send {
+                        h.cmd = ch as u16;
+                        if txd.mode1 & u64::from(TxdMode1::IMMED.bits()) != 0 {
+                            h.flags |= flag::IMMED;
+                            h.op1 = txd.user_data;
+                        }
+                    }
+                    self.bte_note_issue(id, n);
+                    self.issue(io, req, &dest, h, &buf, TC_BTE);
+                }
+            }
+            BteOp::Get => {
+                let landing = match local {
+                    Local::Mdd(acc, off) => Landing::Mdd {
+                        acc,
+                        offset: off + issued,
+                        len: n as u32,
+                        flag: false,
+                    },
+                    Local::Phys(a) => Landing::Phys { addr: a + issued },
+                };
+                let mut h = Header::new(Kind::GetReq);
+                h.offset = txd.dest_mem_off + issued;
+                h.len = n as u32;
+                self.bte_note_issue(id, n);
+                self.issue(io, Req { landing, ..req }, &dest, h, &[], TC_FMA);
+            }
+        }
+        let Some(x) = self.bte.xfers.get_mut(&id) else {
+            return n;
+        };
+        if let Some(f) = fault {
+            x.error.get_or_insert(f);
+            x.issued = x.total;
+        }
+        if x.issued >= x.total {
+            x.processed = true;
+            let ch = x.ch;
+            let done = x.outstanding == 0;
+            let local_event = x.error.is_none()
+                && x.txd.mode1 & u64::from(TxdMode1::CQ_LOCAL.bits()) != 0
+                && x.txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) == 0;
+            let (cqh, data) = (x.txd.src_cq_hndl, x.txd.src_cq_data);
+            if self.bte.tx[ch].active == Some(id) {
+                self.bte.tx[ch].active = None;
+            }
+            if local_event {
+                self.post_cqe(io, cqh, Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data));
+            }
+            if done {
+                self.bte_advance(io, id);
+            }
+        }
+        n
+    }
+
+    fn bte_note_issue(&mut self, id: u32, n: u64) {
+        if let Some(x) = self.bte.xfers.get_mut(&id) {
+            x.issued += n;
+            x.outstanding += 1;
+        }
+    }
+
+    /// An answer (or timeout) for a request of transfer `id`.
+    pub(crate) fn xfer_answered(&mut self, io: &mut DeviceIo<'_>, id: u32, fault: Option<Fault>) {
+        let now = io.now();
+        let Some(x) = self.bte.xfers.get_mut(&id) else {
+            return;
+        };
+        x.outstanding = x.outstanding.saturating_sub(1);
+        x.last_progress = now;
+        if let Some(f) = fault {
+            if x.error.is_none() && x.phase == XPhase::Data && !x.processed {
+                // Stop issuing the rest of a failed transfer.
+                x.issued = x.total;
+            }
+            x.error.get_or_insert(f);
+        }
+        if x.processed && x.outstanding == 0 {
+            self.bte_advance(io, id);
+        } else if x.issued >= x.total && !x.processed {
+            // The failure above ended the transfer early.
+            x.processed = true;
+            let ch = x.ch;
+            if self.bte.tx[ch].active == Some(id) {
+                self.bte.tx[ch].active = None;
+            }
+            if x.outstanding == 0 {
+                self.bte_advance(io, id);
+            }
+        }
+    }
+
+    fn bte_advance(&mut self, io: &mut DeviceIo<'_>, id: u32) {
+        let Some(x) = self.bte.xfers.get_mut(&id) else {
+            return;
+        };
+        if x.phase == XPhase::Data && x.error.is_none() && x.op == BteOp::Put {
+            x.phase = XPhase::Remote;
+            let dest = x.dest;
+            let mut h = Header::new(Kind::RemoteEvent);
+            h.op1 = x.txd.user_data & firmware_spec::bits::mask(56);
+            h.cmd = u16::from(CqeSource::RmtDreq.code());
+            x.outstanding += 1;
+            let req = Req {
+                owner: Owner::Xfer(id),
+                landing: Landing::None,
+                is_get: false,
+            };
+            self.issue(io, req, &dest, h, &[], TC_BTE);
+            return;
+        }
+        self.bte_finish(io, id);
+    }
+
+    /// Retire a transfer: status write-back, events, interrupt.
+    fn bte_finish(&mut self, io: &mut DeviceIo<'_>, id: u32) {
+        let Some(x) = self.bte.xfers.remove(&id) else {
+            return;
+        };
+        let ch = x.ch;
+        let status = x.error.map_or(HwStatus::Ok, Fault::status);
+        let mut txd = x.txd;
+        txd.flags = u64::from(TxdFlags::COMPLETE.bits());
+        if x.error == Some(Fault::Timeout) {
+            txd.flags |= u64::from(TxdFlags::TIMEOUT_ERR.bits());
+        }
+        txd.bte_tx_status = u64::from(status.code());
+        let Some(c) = self.bte.tx.get_mut(ch) else {
+            return;
+        };
+        c.inflight = c.inflight.saturating_sub(1);
+        c.completed += 1;
+        if let Some(f) = x.error {
+            c.err_rc = f.return_code().code();
+        }
+        let ring = c.regs.cpu_ring_addr;
+        let chan_irq = c.regs.flags & txvc_flag::IRQ_ENABLE != 0;
+        if ring != 0
+            && let Ok(img) = txd.encode()
+        {
+            // A faulting ring address loses only the copy; the CQE still reports.
+            let _ = io.dma().write(ring + 64 * x.pos, &img);
+        }
+        let concat = txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) != 0;
+        let global = txd.mode1 & u64::from(TxdMode1::CQ_GLOBAL.bits()) != 0;
+        if x.error.is_some() {
+            self.post_cqe(
+                io,
+                txd.src_cq_hndl,
+                Cqe::from_hw(CqeSource::Bte, status, txd.src_cq_data),
+            );
+        } else if global && !concat {
+            let data = txd.user_data & firmware_spec::bits::mask(56);
+            self.post_cqe(
+                io,
+                txd.src_cq_hndl,
+                Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data),
+            );
+        }
+        if chan_irq || txd.mode2 & u64::from(TxdMode2::IRQ_ENABLE.bits()) != 0 {
+            self.raise(io, irq_index(ch as u32, IRQ_TX) as u16);
+        }
+        self.bte_kick(io);
+    }
+
+    /// Transfers with requests outstanding and no progress for `timeout`.
+    pub(crate) fn bte_expired(&self, now: SimTime, timeout: SimDuration) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .bte
+            .xfers
+            .iter()
+            .filter(|(_, x)| x.outstanding > 0 && now.since(x.last_progress) >= timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Whether any transfer is still running.
+    pub(crate) fn bte_busy(&self) -> bool {
+        !self.bte.xfers.is_empty()
+    }
+
+    /// A SEND arrived: deliver it into RX channel `hdr.cmd`.
+    pub(crate) fn bte_receive(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        hdr: &Header,
+        payload: &[u8],
+    ) -> Result<(), Fault> {
+        let ch = usize::from(hdr.cmd);
+        let rx = *self.bte.rx.get(ch).ok_or(Fault::BadCommand)?;
+        if rx.flags & rxvc_flag::ENABLE == 0 {
+            return Err(Fault::NoRxBuffer);
+        }
+        let (base, count) = (
+            u16_lane(self.bte.rx_base, ch),
+            u16_lane(self.bte.rx_count, ch),
+        );
+        if count == 0 || rx.read_index % count == rx.write_index % count {
+            return Err(Fault::NoRxBuffer);
+        }
+        let pos = rx.read_index % count;
+        let raw = self
+            .bte
+            .rxd
+            .get((base + pos) as usize)
+            .copied()
+            .unwrap_or(0);
+        let rxd = RxDescriptor::decode(&raw.to_le_bytes()).unwrap_or_default();
+        let n = (payload.len() as u64).min(rx.buf_size);
+        let mut flags = RXD_FLAG_BTE_COMPLETE;
+        if hdr.flags & flag::IMMED != 0 {
+            flags |= RXD_FLAG_IMM_AVAILABLE;
+        }
+        if (payload.len() as u64) > rx.buf_size {
+            flags |= u64::from(HwStatus::MemBoundsErr.code()) << RXD_FLAG_ERR_STATUS_SHIFT;
+        }
+        let data = payload.get(..n as usize).unwrap_or(&[]);
+        io.dma()
+            .write(rxd.base_addr, data)
+            .map_err(|_| Fault::Dma)?;
+        let cpu = CpuRxDescriptor {
+            buff_addr: rxd.base_addr,
+            mode1: rxd.mode1,
+            flags,
+            data_len: n,
+            imm_data: if hdr.flags & flag::IMMED != 0 {
+                hdr.op1
+            } else {
+                0
+            },
+        };
+        if rx.cpu_ring_addr != 0
+            && let Ok(img) = cpu.encode()
+        {
+            io.dma()
+                .write(rx.cpu_ring_addr + 32 * pos, &img)
+                .map_err(|_| Fault::Dma)?;
+        }
+        if let Some(c) = self.bte.rx.get_mut(ch) {
+            c.read_index = (pos + 1) % count;
+        }
+        let irq = rxd.mode1 & u64::from(RxdMode::IRQ_ENABLE.bits()) != 0
+            || rx.flags & rxvc_flag::IRQ_ENABLE != 0;
+        if irq {
+            self.raise(io, irq_index(ch as u32, IRQ_RX) as u16);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,194 @@
+//! A cluster of emulated Gemini NICs on a 3D torus (two NICs per router, as on a Gemini
+//! ASIC), on either engine, with one [`Nic`] client per node.
+
+use crate::config::GeminiConfig;
+use crate::device::Gemini;
+use crate::host::{HostError, Nic};
+use emu_core::dma::DmaPort;
+use emu_core::engine::deterministic::Deterministic;
+use emu_core::engine::threaded::{Threaded, ThreadedConfig};
+use emu_core::engine::{Engine, EngineError};
+use emu_core::fabric::{Fabric, FabricConfig, FaultConfig, LinkParams, PortId, Topology};
+use emu_core::memory::HostMemory;
+use emu_core::time::{SimDuration, SimTime};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Link timing for a Gemini torus. Illustrative, from the public numbers: 8.32 GB/s per
+/// direction (64 B every 5 cycles at 650 MHz, euroben.nl XE6 report), 100 ns per link and
+/// per router hop (end-to-end small-message latency 0.7–1.4 µs over a few hops, same
+/// report), 16 bytes of header per packet (our choice).
+pub fn gemini_link_params() -> LinkParams {
+    LinkParams {
+        latency: SimDuration::from_ns(100),
+        bandwidth: 8_320_000_000,
+        header_overhead: 16,
+        switch_latency: SimDuration::from_ns(100),
+    }
+}
+
+/// Which engine drives the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// Virtual time, one thread, seeded.
+    Deterministic {
+        /// The seed.
+        seed: u64,
+    },
+    /// Real time, engine threads.
+    Threaded(ThreadedConfig),
+}
+
+/// How to build a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Routers along x, y, z.
+    pub dims: [u32; 3],
+    /// NICs per router (2 on Gemini).
+    pub nics_per_router: u32,
+    /// Link timing.
+    pub link: LinkParams,
+    /// Fabric faults.
+    pub faults: FaultConfig,
+    /// The engine.
+    pub engine: EngineChoice,
+    /// RAM per node in bytes.
+    pub mem_per_node: u64,
+    /// NIC parameters; `pe` and `name` are set per node.
+    pub nic: GeminiConfig,
+}
+
+impl ClusterConfig {
+    /// A deterministic cluster of `dims` routers, 2 NICs each, 64 MiB per node.
+    pub fn deterministic(dims: [u32; 3], seed: u64) -> Self {
+        ClusterConfig {
+            dims,
+            nics_per_router: 2,
+            link: gemini_link_params(),
+            faults: FaultConfig::none(),
+            engine: EngineChoice::Deterministic { seed },
+            mem_per_node: 64 << 20,
+            nic: GeminiConfig::new(0),
+        }
+    }
+
+    /// A threaded cluster of `dims` routers, 2 NICs each, 64 MiB per node.
+    pub fn threaded(dims: [u32; 3], config: ThreadedConfig) -> Self {
+        ClusterConfig {
+            engine: EngineChoice::Threaded(config),
+            ..Self::deterministic(dims, 0)
+        }
+    }
+}
+
+/// Why a cluster could not be built.
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    /// Engine or fabric setup failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Fabric setup failed.
+    #[error(transparent)]
+    Fabric(#[from] emu_core::fabric::FabricError),
+    /// Host memory could not be created.
+    #[error(transparent)]
+    Memory(#[from] emu_core::memory::MemoryError),
+    /// The device model could not be built.
+    #[error(transparent)]
+    Device(#[from] crate::device::GeminiError),
+    /// A NIC client could not be created.
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+/// NICs on an engine.
+pub struct Cluster {
+    /// The engine (both kinds).
+    pub engine: Arc<dyn Engine>,
+    det: Option<Deterministic>,
+    threaded: Option<Arc<Threaded>>,
+    /// One client per NIC; `nics[p].pe == p`.
+    pub nics: Vec<Nic>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("kind", &self.engine.kind())
+            .field("nics", &self.nics.len())
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// Build the fabric, the engine and one NIC (with its own host memory) per port.
+    pub fn new(cfg: ClusterConfig) -> Result<Cluster, ClusterError> {
+        let fabric = Fabric::new(FabricConfig {
+            topology: Topology::Torus3D {
+                dims: cfg.dims,
+                nics_per_router: cfg.nics_per_router,
+            },
+            link: cfg.link,
+            faults: cfg.faults,
+        })?;
+        let ports = fabric.ports();
+        let (engine, det, threaded): (Arc<dyn Engine>, _, _) = match &cfg.engine {
+            EngineChoice::Deterministic { seed } => {
+                let d = Deterministic::new(*seed, fabric);
+                (Arc::new(d.clone()), Some(d), None)
+            }
+            EngineChoice::Threaded(tc) => {
+                let t = Arc::new(Threaded::new(fabric, tc.clone())?);
+                (t.clone(), None, Some(t))
+            }
+        };
+        let mut nics = Vec::with_capacity(ports as usize);
+        for pe in 0..ports {
+            let mem = HostMemory::new(cfg.mem_per_node)?;
+            let nic_cfg = GeminiConfig {
+                pe,
+                name: format!("gemini{pe}"),
+                ..cfg.nic.clone()
+            };
+            let model = Gemini::new(nic_cfg)?;
+            let dev = engine.add_device(
+                Box::new(model),
+                DmaPort::passthrough(mem.clone()),
+                Some(PortId(pe)),
+            )?;
+            nics.push(Nic::new(&engine, dev, pe, mem)?);
+        }
+        Ok(Cluster {
+            engine,
+            det,
+            threaded,
+            nics,
+        })
+    }
+
+    /// The deterministic engine, if that is the one.
+    pub fn deterministic(&self) -> Option<&Deterministic> {
+        self.det.as_ref()
+    }
+
+    /// The threaded engine, if that is the one.
+    pub fn threaded(&self) -> Option<&Threaded> {
+        self.threaded.as_deref()
+    }
+
+    /// The engine's current time.
+    pub fn now(&self) -> SimTime {
+        self.engine.now()
+    }
+
+    /// Program the same job on every NIC: NTT logical PE `i` -> physical PE `i`.
+    pub fn setup_ntt(&self) -> Result<(), HostError> {
+        let n = self.nics.len() as u64;
+        for nic in &self.nics {
+            for p in 0..n {
+                nic.ntt_set(p, p as u32)?;
+            }
+        }
+        Ok(())
+    }
+}

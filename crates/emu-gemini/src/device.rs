@@ -1,0 +1,578 @@
+//! The Gemini device model: PCI function, BAR decode, and the request machinery shared by
+//! FMA and BTE (request tags, answers, ordering, timeouts).
+//!
+//! [`Gemini`] implements [`DeviceModel`]: it is driven by MMIO accesses, packets from the
+//! fabric and its own timers, and never spawns threads or reads a clock. The blocks live in
+//! their own modules as `impl Gemini` blocks: [`crate::fma`], [`crate::bte`],
+//! [`crate::target`] (requests from the network), with the tables in [`crate::ntt`],
+//! [`crate::mdd`] and [`crate::cq`].
+
+use crate::bte::Bte;
+use crate::config::GeminiConfig;
+use crate::cq::{CqTable, Posted};
+use crate::fault::Fault;
+use crate::fma::{FmaDesc, Seq};
+use crate::mdd::{Access, Domains};
+use crate::ntt::Ntt;
+use crate::packet::{Header, flag};
+use crate::regs::{self, Target, counter};
+use emu_core::engine::{DeviceIo, DeviceModel};
+use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::mmio::MmioError;
+use emu_core::pci::{
+    BarConfig, BarKind, MsixConfig, MsixOutcome, MsixTable, PciConfigSpace, PciIds,
+};
+use emu_core::time::{SimDuration, SimTime};
+use firmware_spec::gemini::cqe::Cqe;
+use firmware_spec::gemini::limits::FMA_TOTAL_DESCRIPTORS;
+use firmware_spec::gemini::pci;
+use std::collections::{BTreeMap, HashMap};
+use thiserror::Error;
+
+/// Timer token: run a BTE step.
+pub(crate) const TOKEN_BTE: u64 = 1;
+/// Timer token: request watchdog.
+pub(crate) const TOKEN_WATCHDOG: u64 = 2;
+
+/// Traffic class of FMA requests, control frames and their answers.
+pub(crate) const TC_FMA: u8 = 0;
+/// Traffic class of BTE data (PUT data and GET answers of the BTE).
+pub(crate) const TC_BTE: u8 = 1;
+/// First stream id of the BTE channels (FMA descriptors use their id).
+pub(crate) const BTE_STREAM_BASE: u16 = 0x100;
+
+/// Why the model could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GeminiError {
+    /// The PCI function could not be set up.
+    #[error("PCI setup failed: {0}")]
+    Pci(#[from] emu_core::pci::PciError),
+}
+
+/// Who waits for a request's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Owner {
+    /// An FMA sequence.
+    Seq(u32),
+    /// A BTE transfer.
+    Xfer(u32),
+}
+
+/// Where the data of an answer lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Landing {
+    /// Nowhere (acks).
+    None,
+    /// In a local memory domain; `flag`: write the 4-byte value 1 after `len` bytes.
+    Mdd {
+        acc: Access,
+        offset: u64,
+        len: u32,
+        flag: bool,
+    },
+    /// At a DMA address (BTE with NAT off).
+    Phys { addr: u64 },
+}
+
+/// An outstanding request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Req {
+    pub(crate) owner: Owner,
+    pub(crate) landing: Landing,
+    /// A GET or fetching AMO (for the FMA status counters).
+    pub(crate) is_get: bool,
+}
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dest {
+    /// Physical PE.
+    pub(crate) pe: u32,
+    /// Target memory domain.
+    pub(crate) acc: Access,
+    /// In-order delivery requested.
+    pub(crate) ordered: bool,
+    /// Stream id (FMA descriptor or BTE channel).
+    pub(crate) stream: u16,
+}
+
+/// In-order receive state of one (source PE, stream).
+#[derive(Debug, Default)]
+pub(crate) struct OrderRx {
+    pub(crate) next: u32,
+    pub(crate) held: BTreeMap<u32, Packet>,
+    pub(crate) since: SimTime,
+}
+
+/// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
+pub struct Gemini {
+    pub(crate) cfg: GeminiConfig,
+    pci: PciConfigSpace,
+    msix: MsixTable,
+    irq_backlog: Vec<u16>,
+    pub(crate) ntt: Ntt,
+    pub(crate) domains: Domains,
+    pub(crate) cqs: CqTable,
+    pub(crate) fma: Vec<FmaDesc>,
+    pub(crate) seqs: HashMap<u32, Seq>,
+    pub(crate) next_seq: u32,
+    pub(crate) bte: Bte,
+    pub(crate) reqs: HashMap<u32, Req>,
+    next_tag: u32,
+    order_tx: HashMap<(u32, u16), u32>,
+    pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
+    counters: [u64; counter::COUNT as usize],
+    watchdog_armed: bool,
+}
+
+impl std::fmt::Debug for Gemini {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gemini")
+            .field("name", &self.cfg.name)
+            .field("pe", &self.cfg.pe)
+            .field("outstanding", &self.reqs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gemini {
+    /// A NIC in its reset state: every table empty, every CQ and channel disabled.
+    pub fn new(cfg: GeminiConfig) -> Result<Self, GeminiError> {
+        let mut pci = PciConfigSpace::new(
+            PciIds {
+                vendor_id: pci::VENDOR_ID,
+                device_id: pci::DEVICE_ID,
+                revision: pci::REVISION,
+                class_code: pci::CLASS_CODE,
+                subsystem_vendor_id: pci::VENDOR_ID,
+                subsystem_id: pci::DEVICE_ID,
+            },
+            true,
+        );
+        for b in pci::BARS {
+            pci.set_bar(
+                b.index,
+                BarConfig {
+                    size: b.size,
+                    kind: if b.is_64bit {
+                        BarKind::Mem64
+                    } else {
+                        BarKind::Mem32
+                    },
+                    prefetchable: b.prefetchable,
+                },
+            )?;
+        }
+        pci.add_msix(MsixConfig {
+            table_size: pci::MSIX_VECTORS,
+            table_bar: pci::BAR2.index,
+            table_offset: pci::MSIX_TABLE_OFFSET as u32,
+            pba_bar: pci::BAR2.index,
+            pba_offset: pci::MSIX_PBA_OFFSET as u32,
+        })?;
+        let msix = MsixTable::new(pci::MSIX_VECTORS)?;
+        Ok(Gemini {
+            cfg,
+            pci,
+            msix,
+            irq_backlog: Vec::new(),
+            ntt: Ntt::default(),
+            domains: Domains::default(),
+            cqs: CqTable::default(),
+            fma: (0..FMA_TOTAL_DESCRIPTORS)
+                .map(|_| FmaDesc::default())
+                .collect(),
+            seqs: HashMap::new(),
+            next_seq: 0,
+            bte: Bte::default(),
+            reqs: HashMap::new(),
+            next_tag: 0,
+            order_tx: HashMap::new(),
+            order_rx: HashMap::new(),
+            counters: [0; counter::COUNT as usize],
+            watchdog_armed: false,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GeminiConfig {
+        &self.cfg
+    }
+
+    /// Add `n` to counter `c`.
+    pub(crate) fn count(&mut self, c: u32, n: u64) {
+        if let Some(v) = self.counters.get_mut(c as usize) {
+            *v = v.wrapping_add(n);
+        }
+    }
+
+    /// Counter `c`.
+    pub fn counter(&self, c: u32) -> u64 {
+        self.counters.get(c as usize).copied().unwrap_or(0)
+    }
+
+    /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
+    pub(crate) fn raise(&mut self, io: &mut DeviceIo<'_>, v: u16) {
+        if let MsixOutcome::Delivered { .. } = self.msix.signal(v) {
+            io.interrupt(v);
+        }
+    }
+
+    fn flush_irq_backlog(&mut self, io: &mut DeviceIo<'_>) {
+        for v in std::mem::take(&mut self.irq_backlog) {
+            io.interrupt(v);
+        }
+    }
+
+    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt. True if written.
+    pub(crate) fn post_cqe(&mut self, io: &mut DeviceIo<'_>, cqh: u64, cqe: Cqe) -> Posted {
+        let r = self.cqs.post(io.dma(), cqh, cqe);
+        match r {
+            Posted::Written(irq) => {
+                self.count(counter::CQ_EVENTS, 1);
+                if let Some(v) = irq {
+                    self.raise(io, v);
+                }
+            }
+            Posted::Lost => self.count(counter::CQ_LOST, 1),
+            Posted::Dropped => self.count(counter::CQ_DROPPED, 1),
+        }
+        r
+    }
+
+    /// Put a frame on the wire to physical PE `pe`.
+    pub(crate) fn send_frame(&mut self, io: &mut DeviceIo<'_>, pe: u32, tc: u8, frame: Vec<u8>) {
+        self.count(counter::PACKETS_TX, 1);
+        self.count(counter::BYTES_TX, frame.len() as u64);
+        // The fabric seals the CRC when the packet is injected.
+        io.send(Packet {
+            src: PortId(self.cfg.pe),
+            dst: PortId(pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+        });
+    }
+
+    /// Send a request and remember who waits for its answer. Returns its tag.
+    pub(crate) fn issue(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        req: Req,
+        dest: &Dest,
+        mut hdr: Header,
+        payload: &[u8],
+        tc: u8,
+    ) -> u32 {
+        let tag = self.next_tag;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        hdr.tag = tag;
+        hdr.ptag = dest.acc.ptag;
+        hdr.mdh = dest.acc.mdh;
+        hdr.stream = dest.stream;
+        if dest.acc.vmdh {
+            hdr.flags |= flag::VMDH;
+        }
+        if dest.ordered {
+            hdr.flags |= flag::ORDERED;
+            let n = self.order_tx.entry((dest.pe, dest.stream)).or_insert(0);
+            hdr.seq = *n;
+            *n = n.wrapping_add(1);
+        }
+        self.reqs.insert(tag, req);
+        let frame = hdr.encode(payload);
+        self.send_frame(io, dest.pe, tc, frame);
+        self.ensure_watchdog(io);
+        tag
+    }
+
+    /// Arm the request watchdog if it is not armed.
+    pub(crate) fn ensure_watchdog(&mut self, io: &mut DeviceIo<'_>) {
+        if !self.watchdog_armed {
+            self.watchdog_armed = true;
+            let half = SimDuration(self.cfg.request_timeout.0 / 2).max(SimDuration::from_us(1));
+            io.timer(half, TOKEN_WATCHDOG);
+        }
+    }
+
+    /// An answer (or a timeout) for a request of `owner`.
+    pub(crate) fn answered(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        req: Req,
+        fault: Option<Fault>,
+        rem_overrun: bool,
+    ) {
+        if fault.is_some() {
+            self.count(counter::ERRORS, 1);
+        }
+        match req.owner {
+            Owner::Seq(s) => self.seq_answered(io, s, req.is_get, fault, rem_overrun),
+            Owner::Xfer(x) => self.xfer_answered(io, x, fault),
+        }
+    }
+
+    /// Watchdog: fail requests without progress for `request_timeout`, give up on stalled
+    /// in-order streams, re-arm while anything is outstanding.
+    fn watchdog(&mut self, io: &mut DeviceIo<'_>) {
+        self.watchdog_armed = false;
+        let now = io.now();
+        let timeout = self.cfg.request_timeout;
+        let expired = |last: SimTime| now.since(last) >= timeout;
+        let mut dead: Vec<Owner> = self
+            .seqs
+            .iter()
+            .filter(|(_, s)| s.outstanding > 0 && expired(s.last_progress))
+            .map(|(&id, _)| Owner::Seq(id))
+            .collect();
+        dead.extend(self.bte_expired(now, timeout).into_iter().map(Owner::Xfer));
+        dead.sort_by_key(|o| match o {
+            Owner::Seq(s) => (0, *s),
+            Owner::Xfer(x) => (1, *x),
+        });
+        for owner in dead {
+            let mut tags: Vec<u32> = self
+                .reqs
+                .iter()
+                .filter(|(_, r)| r.owner == owner)
+                .map(|(&t, _)| t)
+                .collect();
+            tags.sort_unstable();
+            for t in tags {
+                if let Some(r) = self.reqs.remove(&t) {
+                    self.count(counter::TIMEOUTS, 1);
+                    self.answered(io, r, Some(Fault::Timeout), false);
+                }
+            }
+        }
+        let half = SimDuration(timeout.0 / 2);
+        let mut stalled: Vec<(u32, u16)> = self
+            .order_rx
+            .iter()
+            .filter(|(_, st)| !st.held.is_empty() && now.since(st.since) >= half)
+            .map(|(&k, _)| k)
+            .collect();
+        stalled.sort_unstable();
+        for key in stalled {
+            self.skip_order_gap(io, key);
+        }
+        let busy = !self.reqs.is_empty()
+            || self.order_rx.values().any(|s| !s.held.is_empty())
+            || self.bte_busy();
+        if busy {
+            self.ensure_watchdog(io);
+        }
+    }
+
+    fn reg_read(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
+        let sub = off & 7;
+        let t = regs::decode(off);
+        let v = match t {
+            Target::NodeId => u64::from(self.cfg.pe),
+            Target::NttConfig => self.ntt.config,
+            Target::Ntt { bank, index } => self.ntt.read(bank, index),
+            Target::Mrt(i) => {
+                let lo = u64::from(self.domains.read_mrt(i));
+                let hi = u64::from(self.domains.read_mrt(i + 1));
+                return regs::extract(lo | (hi << 32), off & 3, data);
+            }
+            Target::MrtPageSize => self.domains.mrt_pagesize,
+            Target::Mdd { index, off } => self.domains.read_mdd(index, (off / 8) as usize),
+            Target::Vmdh(i) => {
+                let lo = u64::from(self.domains.read_vmdh(i));
+                let hi = u64::from(self.domains.read_vmdh(i + 1));
+                return regs::extract(lo | (hi << 32), off & 3, data);
+            }
+            Target::Cq { index, off } => self.cqs.read_kernel(index, (off / 8) as usize),
+            Target::CqUser { index, off } => self.cqs.read_user(index, off & !7),
+            Target::FmaPriv { id, off } => self.fma_reg_read(io, id, off & !7, true),
+            Target::FmaUser { id, off } => self.fma_reg_read(io, id, off & !7, false),
+            Target::Window { .. } => 0,
+            Target::Counter(i) => self.counter(i),
+            Target::BteTx { .. }
+            | Target::BteTxChannel { .. }
+            | Target::TxRingBase
+            | Target::TxRingCount
+            | Target::BteRx(_)
+            | Target::BteRxChannel { .. }
+            | Target::RxRingBase
+            | Target::RxRingCount => self.bte_reg_read(t),
+            Target::Unmapped => 0,
+        };
+        regs::extract(v, sub, data);
+    }
+
+    fn reg_write(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &[u8]) -> Result<(), MmioError> {
+        let sub = off & 7;
+        let t = regs::decode(off);
+        match t {
+            Target::Window { kind, id, off } => {
+                return self.fma_window_store(io, kind, id, off, data);
+            }
+            Target::FmaPriv { id, off } => return self.fma_reg_write(io, id, off, data, true),
+            Target::FmaUser { id, off } => return self.fma_reg_write(io, id, off, data, false),
+            _ => {}
+        }
+        let merged = |old: u64| regs::merge(old, sub, data);
+        match t {
+            Target::NttConfig => self.ntt.config = merged(self.ntt.config),
+            Target::Ntt { bank, index } => {
+                let v = merged(self.ntt.read(bank, index));
+                self.ntt.write(bank, index, v);
+            }
+            Target::Mrt(i) => {
+                let old = u64::from(self.domains.read_mrt(i))
+                    | (u64::from(self.domains.read_mrt(i + 1)) << 32);
+                let v = regs::merge(old, off & 3, data);
+                self.domains.write_mrt(i, v as u32);
+                if data.len() == 8 {
+                    self.domains.write_mrt(i + 1, (v >> 32) as u32);
+                }
+            }
+            Target::MrtPageSize => {
+                self.domains.mrt_pagesize = merged(self.domains.mrt_pagesize) & 7
+            }
+            Target::Mdd { index, off } => {
+                let q = (off / 8) as usize;
+                let v = merged(self.domains.read_mdd(index, q));
+                self.domains.write_mdd(index, q, v);
+            }
+            Target::Vmdh(i) => {
+                let old = u64::from(self.domains.read_vmdh(i))
+                    | (u64::from(self.domains.read_vmdh(i + 1)) << 32);
+                let v = regs::merge(old, off & 3, data);
+                self.domains.write_vmdh(i, v as u32);
+                if data.len() == 8 {
+                    self.domains.write_vmdh(i + 1, (v >> 32) as u32);
+                }
+            }
+            Target::Cq { index, off } => {
+                let q = (off / 8) as usize;
+                let v = merged(self.cqs.read_kernel(index, q));
+                self.cqs.write_kernel(index, q, v);
+            }
+            Target::CqUser { index, off } => {
+                let v = merged(self.cqs.read_user(index, off & !7));
+                self.cqs.write_user(index, off & !7, v);
+            }
+            Target::BteTx { .. }
+            | Target::BteTxChannel { .. }
+            | Target::TxRingBase
+            | Target::TxRingCount
+            | Target::BteRx(_)
+            | Target::BteRxChannel { .. }
+            | Target::RxRingBase
+            | Target::RxRingCount => self.bte_reg_write(io, t, sub, data),
+            Target::NodeId
+            | Target::Counter(_)
+            | Target::Unmapped
+            | Target::Window { .. }
+            | Target::FmaPriv { .. }
+            | Target::FmaUser { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn check_width(offset: u64, data_len: usize) -> Result<(), MmioError> {
+    if !matches!(data_len, 1 | 2 | 4 | 8) {
+        return Err(MmioError::BadWidth {
+            offset,
+            width: data_len,
+        });
+    }
+    if !offset.is_multiple_of(data_len as u64) {
+        return Err(MmioError::Misaligned {
+            offset,
+            width: data_len,
+        });
+    }
+    Ok(())
+}
+
+impl DeviceModel for Gemini {
+    fn name(&self) -> &str {
+        &self.cfg.name
+    }
+
+    fn config_read(&mut self, reg: u16) -> u32 {
+        self.pci.read(reg)
+    }
+
+    fn config_write(&mut self, reg: u16, value: u32) {
+        self.pci.write(reg, value);
+        for d in self.msix.sync_control(&self.pci) {
+            self.irq_backlog.push(d.vector);
+        }
+    }
+
+    fn mmio_read(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        bar: u8,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), MmioError> {
+        self.flush_irq_backlog(io);
+        check_width(offset, data.len())?;
+        match bar {
+            0 => {
+                self.reg_read(io, offset, data);
+                Ok(())
+            }
+            2 if offset >= pci::MSIX_PBA_OFFSET => {
+                self.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
+            }
+            2 => self.msix.table_read(offset - pci::MSIX_TABLE_OFFSET, data),
+            _ => Err(MmioError::Unmapped { addr: offset }),
+        }
+    }
+
+    fn mmio_write(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), MmioError> {
+        self.flush_irq_backlog(io);
+        check_width(offset, data.len())?;
+        match bar {
+            0 => self.reg_write(io, offset, data),
+            2 if offset >= pci::MSIX_PBA_OFFSET => {
+                self.msix.pba_write(offset - pci::MSIX_PBA_OFFSET, data)
+            }
+            2 => {
+                for d in self
+                    .msix
+                    .table_write(offset - pci::MSIX_TABLE_OFFSET, data)?
+                {
+                    io.interrupt(d.vector);
+                }
+                Ok(())
+            }
+            _ => Err(MmioError::Unmapped { addr: offset }),
+        }
+    }
+
+    fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        self.flush_irq_backlog(io);
+        self.on_packet(io, pkt);
+    }
+
+    fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        self.flush_irq_backlog(io);
+        match token {
+            TOKEN_BTE => self.bte_step(io),
+            TOKEN_WATCHDOG => self.watchdog(io),
+            _ => {}
+        }
+    }
+
+    fn bar_size(&self, bar: u8) -> u64 {
+        pci::BARS
+            .iter()
+            .find(|b| b.index == bar)
+            .map_or(0, |b| b.size)
+    }
+}
