@@ -1,1 +1,0 @@
-//! Atomic memory operation unit. Placeholder: being written.
