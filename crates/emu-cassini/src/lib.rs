@@ -8,7 +8,9 @@
 //! engine (matching), `csr` register file, `device` PCI function and BAR0.
 #![forbid(unsafe_code)]
 
+pub mod amo;
 mod csr;
+pub mod ct;
 mod device;
 mod hw;
 pub mod lpe;
