@@ -11,7 +11,10 @@ use emu_core::engine::{DeviceId, Engine, EngineKind, Progress};
 use emu_core::memory::{AllocError, GuestAddress, HostMemory, MemoryError};
 use emu_core::mmio::{Mmio, MmioError};
 use firmware_spec::gemini::amo::AmoCmd;
-use firmware_spec::gemini::bte::{TxChannel, TxDescriptor, TxdMode1, TxdMode4, txvc_flag};
+use firmware_spec::gemini::bte::{
+    CpuRxDescriptor, RXD_FLAG_BTE_COMPLETE, RxChannel, RxDescriptor, TxChannel, TxDescriptor,
+    TxdMode1, TxdMode4, rxvc_flag, txvc_flag,
+};
 use firmware_spec::gemini::cq::CqDescriptor;
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::fma::{
@@ -167,6 +170,21 @@ pub struct BteChan {
     /// Ring positions.
     pub count: u64,
     write: u64,
+}
+
+/// A BTE RX channel and the driver's buffer-posting index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RxChan {
+    /// Channel (0..4).
+    pub ch: u8,
+    /// First RX descriptor.
+    pub base: u64,
+    /// Ring positions.
+    pub count: u64,
+    /// DMA address of the `CpuRxDescriptor` ring (32 bytes per position).
+    pub ring: u64,
+    write: u64,
+    rd: u64,
 }
 
 /// One NIC as seen from its node: BAR 0, host memory and the engine for waiting.
@@ -699,6 +717,82 @@ impl Nic {
     pub fn bte_err_rc(&self, ch: u8) -> Result<u32, HostError> {
         let at = map::BTE_TX_CHANNEL_BASE + 64 * u64::from(ch) + regs::BTE_CHANNEL_ERR_RC;
         Ok(self.bar0.read_u64(at)? as u32)
+    }
+}
+
+impl Nic {
+    /// Enable RX channel `ch` on descriptors `base .. base + count`, buffers of `buf_size`.
+    pub fn rx_enable(
+        &self,
+        ch: u8,
+        base: u16,
+        count: u16,
+        buf_size: u32,
+    ) -> Result<RxChan, HostError> {
+        if count < 2
+            || u64::from(base) + u64::from(count)
+                > firmware_spec::gemini::limits::BTE_RX_DESCRIPTORS
+        {
+            return Err(HostError::Invalid("RX ring"));
+        }
+        let ring = self.alloc(32 * u64::from(count))?;
+        let lane = 16 * u64::from(ch);
+        let b = self.bar0.read_u64(bte::RCHNL_BASE_OFFSET)?;
+        let c = self.bar0.read_u64(bte::RCHNL_COUNT_OFFSET)?;
+        self.bar0.write_u64(
+            bte::RCHNL_BASE_OFFSET,
+            (b & !(0xFFFF << lane)) | (u64::from(base) << lane),
+        )?;
+        self.bar0.write_u64(
+            bte::RCHNL_COUNT_OFFSET,
+            (c & !(0xFFFF << lane)) | (u64::from(count) << lane),
+        )?;
+        let chan = RxChannel {
+            buf_size: u64::from(buf_size),
+            flags: rxvc_flag::ENABLE | rxvc_flag::RESET,
+            cpu_ring_addr: ring,
+            ..Default::default()
+        };
+        let at = map::BTE_RX_CHANNEL_BASE + 64 * u64::from(ch);
+        let q: Vec<(u64, u64)> = qwords(&chan.encode()?).collect();
+        self.bar0.write_u64(at + 8, q[1].1)?;
+        self.bar0.write_u64(at, q[0].1)?;
+        Ok(RxChan {
+            ch,
+            base: u64::from(base),
+            count: u64::from(count),
+            ring,
+            write: 0,
+            rd: 0,
+        })
+    }
+
+    /// Post the receive buffer at DMA address `buf`.
+    pub fn rx_post(&self, rx: &mut RxChan, buf: u64) -> Result<(), HostError> {
+        let d = RxDescriptor {
+            base_addr: buf,
+            mode1: 0,
+        };
+        let at = map::BTE_RX_BASE + map::BTE_RX_PITCH * (rx.base + rx.write);
+        self.bar0.write_u64(at, u64::from_le_bytes(d.encode()?))?;
+        rx.write = (rx.write + 1) % rx.count;
+        let ch_at = map::BTE_RX_CHANNEL_BASE + 64 * u64::from(rx.ch);
+        self.bar0.write_u64(ch_at + 0x18, rx.write)?;
+        Ok(())
+    }
+
+    /// The next completed receive, if any (clears its `CpuRxDescriptor`).
+    pub fn rx_poll(&self, rx: &mut RxChan) -> Result<Option<CpuRxDescriptor>, HostError> {
+        let at = rx.ring + 32 * rx.rd;
+        let mut b = [0u8; 32];
+        self.read_mem(at, &mut b)?;
+        let d = CpuRxDescriptor::decode(&b)?;
+        if d.flags & RXD_FLAG_BTE_COMPLETE == 0 {
+            return Ok(None);
+        }
+        self.write_mem(at, &[0u8; 32])?;
+        rx.rd = (rx.rd + 1) % rx.count;
+        Ok(Some(d))
     }
 }
 
