@@ -3,8 +3,8 @@
 //! operand extraction from the three command formats.
 
 use emu_cassini::amo::{
-    AmoCommand, AmoError, AmoOp, AmoRequest, AmoType, CswapOp, FpSignals, amo_size, check,
-    execute, is_defined,
+    AmoCommand, AmoError, AmoOp, AmoRequest, AmoType, CswapOp, FpSignals, amo_size, check, execute,
+    is_defined,
 };
 use firmware_spec::cassini::cmd::{Command, DmaAmo, DmaOp, IdcAmo, IdcSmallAmo};
 use firmware_spec::cassini::rc::ReturnCode;
@@ -412,7 +412,13 @@ fn real_expected_f64(op: AmoOp, c: CswapOp, old: f64, a: f64, b: f64) -> Option<
 
 #[test]
 fn double_and_float_ops_table() {
-    let ops = [AmoOp::Min, AmoOp::Max, AmoOp::Sum, AmoOp::Swap, AmoOp::Cswap];
+    let ops = [
+        AmoOp::Min,
+        AmoOp::Max,
+        AmoOp::Sum,
+        AmoOp::Swap,
+        AmoOp::Cswap,
+    ];
     for op in ops {
         let cmps: Vec<CswapOp> = if op == AmoOp::Cswap {
             cswap_ops().to_vec()
@@ -503,10 +509,20 @@ fn complex_sum_swap_cswap() {
     let (f, s) = run(&req, &dc(1.0, 2.0).to_le_bytes());
     assert_eq!(f, dc(1.0, 2.0).to_le_bytes());
     assert_eq!(s, dc(9.0, 8.0).to_le_bytes());
-    let req = AmoRequest::cswap(AmoType::DoubleComplex, CswapOp::Eq, dc(1.0, 2.0), dc(5.0, 5.0));
+    let req = AmoRequest::cswap(
+        AmoType::DoubleComplex,
+        CswapOp::Eq,
+        dc(1.0, 2.0),
+        dc(5.0, 5.0),
+    );
     let (_, s) = run(&req, &dc(1.0, 2.0).to_le_bytes());
     assert_eq!(s, dc(5.0, 5.0).to_le_bytes());
-    let req = AmoRequest::cswap(AmoType::DoubleComplex, CswapOp::Eq, dc(1.0, 3.0), dc(5.0, 5.0));
+    let req = AmoRequest::cswap(
+        AmoType::DoubleComplex,
+        CswapOp::Eq,
+        dc(1.0, 3.0),
+        dc(5.0, 5.0),
+    );
     let (_, s) = run(&req, &dc(1.0, 2.0).to_le_bytes());
     assert_eq!(s, dc(1.0, 2.0).to_le_bytes());
 }
@@ -541,7 +557,11 @@ fn fp_exceptions_reported_only_when_signalled_and_result_written() {
     assert_eq!(rc, ReturnCode::AmoFpInexact);
 
     // Inexact: 1 + 1e-30.
-    let (rc, t) = fp_run(&sum(1e-30), &1.0f64.to_le_bytes(), only(|s| s.inexact = true));
+    let (rc, t) = fp_run(
+        &sum(1e-30),
+        &1.0f64.to_le_bytes(),
+        only(|s| s.inexact = true),
+    );
     assert_eq!(rc, ReturnCode::AmoFpInexact);
     assert_eq!(u8::from(rc), 45);
     assert_eq!(t, 1.0f64.to_le_bytes());
@@ -550,7 +570,11 @@ fn fp_exceptions_reported_only_when_signalled_and_result_written() {
 
     // Underflow: a subnormal sum.
     let tiny = f64::from_bits(1);
-    let (rc, t) = fp_run(&sum(tiny), &tiny.to_le_bytes(), only(|s| s.underflow = true));
+    let (rc, t) = fp_run(
+        &sum(tiny),
+        &tiny.to_le_bytes(),
+        only(|s| s.underflow = true),
+    );
     assert_eq!(rc, ReturnCode::AmoFpUnderflow);
     assert_eq!(u8::from(rc), 43);
     assert_eq!(t, 2u64.to_le_bytes());
@@ -721,7 +745,10 @@ fn operands_from_small_idc_amo() {
     };
     let a = AmoCommand::from_small(&decoded).unwrap();
     assert!(!a.fetching);
-    assert_eq!(a.request, AmoRequest::new(AmoOp::Sum, AmoType::Int64, u64::MAX as u128));
+    assert_eq!(
+        a.request,
+        AmoRequest::new(AmoOp::Sum, AmoType::Int64, u64::MAX as u128)
+    );
     // -1 + 5 = 4.
     let (_, s) = run(&a.request, &5i64.to_le_bytes());
     assert_eq!(s, 4i64.to_le_bytes());
