@@ -1,0 +1,1 @@
+//! libcxi-like user library for Cassini. Placeholder: being written.

@@ -1,0 +1,1 @@
+//! uGNI-like user library for Gemini. Placeholder: being written.
