@@ -48,7 +48,6 @@ pub struct Cassini {
     pub(crate) cfg: CassiniConfig,
     name: String,
     pci: PciConfigSpace,
-    pub(crate) msix: MsixTable,
     pub(crate) csr: CsrFile,
     /// Interrupt deliveries released by configuration writes (which have no `DeviceIo`),
     /// raised on the next handler call.
@@ -127,12 +126,11 @@ impl Cassini {
             csr::fields::c_oxe_cfg_fab_sfa::NID,
             u64::from(nid),
         );
-        let hw = crate::hw::Hw::new(&cfg);
+        let hw = crate::hw::Hw::new(&cfg, msix);
         Cassini {
             name: format!("cassini{nid}"),
             cfg,
             pci,
-            msix,
             csr,
             pending_irqs: Vec::new(),
             hw,
@@ -172,17 +170,10 @@ impl Cassini {
         match cpci::decode_bar0(off) {
             Bar0Region::Csr { off } => self.csr_write(io, off, data),
             Bar0Region::EqSwState { eq, off } => {
-                let c = &mut self.csr;
-                self.hw.ee_page_write(c, &mut self.msix, io, eq, off, data);
+                self.hw.ee_page_write(&mut self.csr, io, eq, off, data);
             }
-            Bar0Region::TxCqLaunch { cq, off } => {
-                self.hw
-                    .launch_write(&mut self.msix, io, false, cq, off, data)
-            }
-            Bar0Region::TgtCqLaunch { cq, off } => {
-                self.hw
-                    .launch_write(&mut self.msix, io, true, cq, off, data)
-            }
+            Bar0Region::TxCqLaunch { cq, off } => self.hw.launch_write(io, false, cq, off, data),
+            Bar0Region::TgtCqLaunch { cq, off } => self.hw.launch_write(io, true, cq, off, data),
             Bar0Region::CtDoorbell { ct, off } => self.hw.ct_doorbell(io, ct, off, data),
             Bar0Region::Unmapped => {}
         }
@@ -191,14 +182,14 @@ impl Cassini {
     /// A load from the CSR region at CSR offset `off`.
     fn csr_read(&mut self, _io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
         let bar = CSR_BASE + off;
-        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.msix.table_bytes()) {
-            if self.msix.table_read(rel, data).is_err() {
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.msix.table_bytes()) {
+            if self.hw.msix.table_read(rel, data).is_err() {
                 data.fill(0);
             }
             return;
         }
-        if let Some(rel) = in_window(bar, MSIX_PBA_BAR0, self.msix.pba_bytes()) {
-            if self.msix.pba_read(rel, data).is_err() {
+        if let Some(rel) = in_window(bar, MSIX_PBA_BAR0, self.hw.msix.pba_bytes()) {
+            if self.hw.msix.pba_read(rel, data).is_err() {
                 data.fill(0);
             }
             return;
@@ -226,15 +217,15 @@ impl Cassini {
     /// A store to the CSR region at CSR offset `off`.
     fn csr_write(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &[u8]) {
         let bar = CSR_BASE + off;
-        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.msix.table_bytes()) {
-            if let Ok(released) = self.msix.table_write(rel, data) {
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.msix.table_bytes()) {
+            if let Ok(released) = self.hw.msix.table_write(rel, data) {
                 for d in released {
                     io.interrupt(d.vector);
                 }
             }
             return;
         }
-        if in_window(bar, MSIX_PBA_BAR0, self.msix.pba_bytes()).is_some() {
+        if in_window(bar, MSIX_PBA_BAR0, self.hw.msix.pba_bytes()).is_some() {
             return;
         }
         let mut pos = 0usize;
@@ -244,8 +235,7 @@ impl Cassini {
                 Some(p) => {
                     let d = &data[pos..pos + p.len];
                     self.csr.write_piece(&p, d);
-                    self.hw
-                        .csr_written(&mut self.csr, &mut self.msix, io, &p, d);
+                    self.hw.csr_written(&mut self.csr, io, &p, d);
                     pos += p.len;
                 }
                 None => {
@@ -273,7 +263,7 @@ impl DeviceModel for Cassini {
 
     fn config_write(&mut self, reg: u16, value: u32) {
         self.pci.write(reg, value);
-        for d in self.msix.sync_control(&self.pci) {
+        for d in self.hw.msix.sync_control(&self.pci) {
             self.pending_irqs.push(d.vector);
         }
     }
@@ -306,12 +296,12 @@ impl DeviceModel for Cassini {
 
     fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         self.flush_pending_irqs(io);
-        self.hw.packet(&mut self.msix, io, pkt);
+        self.hw.packet(io, pkt);
     }
 
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_pending_irqs(io);
-        self.hw.timer(&mut self.msix, io, token);
+        self.hw.timer(io, token);
     }
 
     fn bar_size(&self, bar: u8) -> u64 {

@@ -9,10 +9,20 @@
 #![forbid(unsafe_code)]
 
 pub mod amo;
+mod atu;
+mod counters;
+mod cq;
 mod csr;
 pub mod ct;
 mod device;
+mod ee;
+pub mod harness;
 mod hw;
+mod ixe;
 pub mod lpe;
+mod rmu;
+mod tgt;
+mod tou;
+mod wire;
 
 pub use device::{Cassini, CassiniConfig};

@@ -379,6 +379,42 @@ impl Lpe {
         })
     }
 
+    /// Updates the options, event queue and counter pool of allocated PtlTE `pt` in place
+    /// (the driver rewriting `c_lpe_cfg_ptl_table[pt]`). Lists, state, PE and LE pool stay.
+    pub fn update_config(&mut self, pt: u16, config: PtlteConfig) -> Result<(), LpeError> {
+        let pte = self.pte_mut(pt)?;
+        pte.config.options = config.options;
+        pte.config.eq = config.eq;
+        pte.config.cntr_pool = config.cntr_pool & (CNTR_POOLS - 1) as u8;
+        Ok(())
+    }
+
+    /// Sets the state of `pt` as the driver does by writing the portal table: no event, no
+    /// drop-count check. Leaving DISABLED restarts the drop count at 0 (as a successful
+    /// SETSTATE does).
+    pub fn force_state(&mut self, pt: u16, state: PtlteState) -> Result<(), LpeError> {
+        let pte = self.pte_mut(pt)?;
+        if pte.state == PtlteState::Disabled && state != PtlteState::Disabled {
+            pte.drop_count = 0;
+        }
+        pte.state = state;
+        Ok(())
+    }
+
+    /// Drop count of PtlTE `pt` (None when not allocated).
+    pub fn drop_count(&self, pt: u16) -> Option<u32> {
+        self.table.get(pt).map(|p| p.drop_count)
+    }
+
+    /// Entries on `list` of PtlTE `pt` (unexpected headers for UNEXPECTED); 0 when not
+    /// allocated.
+    pub fn list_len(&self, pt: u16, list: PtlList) -> usize {
+        self.table.get(pt).map_or(0, |p| match list {
+            PtlList::Unexpected => p.unexpected.len(),
+            l => p.list(l).map_or(0, |x| x.len()),
+        })
+    }
+
     /// `cxil_pte_transition_sm`: DISABLED -> SOFTWARE_MANAGED when `drop_count` equals the
     /// PtlTE's count exactly (which then restarts at 0). Already SOFTWARE_MANAGED is success.
     /// No event (the driver writes the table entry directly).

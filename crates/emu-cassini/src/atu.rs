@@ -1,0 +1,493 @@
+//! Address translation unit: address contexts (`c_atu_cfg_ac_table`), the NTA page-table walk
+//! over tables in host memory, a translation cache with invalidation, and the checks that turn
+//! a bad access into the hardware return code before any byte moves.
+//!
+//! docs/cassini-programming.md "Address translation": an AC is enabled by `context_en`;
+//! `ta_mode` 1 (NTA) walks 5 levels of 4 KiB tables of 512 `c_page_table_entry`
+//! {ptr@6:51, r@57, w@58, leaf@59, p@60} over IOVA bits 12..57, 3 (PASSTHROUGH) uses the IOVA
+//! as a bus address; `mem_base`/`mem_size` (4 KiB pages, 0 = unbounded) bound the IOVAs.
+//! Errors (cassini.md §3.3): AC disabled or not NTA/passthrough `INVALID_AC`, outside the
+//! bounds `ADDR_OUT_OF_RANGE`, a non-present entry `NO_TRANSLATION`, missing r/w on the leaf
+//! `PAGE_PERM_ERROR`, a bus error (page table or data outside host memory)
+//! `PCIE_UNSUCCESS_CMPL`.
+
+use std::collections::HashMap;
+
+use emu_core::dma::{DmaPort, Perm, Segment};
+use firmware_spec::cassini::csr;
+use firmware_spec::cassini::rc::ReturnCode;
+
+use crate::csr::CsrFile;
+
+/// `enum c_ta_mode` values used here.
+const TA_MODE_NTA: u64 = 1;
+const TA_MODE_PASSTHROUGH: u64 = 3;
+
+const PAGE_SHIFT: u32 = 12;
+const PAGE: u64 = 1 << PAGE_SHIFT;
+/// IOVAs are 57 bits (cassini.md §9).
+const IOVA_MASK: u64 = (1 << 57) - 1;
+/// `c_page_table_entry.ptr` covers address bits 6..57.
+const PTE_PTR_MASK: u64 = ((1u64 << 57) - 1) & !((1u64 << 6) - 1);
+const PTE_R: u64 = 1 << 57;
+const PTE_W: u64 = 1 << 58;
+const PTE_LEAF: u64 = 1 << 59;
+const PTE_P: u64 = 1 << 60;
+const LEVELS: u32 = 5;
+/// Cached translations kept before the cache is flushed wholesale.
+const CACHE_LIMIT: usize = 1 << 16;
+
+/// How an AC translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Mode {
+    /// Disabled, or a mode this model does not implement (ATS).
+    #[default]
+    Invalid,
+    Nta,
+    Passthrough,
+}
+
+/// A decoded `c_atu_cfg_ac_table` entry.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ac {
+    mode: Mode,
+    /// First IOVA of the context.
+    base: u64,
+    /// One past the last IOVA (`u64::MAX` when unbounded).
+    end: u64,
+    /// Bus address of the root table.
+    root: u64,
+}
+
+/// A cached translation of one 4 KiB IOVA page.
+#[derive(Debug, Clone, Copy)]
+struct Tlb {
+    bus: u64,
+    perm: Perm,
+}
+
+/// ATU counters (`c_atu_cntrs` names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct AtuCounters {
+    pub(crate) cache_miss: u64,
+    pub(crate) cache_hit_base_page_size: u64,
+}
+
+/// The address translation unit.
+#[derive(Debug)]
+pub(crate) struct Atu {
+    acs: Vec<Ac>,
+    cache: HashMap<(u16, u64), Tlb>,
+    last: Option<((u16, u64), Tlb)>,
+    segs: Vec<Segment>,
+    pub(crate) counters: AtuCounters,
+}
+
+impl Atu {
+    pub(crate) fn new() -> Self {
+        Atu {
+            acs: vec![Ac::default(); csr::C_ATU_CFG_AC_TABLE.entries as usize],
+            cache: HashMap::new(),
+            last: None,
+            segs: Vec::with_capacity(64),
+            counters: AtuCounters::default(),
+        }
+    }
+
+    /// `c_atu_cfg_ac_table[acid]` was written: decode it and flush the context's cache.
+    pub(crate) fn ac_written(&mut self, csrs: &CsrFile, acid: u32) {
+        use csr::fields::c_atu_cfg_ac_table as f;
+        let c = csr::C_ATU_CFG_AC_TABLE;
+        let Some(slot) = self.acs.get_mut(acid as usize) else {
+            return;
+        };
+        let en = csrs.field(c, acid, f::CONTEXT_EN) != 0;
+        let mode = match csrs.field(c, acid, f::TA_MODE) {
+            _ if !en || acid == 0 => Mode::Invalid,
+            TA_MODE_NTA => Mode::Nta,
+            TA_MODE_PASSTHROUGH => Mode::Passthrough,
+            _ => Mode::Invalid,
+        };
+        let base = csrs.field(c, acid, f::MEM_BASE) << PAGE_SHIFT;
+        let size = csrs.field(c, acid, f::MEM_SIZE) << PAGE_SHIFT;
+        let end = if size == 0 {
+            u64::MAX
+        } else {
+            base.saturating_add(size)
+        };
+        // nta_root_ptr is the view field at bits 12..57 of qword 0: the raw bits are the
+        // address (docs/cassini-programming.md, "Address fields").
+        let root = csrs.entry_qword(c, acid, 0) & (((1u64 << 57) - 1) & !(PAGE - 1));
+        *slot = Ac {
+            mode,
+            base,
+            end,
+            root,
+        };
+        self.invalidate(acid as u16);
+    }
+
+    /// `c_atu_cfg_cq_table[0]` was written: run its command (`C_ATU_INVALIDATE_PAGES` = 1).
+    pub(crate) fn cq_cmd_written(&mut self, csrs: &CsrFile, entry: u32) {
+        let c = csr::C_ATU_CFG_CQ_TABLE;
+        let qw = csrs.entry_qword(c, entry, 0);
+        let cmd = qw >> 62;
+        if cmd == 1 {
+            self.invalidate((qw & 0x3FF) as u16);
+        }
+    }
+
+    /// Drop every cached translation of `acid`.
+    pub(crate) fn invalidate(&mut self, acid: u16) {
+        self.cache.retain(|k, _| k.0 != acid);
+        if self.last.is_some_and(|(k, _)| k.0 == acid) {
+            self.last = None;
+        }
+    }
+
+    /// Walk the page tables of `ac` for IOVA page `vpn`.
+    fn walk(dma: &DmaPort, ac: &Ac, iova: u64) -> Result<Tlb, ReturnCode> {
+        let mut table = ac.root;
+        for level in (0..LEVELS).rev() {
+            let shift = PAGE_SHIFT + 9 * level;
+            let idx = (iova >> shift) & 0x1FF;
+            let pte = dma
+                .read_u64(table + idx * 8)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
+            if pte & PTE_P == 0 {
+                return Err(ReturnCode::NoTranslation);
+            }
+            let ptr = pte & PTE_PTR_MASK;
+            if level == 0 || pte & PTE_LEAF != 0 {
+                let size = 1u64 << shift;
+                let bus = (ptr & !(size - 1)) + (iova & (size - 1) & !(PAGE - 1));
+                return Ok(Tlb {
+                    bus,
+                    perm: Perm::new(pte & PTE_R != 0, pte & PTE_W != 0),
+                });
+            }
+            table = ptr & !(PAGE - 1);
+        }
+        Err(ReturnCode::NoTranslation)
+    }
+
+    /// Translate one page (cached).
+    fn page(&mut self, dma: &DmaPort, acid: u16, ac: &Ac, iova: u64) -> Result<Tlb, ReturnCode> {
+        let key = (acid, iova >> PAGE_SHIFT);
+        if let Some((k, t)) = self.last
+            && k == key
+        {
+            self.counters.cache_hit_base_page_size += 1;
+            return Ok(t);
+        }
+        if let Some(t) = self.cache.get(&key) {
+            self.counters.cache_hit_base_page_size += 1;
+            let t = *t;
+            self.last = Some((key, t));
+            return Ok(t);
+        }
+        self.counters.cache_miss += 1;
+        let t = Self::walk(dma, ac, iova)?;
+        if self.cache.len() >= CACHE_LIMIT {
+            self.cache.clear();
+        }
+        self.cache.insert(key, t);
+        self.last = Some((key, t));
+        Ok(t)
+    }
+
+    /// Translate `[iova, iova + len)` of AC `acid` for `need` into bus segments (in
+    /// `self.segs`), checking every page before anything is accessed.
+    fn translate(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        len: u64,
+        need: Perm,
+    ) -> Result<(), ReturnCode> {
+        self.segs.clear();
+        if len == 0 {
+            return Ok(());
+        }
+        let ac = *self
+            .acs
+            .get(usize::from(acid))
+            .ok_or(ReturnCode::InvalidAc)?;
+        if ac.mode == Mode::Invalid {
+            return Err(ReturnCode::InvalidAc);
+        }
+        let end = iova.checked_add(len).ok_or(ReturnCode::AddrOutOfRange)?;
+        if iova < ac.base || end > ac.end || end - 1 > IOVA_MASK {
+            return Err(ReturnCode::AddrOutOfRange);
+        }
+        if ac.mode == Mode::Passthrough {
+            self.segs.push(Segment { addr: iova, len });
+            return Ok(());
+        }
+        let mut cur = iova;
+        while cur < end {
+            let t = self.page(dma, acid, &ac, cur)?;
+            if !t.perm.contains(need) {
+                return Err(ReturnCode::PagePermError);
+            }
+            let off = cur & (PAGE - 1);
+            let n = (PAGE - off).min(end - cur);
+            let addr = t.bus + off;
+            match self.segs.last_mut() {
+                Some(s) if s.addr + s.len == addr => s.len += n,
+                _ => self.segs.push(Segment { addr, len: n }),
+            }
+            cur += n;
+        }
+        Ok(())
+    }
+
+    /// Check that `[iova, iova + len)` is accessible with `need`, without accessing it.
+    pub(crate) fn check(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        len: u64,
+        need: Perm,
+    ) -> Result<(), ReturnCode> {
+        self.translate(dma, acid, iova, len, need)
+    }
+
+    /// Device read of `buf.len()` bytes at `iova` of AC `acid`.
+    pub(crate) fn read(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        buf: &mut [u8],
+    ) -> Result<(), ReturnCode> {
+        self.translate(dma, acid, iova, buf.len() as u64, Perm::READ)?;
+        if let [s] = self.segs.as_slice() {
+            return dma
+                .read(s.addr, buf)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl);
+        }
+        dma.read_segments(self.segs.iter().copied(), buf)
+            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+    }
+
+    /// Device write of `buf` at `iova` of AC `acid`.
+    pub(crate) fn write(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        buf: &[u8],
+    ) -> Result<(), ReturnCode> {
+        self.translate(dma, acid, iova, buf.len() as u64, Perm::WRITE)?;
+        if let [s] = self.segs.as_slice() {
+            return dma
+                .write(s.addr, buf)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl);
+        }
+        dma.write_segments(self.segs.iter().copied(), buf)
+            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+    }
+
+    /// Write `buf` at `iova` (8-aligned, `buf.len()` a multiple of 8, inside one page) so that
+    /// its last qword is stored last with release ordering (event valid words).
+    pub(crate) fn write_release_last(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        buf: &[u8],
+    ) -> Result<(), ReturnCode> {
+        let n = buf.len();
+        if n < 8 {
+            return self.write(dma, acid, iova, buf);
+        }
+        self.translate(dma, acid, iova, n as u64, Perm::WRITE)?;
+        let [s] = self.segs.as_slice() else {
+            // Crosses a page boundary: fall back to an ordered pair of writes.
+            let (body, last) = buf.split_at(n - 8);
+            self.write(dma, acid, iova, body)?;
+            return self.write(dma, acid, iova + (n as u64 - 8), last);
+        };
+        let bus = s.addr;
+        let (body, last) = buf.split_at(n - 8);
+        dma.write(bus, body)
+            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
+        let mut q = [0u8; 8];
+        q.copy_from_slice(last);
+        let tail = bus + (n as u64 - 8);
+        match dma.store_u64_release(tail, u64::from_le_bytes(q)) {
+            Ok(()) => Ok(()),
+            // Not 8-aligned on the bus (or split by the platform IOMMU): plain write.
+            Err(_) => dma
+                .write(tail, last)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emu_core::memory::HostMemory;
+
+    fn ac_nta(root: u64, base_pages: u64, pages: u64) -> Ac {
+        Ac {
+            mode: Mode::Nta,
+            base: base_pages << PAGE_SHIFT,
+            end: (base_pages + pages) << PAGE_SHIFT,
+            root,
+        }
+    }
+
+    /// Build a 5-level table mapping `pages` IOVA pages from `iova` to `host` (read/write as
+    /// given) in fresh table pages.
+    fn map(mem: &HostMemory, root: u64, iova: u64, host: u64, pages: u64, r: bool, w: bool) {
+        for p in 0..pages {
+            let va = iova + p * PAGE;
+            let mut table = root;
+            for level in (1..LEVELS).rev() {
+                let idx = (va >> (PAGE_SHIFT + 9 * level)) & 0x1FF;
+                let a = table + idx * 8;
+                let pte = mem.read_u64(emu_core::memory::GuestAddress(a)).unwrap();
+                if pte & PTE_P != 0 {
+                    table = pte & PTE_PTR_MASK;
+                    continue;
+                }
+                let next = mem.alloc(PAGE, PAGE).unwrap().start.0;
+                mem.write_u64(emu_core::memory::GuestAddress(a), next | PTE_P)
+                    .unwrap();
+                table = next;
+            }
+            let idx = (va >> PAGE_SHIFT) & 0x1FF;
+            let mut pte = (host + p * PAGE) | PTE_P | PTE_LEAF;
+            if r {
+                pte |= PTE_R;
+            }
+            if w {
+                pte |= PTE_W;
+            }
+            mem.write_u64(emu_core::memory::GuestAddress(table + idx * 8), pte)
+                .unwrap();
+        }
+    }
+
+    fn setup() -> (HostMemory, DmaPort, Atu, u64, u64) {
+        let mem = HostMemory::new(1 << 22).unwrap();
+        let dma = DmaPort::passthrough(mem.clone());
+        let root = mem.alloc(PAGE, PAGE).unwrap().start.0;
+        let data = mem.alloc(4 * PAGE, PAGE).unwrap().start.0;
+        let mut atu = Atu::new();
+        atu.acs[5] = ac_nta(root, 0x100, 4);
+        (mem, dma, atu, root, data)
+    }
+
+    #[test]
+    fn nta_walk_translates_and_crosses_pages() {
+        let (mem, dma, mut atu, root, data) = setup();
+        map(&mem, root, 0x100 << 12, data, 4, true, true);
+        let buf: Vec<u8> = (0..6000u32).map(|i| i as u8).collect();
+        atu.write(&dma, 5, (0x100 << 12) + 100, &buf).unwrap();
+        let mut back = vec![0u8; 6000];
+        mem.read(emu_core::memory::GuestAddress(data + 100), &mut back)
+            .unwrap();
+        assert_eq!(back, buf);
+        let mut rd = vec![0u8; 6000];
+        atu.read(&dma, 5, (0x100 << 12) + 100, &mut rd).unwrap();
+        assert_eq!(rd, buf);
+        assert!(atu.counters.cache_miss >= 2);
+        assert!(atu.counters.cache_hit_base_page_size >= 1);
+    }
+
+    #[test]
+    fn errors_are_return_codes_and_touch_nothing() {
+        let (mem, dma, mut atu, root, data) = setup();
+        map(&mem, root, 0x100 << 12, data, 2, true, false);
+        // Third page in bounds but not mapped.
+        let r = atu.write(&dma, 5, (0x101 << 12) + 4000, &[1u8; 200]);
+        assert_eq!(r, Err(ReturnCode::PagePermError));
+        let r = atu.read(&dma, 5, (0x102 << 12) - 8, &mut [0u8; 16]);
+        assert_eq!(r, Err(ReturnCode::NoTranslation));
+        let r = atu.read(&dma, 5, (0x104 << 12) - 8, &mut [0u8; 16]);
+        assert_eq!(r, Err(ReturnCode::AddrOutOfRange));
+        let r = atu.read(&dma, 5, (0xff << 12), &mut [0u8; 16]);
+        assert_eq!(r, Err(ReturnCode::AddrOutOfRange));
+        let r = atu.read(&dma, 6, 0, &mut [0u8; 16]);
+        assert_eq!(r, Err(ReturnCode::InvalidAc));
+        let mut back = vec![0u8; 2 * PAGE as usize];
+        mem.read(emu_core::memory::GuestAddress(data), &mut back)
+            .unwrap();
+        assert!(back.iter().all(|&b| b == 0), "nothing written");
+    }
+
+    #[test]
+    fn invalidation_drops_cached_translations() {
+        let (mem, dma, mut atu, root, data) = setup();
+        map(&mem, root, 0x100 << 12, data, 1, true, true);
+        let mut b = [0u8; 8];
+        atu.read(&dma, 5, 0x100 << 12, &mut b).unwrap();
+        // Unmap in the tables: the cached translation still serves until invalidated.
+        let mut t = root;
+        for level in (1..LEVELS).rev() {
+            let idx = ((0x100u64 << 12) >> (PAGE_SHIFT + 9 * level)) & 0x1FF;
+            t = mem
+                .read_u64(emu_core::memory::GuestAddress(t + idx * 8))
+                .unwrap()
+                & PTE_PTR_MASK;
+        }
+        mem.write_u64(emu_core::memory::GuestAddress(t + (0x100 & 0x1FF) * 8), 0)
+            .unwrap();
+        assert!(atu.read(&dma, 5, 0x100 << 12, &mut b).is_ok());
+        atu.invalidate(5);
+        assert_eq!(
+            atu.read(&dma, 5, 0x100 << 12, &mut b),
+            Err(ReturnCode::NoTranslation)
+        );
+    }
+
+    #[test]
+    fn passthrough_and_huge_leaf() {
+        let (mem, dma, mut atu, root, _data) = setup();
+        atu.acs[7] = Ac {
+            mode: Mode::Passthrough,
+            base: 0,
+            end: u64::MAX,
+            root: 0,
+        };
+        atu.write(&dma, 7, 0x30_0000, &[9u8; 8]).unwrap();
+        assert_eq!(
+            mem.read_u64(emu_core::memory::GuestAddress(0x30_0000))
+                .unwrap(),
+            0x0909_0909_0909_0909
+        );
+        // A level-1 leaf maps 2 MiB at host 0x200000 for IOVA 0x4000_0000.
+        atu.acs[8] = ac_nta(root, 0, 0);
+        atu.acs[8].end = u64::MAX;
+        let va = 0x4000_0000u64;
+        let mut table = root;
+        for level in (2..LEVELS).rev() {
+            let idx = (va >> (PAGE_SHIFT + 9 * level)) & 0x1FF;
+            let next = mem.alloc(PAGE, PAGE).unwrap().start.0;
+            mem.write_u64(
+                emu_core::memory::GuestAddress(table + idx * 8),
+                next | PTE_P,
+            )
+            .unwrap();
+            table = next;
+        }
+        let idx = (va >> (PAGE_SHIFT + 9)) & 0x1FF;
+        mem.write_u64(
+            emu_core::memory::GuestAddress(table + idx * 8),
+            0x20_0000 | PTE_P | PTE_LEAF | PTE_R | PTE_W,
+        )
+        .unwrap();
+        atu.write(&dma, 8, va + 0x1_2345, &[7u8; 4]).unwrap();
+        assert_eq!(
+            mem.read_u32(emu_core::memory::GuestAddress(0x20_0000 + 0x1_2345))
+                .unwrap(),
+            0x0707_0707
+        );
+    }
+}

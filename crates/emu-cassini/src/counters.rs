@@ -1,0 +1,238 @@
+//! Hardware counters under their public names (`cassini_cntr_defs.h` / the `c_*_cntrs` views
+//! of `csr_defs.json`). The counters are plain fields of the blocks; software reads them
+//! through the per-block event-counter arrays (`c_cq_sts_event_cnts`, `c_lpe_sts_event_cnts`,
+//! ...), at the offset the public view gives the counter's name. To expose another counter,
+//! add a line to [`COUNTERS`].
+
+use firmware_spec::cassini::csr::{self, Csr};
+
+use crate::hw::Hw;
+
+/// Counters of the CQ block (`c_cq_cntrs`) and a few IXE/OXE ones that have no block of their
+/// own in this model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub(crate) success_tx_cntr: u64,
+    pub(crate) success_tgt_cntr: u64,
+    pub(crate) fail_tx_cntr: u64,
+    pub(crate) fail_tgt_cntr: u64,
+    pub(crate) wr_ptr_updt_err_cntr: u64,
+    pub(crate) num_txq_cmd_reads: u64,
+    pub(crate) num_tgq_cmd_reads: u64,
+    pub(crate) num_tx_cmd_align_errors: u64,
+    pub(crate) num_tx_cmd_op_errors: u64,
+    pub(crate) num_tx_cmd_arg_errors: u64,
+    pub(crate) num_tgt_cmd_arg_errors: u64,
+    pub(crate) num_idc_cmds: u64,
+    pub(crate) num_dma_cmds: u64,
+    pub(crate) num_cq_cmds: u64,
+    pub(crate) num_tgt_cmds: u64,
+    pub(crate) num_ll_ops_received: u64,
+    pub(crate) num_ll_ops_successful: u64,
+    /// IXE: packets whose DFA names another NIC.
+    pub(crate) port_dfa_mismatch: u64,
+    /// IXE: packets that could not be parsed (or failed their CRC).
+    pub(crate) rx_unrecognized_pkt: u64,
+    pub(crate) rx_ptl_unrestricted_pkt: u64,
+    pub(crate) rx_ptl_smallmsg_pkt: u64,
+    pub(crate) rx_ptl_continuation_pkt: u64,
+    pub(crate) rx_ptl_response_pkt: u64,
+    pub(crate) rx_ptl_msgs: u64,
+    pub(crate) rx_ptl_multi_msgs: u64,
+    /// OXE: messages and packets sent.
+    pub(crate) ptl_tx_put_msgs: u64,
+    pub(crate) ptl_tx_get_msgs: u64,
+    pub(crate) ptl_tx_put_pkts: u64,
+    /// OXE: local translation errors.
+    pub(crate) err_no_translation: u64,
+    pub(crate) err_invalid_ac: u64,
+    pub(crate) err_page_perm: u64,
+}
+
+type Getter = fn(&Hw) -> u64;
+
+/// (view, counter name, value) of every counter software can read.
+pub(crate) const COUNTERS: &[(&str, &str, Getter)] = &[
+    ("c_cq_cntrs", "success_tx_cntr", |h| {
+        h.counters.success_tx_cntr
+    }),
+    ("c_cq_cntrs", "success_tgt_cntr", |h| {
+        h.counters.success_tgt_cntr
+    }),
+    ("c_cq_cntrs", "fail_tx_cntr", |h| h.counters.fail_tx_cntr),
+    ("c_cq_cntrs", "fail_tgt_cntr", |h| h.counters.fail_tgt_cntr),
+    ("c_cq_cntrs", "wr_ptr_updt_err_cntr", |h| {
+        h.counters.wr_ptr_updt_err_cntr
+    }),
+    ("c_cq_cntrs", "num_txq_cmd_reads", |h| {
+        h.counters.num_txq_cmd_reads
+    }),
+    ("c_cq_cntrs", "num_tgq_cmd_reads", |h| {
+        h.counters.num_tgq_cmd_reads
+    }),
+    ("c_cq_cntrs", "num_tx_cmd_align_errors", |h| {
+        h.counters.num_tx_cmd_align_errors
+    }),
+    ("c_cq_cntrs", "num_tx_cmd_op_errors", |h| {
+        h.counters.num_tx_cmd_op_errors
+    }),
+    ("c_cq_cntrs", "num_tx_cmd_arg_errors", |h| {
+        h.counters.num_tx_cmd_arg_errors
+    }),
+    ("c_cq_cntrs", "num_tgt_cmd_arg_errors", |h| {
+        h.counters.num_tgt_cmd_arg_errors
+    }),
+    ("c_cq_cntrs", "num_idc_cmds", |h| h.counters.num_idc_cmds),
+    ("c_cq_cntrs", "num_dma_cmds", |h| h.counters.num_dma_cmds),
+    ("c_cq_cntrs", "num_cq_cmds", |h| h.counters.num_cq_cmds),
+    ("c_cq_cntrs", "num_tgt_cmds", |h| h.counters.num_tgt_cmds),
+    ("c_cq_cntrs", "num_ll_ops_received", |h| {
+        h.counters.num_ll_ops_received
+    }),
+    ("c_cq_cntrs", "num_ll_ops_successful", |h| {
+        h.counters.num_ll_ops_successful
+    }),
+    ("c_tou_cntrs", "num_doorbell_writes", |h| {
+        h.ct.counters().doorbells
+    }),
+    ("c_tou_cntrs", "num_ct_updates", |h| {
+        h.ct.counters().ct_updates
+    }),
+    ("c_tou_cntrs", "num_trig_cmds", |h| h.ct.counters().fired),
+    ("c_ee_cntrs", "events_enqueued_cntr", |h| {
+        h.ee.counters.events_enqueued_cntr
+    }),
+    ("c_ee_cntrs", "events_dropped_rsrvn_cntr", |h| {
+        h.ee.counters.events_dropped_rsrvn_cntr
+    }),
+    ("c_ee_cntrs", "events_dropped_ordinary_cntr", |h| {
+        h.ee.counters.events_dropped_ordinary_cntr
+    }),
+    ("c_ee_cntrs", "eq_status_update_cntr", |h| {
+        h.ee.counters.eq_status_update_cntr
+    }),
+    ("c_ee_cntrs", "eq_sw_state_wr_cntr", |h| {
+        h.ee.counters.eq_sw_state_wr_cntr
+    }),
+    ("c_lpe_cntrs", "success_cntr", |h| {
+        h.lpe.counters().success_cntr
+    }),
+    ("c_lpe_cntrs", "fail_cntr", |h| h.lpe.counters().fail_cntr),
+    ("c_lpe_cntrs", "put_cmds", |h| h.lpe.counters().put_cmds),
+    ("c_lpe_cntrs", "get_cmds", |h| h.lpe.counters().get_cmds),
+    ("c_lpe_cntrs", "err_op_violation", |h| {
+        h.lpe.counters().err_op_violation
+    }),
+    ("c_lpe_cntrs", "err_no_space_append", |h| {
+        h.lpe.counters().err_no_space_append
+    }),
+    ("c_lpe_cntrs", "event_put_overflow", |h| {
+        h.lpe.counters().event_put_overflow
+    }),
+    ("c_lpe_cntrs", "event_link", |h| h.lpe.counters().event_link),
+    ("c_lpe_cntrs", "event_unlink", |h| {
+        h.lpe.counters().event_unlink
+    }),
+    ("c_lpe_cntrs", "event_search", |h| {
+        h.lpe.counters().event_search
+    }),
+    ("c_lpe_cntrs", "unlink_cmds", |h| {
+        h.lpe.counters().unlink_cmds
+    }),
+    ("c_rmu_cntrs", "ptl_success_cntr", |h| {
+        h.rmu.counters.ptl_success_cntr
+    }),
+    ("c_rmu_cntrs", "ptl_invld_vni_cntr", |h| {
+        h.rmu.counters.ptl_invld_vni_cntr
+    }),
+    ("c_rmu_cntrs", "ptl_no_ptlte_cntr", |h| {
+        h.rmu.counters.ptl_no_ptlte_cntr
+    }),
+    ("c_ixe_cntrs", "port_dfa_mismatch", |h| {
+        h.counters.port_dfa_mismatch
+    }),
+    ("c_ixe_cntrs", "rx_unrecognized_pkt", |h| {
+        h.counters.rx_unrecognized_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_unrestricted_pkt", |h| {
+        h.counters.rx_ptl_unrestricted_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_smallmsg_pkt", |h| {
+        h.counters.rx_ptl_smallmsg_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_continuation_pkt", |h| {
+        h.counters.rx_ptl_continuation_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_response_pkt", |h| {
+        h.counters.rx_ptl_response_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_msgs", |h| h.counters.rx_ptl_msgs),
+    ("c_ixe_cntrs", "rx_ptl_multi_msgs", |h| {
+        h.counters.rx_ptl_multi_msgs
+    }),
+    ("c_atu_cntrs", "cache_miss", |h| h.atu.counters.cache_miss),
+    ("c_atu_cntrs", "cache_hit_base_page_size", |h| {
+        h.atu.counters.cache_hit_base_page_size
+    }),
+    ("c1_oxe_cntrs", "err_no_translation", |h| {
+        h.counters.err_no_translation
+    }),
+    ("c1_oxe_cntrs", "err_invalid_ac", |h| {
+        h.counters.err_invalid_ac
+    }),
+    ("c1_oxe_cntrs", "err_page_perm", |h| {
+        h.counters.err_page_perm
+    }),
+    ("c1_oxe_cntrs", "ptl_tx_put_msgs_tsc", |h| {
+        h.counters.ptl_tx_put_msgs
+    }),
+    ("c1_oxe_cntrs", "ptl_tx_get_msgs_tsc", |h| {
+        h.counters.ptl_tx_get_msgs
+    }),
+    ("c1_oxe_cntrs", "ptl_tx_put_pkts_tsc", |h| {
+        h.counters.ptl_tx_put_pkts
+    }),
+];
+
+/// CSR-region offset of counter `name` of view `view`.
+pub(crate) fn offset_of(view: &str, name: &str) -> Option<u64> {
+    let v = csr::lookup(view)?;
+    let f = v.field(name)?;
+    Some(v.offset + u64::from(f.bit / 8))
+}
+
+impl Counters {
+    /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`], put its value into
+    /// `image`.
+    pub(crate) fn reflect(&self, hw: &Hw, c: &'static Csr, entry: u32, image: &mut [u8]) {
+        if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
+            return;
+        }
+        let off = c.offset + u64::from(entry) * u64::from(c.size);
+        for (view, name, get) in COUNTERS {
+            if offset_of(view, name) == Some(off) {
+                image[..8].copy_from_slice(&get(hw).to_le_bytes());
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_name_is_public_and_lies_in_an_event_counter_array() {
+        for (view, name, _) in COUNTERS {
+            let off = offset_of(view, name).unwrap_or_else(|| panic!("{view}.{name}"));
+            let hit = csr::at_offset(csr::Generation::Cassini1, off)
+                .unwrap_or_else(|| panic!("{view}.{name} at {off:#x}"));
+            assert!(
+                hit.csr.name.ends_with("_sts_event_cnts"),
+                "{view}.{name} is in {}",
+                hit.csr.name
+            );
+        }
+    }
+}

@@ -1,0 +1,648 @@
+//! The initiator side (transmit command execution, OXE in the hardware; the response path of
+//! IXE): decoding transmit commands, IDC put and small message, full DMA put and get,
+//! non-matching put/get, MTU segmentation, the table of outstanding requests waiting for an
+//! ACK or a REPLY, and the initiator events (SEND, ACK, REPLY) with their suppression flags
+//! (cassini.md §2.1, §3.2).
+//!
+//! States of a request: `exec_tx` (decode, CQ control, C_STATE) -> `launch` (resolve the CP,
+//! check the local buffer through the ATU, allocate a handle, segment and send; SEND event) ->
+//! `response` (ACK: ACK event; REPLY segment: data into the local buffer, REPLY event on the
+//! last one) -> `finish` (free the handle, release a waiting FENCE).
+
+use emu_core::engine::DeviceIo;
+use emu_core::fabric::{Packet, PortId, TrafficClass};
+use firmware_spec::cassini::cmd::{
+    Command, CqOp, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
+};
+use firmware_spec::cassini::event::{EventType, InitiatorLong, InitiatorShort};
+use firmware_spec::cassini::le::PtlList;
+use firmware_spec::cassini::rc::ReturnCode;
+
+use crate::cq::{Exec, Fail, is_noop_header};
+use crate::ee::EventClass;
+use crate::hw::Hw;
+use crate::wire::{self, Fab, MTU, Request, Response, RspKind};
+
+/// Outstanding requests the initiator can track (handles are 20 bits on the wire).
+const MAX_REQUESTS: usize = 1 << 20;
+
+/// Kind of an outstanding request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ReqKind {
+    #[default]
+    Put,
+    Get,
+}
+
+/// An outstanding request.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Req {
+    active: bool,
+    kind: ReqKind,
+    cq: u32,
+    eq: u16,
+    ct: u16,
+    user_ptr: u64,
+    flags: DmaFlags,
+    /// Non-matching command: success events are never posted.
+    nomatch: bool,
+    rlength: u32,
+    /// Get: where the reply data goes.
+    local_ac: u16,
+    local_addr: u64,
+    /// Get: first data error while landing the reply.
+    data_rc: Option<ReturnCode>,
+}
+
+/// The outstanding-request table.
+#[derive(Debug, Default)]
+pub(crate) struct Ixe {
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+}
+
+impl Ixe {
+    pub(crate) fn new() -> Self {
+        Ixe::default()
+    }
+
+    fn alloc(&mut self, r: Req) -> Option<u32> {
+        if let Some(h) = self.free.pop() {
+            self.reqs[h as usize] = r;
+            return Some(h);
+        }
+        if self.reqs.len() >= MAX_REQUESTS {
+            return None;
+        }
+        self.reqs.push(r);
+        Some((self.reqs.len() - 1) as u32)
+    }
+
+    fn get(&self, h: u32) -> Option<&Req> {
+        self.reqs.get(h as usize).filter(|r| r.active)
+    }
+
+    fn release(&mut self, h: u32) {
+        if let Some(r) = self.reqs.get_mut(h as usize)
+            && r.active
+        {
+            r.active = false;
+            self.free.push(h);
+        }
+    }
+
+    /// Requests in flight.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.reqs.len() - self.free.len()
+    }
+}
+
+/// Where a request's data comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source<'a> {
+    Inline(&'a [u8]),
+    /// A local buffer named by LAC (resolved through the CQ's RGID before use).
+    Dma {
+        lac: u8,
+        addr: u64,
+    },
+    /// A local buffer in AC `ac`, already checked.
+    Ac {
+        ac: u16,
+        addr: u64,
+    },
+}
+
+/// Everything a launch needs, from whichever command format.
+#[derive(Debug, Clone, Copy)]
+struct Launch<'a> {
+    opcode: DmaOp,
+    dfa: u32,
+    index_ext: u8,
+    remote_offset: u64,
+    initiator: u32,
+    match_bits: u64,
+    header_data: u64,
+    user_ptr: u64,
+    flags: DmaFlags,
+    eq: u16,
+    ct: u16,
+    len: u32,
+    src: Source<'a>,
+    small: bool,
+    nomatch: bool,
+}
+
+fn format_rc(e: &FormatError) -> ReturnCode {
+    match e {
+        FormatError::UnsupportedCommand { .. } => ReturnCode::IllegalOp,
+        _ => ReturnCode::CmdInvalidArg,
+    }
+}
+
+impl Hw {
+    /// Execute one transmit command of CQ `n` at half-slot `cur32`; `next` is the first byte
+    /// of the following 64 B slot if it has been fetched.
+    pub(crate) fn exec_tx(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        bytes: &[u8],
+        cur32: u64,
+        next: Option<u8>,
+    ) -> Result<Exec, Fail> {
+        let cmd = Command::decode(bytes).map_err(|e| format_rc(&e))?;
+        cmd.validate().map_err(|e| format_rc(&e))?;
+        let q = self.cqs.tx[n as usize];
+        if q.trig && !matches!(cmd, Command::Ct(_) | Command::TrigDma(_)) {
+            return Err(ReturnCode::CmdAlignError);
+        }
+        match cmd {
+            Command::IdcNoop(_) => {
+                self.counters.num_idc_cmds += 1;
+                Ok(Exec::Next)
+            }
+            Command::Cq(c) => {
+                self.counters.num_cq_cmds += 1;
+                match c.opcode {
+                    CqOp::CqNoop => Ok(Exec::Next),
+                    CqOp::CqFence => Ok(if q.outstanding > 0 {
+                        Exec::Fence
+                    } else {
+                        Exec::Next
+                    }),
+                    CqOp::CqLcid => {
+                        // cxi_cq_emit_cq_lcid: 128 B aligned, followed by a 64 B NOOP.
+                        if cur32 % 4 != 0 || next.is_some_and(|b| !is_noop_header(b)) {
+                            return Err(ReturnCode::CmdAlignError);
+                        }
+                        let t = &mut self.cqs.tx[n as usize];
+                        t.lcid = c.lcid & 0xF;
+                        t.cp_cache = None;
+                        Ok(Exec::Next)
+                    }
+                }
+            }
+            Command::CState(s) => {
+                self.counters.num_idc_cmds += 1;
+                self.cqs.tx[n as usize].cstate = s;
+                Ok(Exec::Next)
+            }
+            Command::IdcPut(p) => {
+                self.counters.num_idc_cmds += 1;
+                let cs = q.cstate;
+                let l = Launch {
+                    opcode: DmaOp::Put,
+                    dfa: p.dfa,
+                    index_ext: cs.index_ext,
+                    remote_offset: p.remote_offset,
+                    initiator: cs.initiator,
+                    match_bits: 0,
+                    header_data: 0,
+                    user_ptr: cs.user_ptr,
+                    flags: cs.flags,
+                    eq: cs.eq,
+                    ct: cs.ct,
+                    len: p.payload.len() as u32,
+                    src: Source::Inline(p.payload.as_slice()),
+                    small: false,
+                    nomatch: false,
+                };
+                self.launch(io, n, &l)
+            }
+            Command::IdcMsg(m) => {
+                self.counters.num_idc_cmds += 1;
+                let cs = q.cstate;
+                let l = Launch {
+                    opcode: DmaOp::SmallMessage,
+                    dfa: m.dfa,
+                    index_ext: cs.index_ext,
+                    remote_offset: 0,
+                    initiator: cs.initiator,
+                    match_bits: m.match_bits,
+                    header_data: m.header_data,
+                    user_ptr: m.user_ptr,
+                    flags: cs.flags,
+                    eq: cs.eq,
+                    ct: cs.ct,
+                    len: m.payload.len() as u32,
+                    src: Source::Inline(m.payload.as_slice()),
+                    small: true,
+                    nomatch: false,
+                };
+                self.launch(io, n, &l)
+            }
+            Command::Dma(d) => {
+                self.counters.num_dma_cmds += 1;
+                self.launch_full(io, n, &d)
+            }
+            Command::NomatchDma(d) => {
+                self.counters.num_dma_cmds += 1;
+                self.launch_nomatch(io, n, &d)
+            }
+            Command::Ct(_) | Command::TrigDma(_) => self.ct_command(io, n, bytes),
+            _ => Err(ReturnCode::IllegalOp),
+        }
+    }
+
+    /// Launch a full DMA command (PUT or GET) from CQ `n` (also a fired CT_TRIG_DMA).
+    pub(crate) fn launch_full(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        d: &FullDma,
+    ) -> Result<Exec, Fail> {
+        if !matches!(d.opcode, DmaOp::Put | DmaOp::Get) {
+            return Err(ReturnCode::IllegalOp);
+        }
+        let l = Launch {
+            opcode: d.opcode,
+            dfa: d.dfa,
+            index_ext: d.index_ext,
+            remote_offset: d.remote_offset,
+            initiator: d.initiator,
+            match_bits: d.match_bits,
+            header_data: d.header_data,
+            user_ptr: d.user_ptr,
+            flags: d.flags,
+            eq: d.eq,
+            ct: d.ct,
+            len: d.request_len,
+            src: Source::Dma {
+                lac: d.lac,
+                addr: d.local_addr,
+            },
+            small: false,
+            nomatch: false,
+        };
+        self.launch(io, n, &l)
+    }
+
+    /// Launch a non-matching DMA command (NOMATCH_PUT / NOMATCH_GET) from CQ `n`.
+    pub(crate) fn launch_nomatch(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        d: &NomatchDma,
+    ) -> Result<Exec, Fail> {
+        let l = Launch {
+            opcode: d.opcode,
+            dfa: d.dfa,
+            index_ext: d.index_ext,
+            remote_offset: d.remote_offset,
+            initiator: 0,
+            match_bits: 0,
+            header_data: 0,
+            user_ptr: 0,
+            flags: d.flags,
+            eq: d.eq,
+            ct: d.ct,
+            len: d.request_len,
+            src: Source::Dma {
+                lac: d.lac,
+                addr: d.local_addr,
+            },
+            small: false,
+            nomatch: true,
+        };
+        self.launch(io, n, &l)
+    }
+
+    /// Send the request described by `l` from CQ `n`.
+    fn launch(&mut self, io: &mut DeviceIo<'_>, n: u32, l: &Launch<'_>) -> Result<Exec, Fail> {
+        let q = self.cqs.tx[n as usize];
+        let cp = match q.cp_cache {
+            Some((g, cp)) if g == self.tables.cp_gen => cp,
+            _ => {
+                let cp = self.tables.cp(q.ring.rgid, q.lcid);
+                self.cqs.tx[n as usize].cp_cache = Some((self.tables.cp_gen, cp));
+                cp
+            }
+        };
+        if !cp.valid {
+            return Err(ReturnCode::CmdInvalidArg);
+        }
+        let get = matches!(l.opcode, DmaOp::Get | DmaOp::NomatchGet);
+        let kind = if get { ReqKind::Get } else { ReqKind::Put };
+        let mut req = Req {
+            active: true,
+            kind,
+            cq: n,
+            eq: l.eq,
+            ct: l.ct,
+            user_ptr: l.user_ptr,
+            flags: l.flags,
+            nomatch: l.nomatch,
+            rlength: l.len,
+            local_ac: 0,
+            local_addr: 0,
+            data_rc: None,
+        };
+        // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
+        // by the ATU; a bad one is an error event, never a touch outside the MD).
+        let mut source = l.src;
+        if let Source::Dma { lac, addr } = l.src {
+            let ac = self.tables.lac_ac(q.ring.rgid, lac);
+            let need = if get {
+                emu_core::dma::Perm::WRITE
+            } else {
+                emu_core::dma::Perm::READ
+            };
+            if let Err(rc) = self.atu.check(io.dma(), ac, addr, u64::from(l.len), need) {
+                self.count_local_error(rc);
+                self.complete(io, &req, rc, 0, PtlList::Priority, false);
+                return Ok(Exec::Next);
+            }
+            req.local_ac = ac;
+            req.local_addr = addr;
+            source = Source::Ac { ac, addr };
+        }
+        let dst_nid = l.dfa >> 12;
+        let Some(port) = dst_nid.checked_sub(self.nid_base) else {
+            self.complete(
+                io,
+                &req,
+                ReturnCode::Undeliverable,
+                0,
+                PtlList::Priority,
+                false,
+            );
+            return Ok(Exec::Next);
+        };
+        let Some(handle) = self.ixe.alloc(req) else {
+            self.complete(
+                io,
+                &req,
+                ReturnCode::ResourceBusy,
+                0,
+                PtlList::Priority,
+                false,
+            );
+            return Ok(Exec::Next);
+        };
+        let fab = Fab {
+            vni: cp.vni,
+            sfa: self.nid << 12,
+            dfa: l.dfa,
+        };
+        let r = Request {
+            opcode: l.opcode as u8,
+            index_ext: l.index_ext,
+            remote_offset: l.remote_offset,
+            request_len: l.len,
+            initiator: l.initiator,
+            match_bits: l.match_bits,
+            header_data: l.header_data,
+            handle,
+            small: l.small,
+            restricted: l.flags.restricted,
+        };
+        let tc = TrafficClass(cp.tc);
+        let dst = PortId(port);
+        let first = if get { 0 } else { (l.len as usize).min(MTU) };
+        let mut data = wire::request(&fab, &r, first);
+        if let Err(rc) = self.append_source(io, &mut data, source, 0, first) {
+            self.ixe.release(handle);
+            self.complete(io, &req, rc, 0, PtlList::Priority, false);
+            return Ok(Exec::Next);
+        }
+        let src = io.port().unwrap_or_default();
+        io.send(Packet::new(src, dst, tc, data));
+        if get {
+            self.counters.ptl_tx_get_msgs += 1;
+        } else {
+            self.counters.ptl_tx_put_msgs += 1;
+            self.counters.ptl_tx_put_pkts += 1;
+            let mut off = first;
+            let total = l.len as usize;
+            while off < total {
+                let len = (total - off).min(MTU);
+                let c = wire::Continuation {
+                    offset: off as u32,
+                    eom: off + len == total,
+                    handle,
+                };
+                let mut data = wire::continuation(&fab, &c, len);
+                if self.append_source(io, &mut data, source, off, len).is_err() {
+                    // The buffer was checked; it can only fail if host memory vanished.
+                    break;
+                }
+                io.send(Packet::new(src, dst, tc, data));
+                self.counters.ptl_tx_put_pkts += 1;
+                off += len;
+            }
+            // SEND: the source buffer has been read.
+            if !l.flags.event_send_disable {
+                self.initiator_event(
+                    io,
+                    &req,
+                    EventType::Send,
+                    ReturnCode::Ok,
+                    l.len,
+                    PtlList::Priority,
+                    false,
+                );
+            }
+            if l.flags.event_ct_send {
+                let inc = if l.flags.event_ct_bytes {
+                    u64::from(l.len)
+                } else {
+                    1
+                };
+                self.ct_event(io, l.ct, inc, 0);
+            }
+        }
+        self.cqs.tx[n as usize].outstanding += 1;
+        Ok(Exec::Next)
+    }
+
+    /// Append `len` bytes of the request source at `off` to `data`.
+    fn append_source(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        data: &mut Vec<u8>,
+        src: Source<'_>,
+        off: usize,
+        len: usize,
+    ) -> Result<(), ReturnCode> {
+        if len == 0 {
+            return Ok(());
+        }
+        match src {
+            Source::Inline(b) => {
+                data.extend_from_slice(b.get(off..off + len).unwrap_or(&[]));
+                Ok(())
+            }
+            Source::Ac { ac, addr } => {
+                let at = data.len();
+                data.resize(at + len, 0);
+                self.atu
+                    .read(io.dma(), ac, addr + off as u64, &mut data[at..at + len])
+            }
+            Source::Dma { .. } => Err(ReturnCode::InvalidAc),
+        }
+    }
+
+    fn count_local_error(&mut self, rc: ReturnCode) {
+        match rc {
+            ReturnCode::NoTranslation => self.counters.err_no_translation += 1,
+            ReturnCode::InvalidAc | ReturnCode::AddrOutOfRange => self.counters.err_invalid_ac += 1,
+            ReturnCode::PagePermError => self.counters.err_page_perm += 1,
+            _ => {}
+        }
+    }
+
+    /// Post an initiator event of `req` (short, or long if its EQ asks for it), honouring
+    /// `event_success_disable` for successful events and the non-matching rule.
+    #[allow(clippy::too_many_arguments)]
+    fn initiator_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        req: &Req,
+        ty: EventType,
+        rc: ReturnCode,
+        mlength: u32,
+        list: PtlList,
+        tgt_error: bool,
+    ) {
+        if req.eq == 0 {
+            return;
+        }
+        if rc == ReturnCode::Ok && (req.flags.event_success_disable || req.nomatch) {
+            return;
+        }
+        let long = self.ee.eq(req.eq).is_some_and(|e| e.init_long);
+        if long {
+            let ns = io.now().as_ns();
+            let ev = InitiatorLong {
+                user_ptr: req.user_ptr,
+                mlength,
+                ptl_list: list,
+                rendezvous: false,
+                retry: false,
+                tgt_error,
+                event_type: ty,
+                timestamp_ns: (ns % 1_000_000_000) as u32,
+                timestamp_sec: ns / 1_000_000_000,
+                return_code: rc,
+            };
+            self.ee.post(
+                &mut self.atu,
+                &mut self.msix,
+                io,
+                req.eq,
+                &ev.encode(),
+                EventClass::Other,
+            );
+        } else {
+            let ev = InitiatorShort {
+                user_ptr: req.user_ptr,
+                mlength,
+                ptl_list: list,
+                rendezvous: false,
+                retry: false,
+                tgt_error,
+                event_type: ty,
+                return_code: rc,
+            };
+            self.ee.post(
+                &mut self.atu,
+                &mut self.msix,
+                io,
+                req.eq,
+                &ev.encode(),
+                EventClass::Other,
+            );
+        }
+    }
+
+    /// Complete `req`: its ACK (Put) or REPLY (Get) event and CT update.
+    fn complete(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        req: &Req,
+        rc: ReturnCode,
+        mlength: u32,
+        list: PtlList,
+        tgt_error: bool,
+    ) {
+        let (ty, ct_flag) = match req.kind {
+            ReqKind::Put => (EventType::Ack, req.flags.event_ct_ack),
+            ReqKind::Get => (EventType::Reply, req.flags.event_ct_reply),
+        };
+        self.initiator_event(io, req, ty, rc, mlength, list, tgt_error);
+        if req.ct != 0 && (ct_flag || rc != ReturnCode::Ok) {
+            if rc == ReturnCode::Ok {
+                let inc = if req.flags.event_ct_bytes {
+                    u64::from(mlength)
+                } else {
+                    1
+                };
+                self.ct_event(io, req.ct, inc, 0);
+            } else {
+                self.ct_event(io, req.ct, 0, 1);
+            }
+        }
+    }
+
+    /// A response arrived for handle `rsp.handle`.
+    pub(crate) fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
+        self.counters.rx_ptl_response_pkt += 1;
+        let Some(req) = self.ixe.get(rsp.handle).copied() else {
+            return;
+        };
+        let rc = ReturnCode::try_from(rsp.rc).unwrap_or(ReturnCode::Undeliverable);
+        let list = PtlList::try_from(rsp.ptl_list).unwrap_or_default();
+        match (rsp.kind, req.kind) {
+            (RspKind::Ack, ReqKind::Put) => {
+                self.complete(io, &req, rc, rsp.mlength, list, rc != ReturnCode::Ok);
+                self.finish(io, rsp.handle, req.cq);
+            }
+            (RspKind::Reply, ReqKind::Get) => {
+                if rc != ReturnCode::Ok {
+                    self.complete(io, &req, rc, 0, list, true);
+                    self.finish(io, rsp.handle, req.cq);
+                    return;
+                }
+                let end = u64::from(rsp.offset) + payload.len() as u64;
+                if req.data_rc.is_none() && !payload.is_empty() {
+                    let r = if end > u64::from(req.rlength) {
+                        Err(ReturnCode::AddrOutOfRange)
+                    } else {
+                        self.atu.write(
+                            io.dma(),
+                            req.local_ac,
+                            req.local_addr + u64::from(rsp.offset),
+                            payload,
+                        )
+                    };
+                    if let Err(e) = r
+                        && let Some(x) = self.ixe.reqs.get_mut(rsp.handle as usize)
+                    {
+                        x.data_rc = Some(e);
+                    }
+                }
+                if rsp.eom {
+                    let data_rc = self.ixe.get(rsp.handle).and_then(|r| r.data_rc);
+                    let rc = data_rc.unwrap_or(ReturnCode::Ok);
+                    self.complete(io, &req, rc, rsp.mlength, list, false);
+                    self.finish(io, rsp.handle, req.cq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Release `handle`; let a FENCE on CQ `cq` go if it was the last one.
+    fn finish(&mut self, io: &mut DeviceIo<'_>, handle: u32, cq: u32) {
+        self.ixe.release(handle);
+        let Some(q) = self.cqs.tx.get_mut(cq as usize) else {
+            return;
+        };
+        q.outstanding = q.outstanding.saturating_sub(1);
+        if q.fence && q.outstanding == 0 {
+            q.fence = false;
+            self.run_ring(io, false, cq);
+        }
+    }
+}

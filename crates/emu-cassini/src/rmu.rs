@@ -1,0 +1,266 @@
+//! Receive match unit: the VNI TCAM (`c_rmu_cfg_vni_list_x/_y`, 256 entries) and the portal
+//! TCAM (`c_rmu_cfg_portal_list_x/_y`, 2560 entries) that turn an incoming packet's
+//! (VNI, DFA endpoint, index_ext) into a PtlTE index (`c_rmu_cfg_portal_index_table`).
+//!
+//! TCAM encoding (docs/cassini-programming.md): per bit, x = 1 requires a 1, y = 1 requires a
+//! 0, neither is don't-care. Writing an entry's `_y` word sets its (hardware-owned) `valid`
+//! bit; writing 1 to `*_invalidate[i]` clears it. The first valid matching entry wins.
+//! Lookups are cached until the next RMU write.
+
+use std::collections::HashMap;
+
+use firmware_spec::cassini::csr::{self, Csr};
+use firmware_spec::cassini::rc::ReturnCode;
+
+use crate::csr::CsrFile;
+
+/// RMU counters (`c_rmu_cntrs` names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RmuCounters {
+    pub(crate) ptl_success_cntr: u64,
+    pub(crate) ptl_invld_vni_cntr: u64,
+    pub(crate) ptl_no_ptlte_cntr: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Tcam {
+    x: u64,
+    y: u64,
+    valid: bool,
+}
+
+impl Tcam {
+    fn matches(&self, key: u64) -> bool {
+        self.valid && key & self.x == self.x && key & self.y == 0
+    }
+}
+
+/// The receive match unit.
+#[derive(Debug)]
+pub(crate) struct Rmu {
+    vni: Vec<Tcam>,
+    portal: Vec<Tcam>,
+    index: Vec<u16>,
+    cache: HashMap<(u16, u32), Result<u16, ReturnCode>>,
+    pub(crate) counters: RmuCounters,
+}
+
+const VNI_MASK: u64 = 0xFFFF;
+const PORTAL_MASK: u64 = 0xFFFF_FFFF;
+
+fn is(c: &'static Csr, which: &'static Csr) -> bool {
+    c.offset == which.offset && c.name == which.name
+}
+
+impl Rmu {
+    pub(crate) fn new() -> Self {
+        Rmu {
+            vni: vec![Tcam::default(); csr::C_RMU_CFG_VNI_LIST_X.entries as usize],
+            portal: vec![Tcam::default(); csr::C_RMU_CFG_PORTAL_LIST_X.entries as usize],
+            index: vec![0; 4 * csr::C_RMU_CFG_PORTAL_INDEX_TABLE.entries as usize],
+            cache: HashMap::new(),
+            counters: RmuCounters::default(),
+        }
+    }
+
+    /// An RMU CSR was written (entry `n`, `data` = the bytes software stored).
+    pub(crate) fn written(&mut self, csrs: &mut CsrFile, c: &'static Csr, n: u32, data: &[u8]) {
+        use csr::fields as f;
+        self.cache.clear();
+        let i = n as usize;
+        if is(c, csr::C_RMU_CFG_VNI_LIST_X) {
+            if let Some(t) = self.vni.get_mut(i) {
+                t.x = csrs.entry_qword(c, n, 0) & VNI_MASK;
+            }
+        } else if is(c, csr::C_RMU_CFG_VNI_LIST_Y) {
+            if let Some(t) = self.vni.get_mut(i) {
+                t.y = csrs.entry_qword(c, n, 0) & VNI_MASK;
+                t.valid = true;
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_VNI_LIST_X,
+                    f::c_rmu_cfg_vni_list_x::VALID,
+                    n,
+                    true,
+                );
+                Self::set_valid(csrs, c, f::c_rmu_cfg_vni_list_y::VALID, n, true);
+            }
+        } else if is(c, csr::C_RMU_CFG_VNI_LIST_INVALIDATE) {
+            if data.first().is_some_and(|b| b & 1 != 0)
+                && let Some(t) = self.vni.get_mut(i)
+            {
+                t.valid = false;
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_VNI_LIST_X,
+                    f::c_rmu_cfg_vni_list_x::VALID,
+                    n,
+                    false,
+                );
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_VNI_LIST_Y,
+                    f::c_rmu_cfg_vni_list_y::VALID,
+                    n,
+                    false,
+                );
+            }
+        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_X) {
+            if let Some(t) = self.portal.get_mut(i) {
+                t.x = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
+            }
+        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_Y) {
+            if let Some(t) = self.portal.get_mut(i) {
+                t.y = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
+                t.valid = true;
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_PORTAL_LIST_X,
+                    f::c_rmu_cfg_portal_list_x::VALID,
+                    n,
+                    true,
+                );
+                Self::set_valid(csrs, c, f::c_rmu_cfg_portal_list_y::VALID, n, true);
+            }
+        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_INVALIDATE) {
+            if data.first().is_some_and(|b| b & 1 != 0)
+                && let Some(t) = self.portal.get_mut(i)
+            {
+                t.valid = false;
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_PORTAL_LIST_X,
+                    f::c_rmu_cfg_portal_list_x::VALID,
+                    n,
+                    false,
+                );
+                Self::set_valid(
+                    csrs,
+                    csr::C_RMU_CFG_PORTAL_LIST_Y,
+                    f::c_rmu_cfg_portal_list_y::VALID,
+                    n,
+                    false,
+                );
+            }
+        } else if is(c, csr::C_RMU_CFG_PORTAL_INDEX_TABLE) {
+            let qw = csrs.entry_qword(c, n, 0);
+            for k in 0..4 {
+                if let Some(s) = self.index.get_mut(4 * i + k) {
+                    *s = ((qw >> (16 * k)) & 0x7FF) as u16;
+                }
+            }
+        }
+    }
+
+    fn set_valid(
+        csrs: &mut CsrFile,
+        c: &'static Csr,
+        f: &firmware_spec::cassini::csr::Field,
+        n: u32,
+        v: bool,
+    ) {
+        csrs.hw_set(c, n, f, u64::from(v));
+    }
+
+    /// The PtlTE addressed by a packet on `vni` to DFA endpoint `ep` with `index_ext`.
+    pub(crate) fn resolve(
+        &mut self,
+        vni: u16,
+        ep: u16,
+        index_ext: u8,
+        multicast: bool,
+    ) -> Result<u16, ReturnCode> {
+        let key = u32::from(index_ext & 0x1F)
+            | (u32::from(ep & 0xFFF) << 5)
+            | (u32::from(multicast) << 20);
+        if let Some(r) = self.cache.get(&(vni, key)).copied() {
+            self.count(r);
+            return r;
+        }
+        let r = self.lookup(vni, key);
+        if self.cache.len() > 4096 {
+            self.cache.clear();
+        }
+        self.cache.insert((vni, key), r);
+        self.count(r);
+        r
+    }
+
+    fn count(&mut self, r: Result<u16, ReturnCode>) {
+        match r {
+            Ok(_) => self.counters.ptl_success_cntr += 1,
+            Err(ReturnCode::VniNotFound) => self.counters.ptl_invld_vni_cntr += 1,
+            Err(_) => self.counters.ptl_no_ptlte_cntr += 1,
+        }
+    }
+
+    fn lookup(&self, vni: u16, key: u32) -> Result<u16, ReturnCode> {
+        let vi = self
+            .vni
+            .iter()
+            .position(|t| t.matches(u64::from(vni)))
+            .ok_or(ReturnCode::VniNotFound)?;
+        let full = u64::from(key) | ((vi as u64 & 0xFF) << 24);
+        let j = self
+            .portal
+            .iter()
+            .position(|t| t.matches(full))
+            .ok_or(ReturnCode::PtlteNotFound)?;
+        match self.index.get(j).copied() {
+            Some(pt) if pt != 0 => Ok(pt),
+            _ => Err(ReturnCode::PtlteNotFound),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcam_rule_exact_and_wildcards() {
+        let exact = Tcam {
+            x: 0x12,
+            y: !0x12 & VNI_MASK,
+            valid: true,
+        };
+        assert!(exact.matches(0x12));
+        assert!(!exact.matches(0x13));
+        let any = Tcam {
+            x: 0,
+            y: 0,
+            valid: true,
+        };
+        assert!(any.matches(0xBEEF));
+        assert!(
+            !Tcam {
+                valid: false,
+                ..any
+            }
+            .matches(0)
+        );
+    }
+
+    #[test]
+    fn resolve_walks_vni_then_portal_then_index() {
+        let mut r = Rmu::new();
+        r.vni[3] = Tcam {
+            x: 10,
+            y: !10 & VNI_MASK,
+            valid: true,
+        };
+        let key = 5u64 | (7 << 5) | (3 << 24);
+        r.portal[9] = Tcam {
+            x: key,
+            y: !key & PORTAL_MASK,
+            valid: true,
+        };
+        r.index[9] = 42;
+        assert_eq!(r.resolve(10, 7, 5, false), Ok(42));
+        assert_eq!(r.resolve(11, 7, 5, false), Err(ReturnCode::VniNotFound));
+        assert_eq!(r.resolve(10, 8, 5, false), Err(ReturnCode::PtlteNotFound));
+        assert_eq!(r.counters.ptl_success_cntr, 1);
+        assert_eq!(r.counters.ptl_invld_vni_cntr, 1);
+        assert_eq!(r.counters.ptl_no_ptlte_cntr, 1);
+    }
+}

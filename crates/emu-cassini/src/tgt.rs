@@ -1,0 +1,751 @@
+//! The target side: incoming packets -> RMU (PtlTE) -> LPE (matching decision) -> data moved
+//! through the ATU -> target events -> the response (ACK for a put, REPLY segments carrying
+//! Get data); target CQ commands (APPEND, SEARCH, SEARCH_AND_DELETE, UNLINK, SETSTATE); and
+//! the driver's view of the portal table (`c_lpe_cfg_ptl_table`).
+//!
+//! States of an incoming request: `receive` (parse, CRC) -> `request` (DFA check, RMU, LPE)
+//! -> `place_put` / `serve_get` (data movement; a put longer than one MTU keeps an
+//! [`InMsg`] until its last continuation) -> `complete_put` (target events, CT, ACK).
+
+use std::collections::HashMap;
+
+use emu_core::dma::Perm;
+use emu_core::engine::DeviceIo;
+use emu_core::fabric::{Packet, PortId, TrafficClass};
+use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
+use firmware_spec::cassini::cmd::{DmaOp, FormatError, TargetCommand, TgtOp};
+use firmware_spec::cassini::csr;
+use firmware_spec::cassini::event::{EventType, StateChangeFields, TargetLong, TargetShort};
+use firmware_spec::cassini::le::{PtAllocOpts, PtlList, PtlteState, ScReason};
+use firmware_spec::cassini::rc::ReturnCode;
+
+use crate::cq::{Exec, Fail};
+use crate::csr::CsrFile;
+use crate::ee::EventClass;
+use crate::hw::Hw;
+use crate::lpe::{
+    CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp, PtlteConfig,
+    TargetEvent,
+};
+use crate::wire::{self, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
+
+/// A put longer than one packet, between its first and last packet.
+#[derive(Debug, Clone)]
+pub(crate) struct InMsg {
+    pt: u16,
+    ac: u16,
+    /// Where the data goes and how much of it is placed (after truncation).
+    start: u64,
+    length: u64,
+    rlength: u64,
+    received: u64,
+    data_rc: ReturnCode,
+    outcome: IncomingOutcome,
+    tc: TrafficClass,
+    fab: Fab,
+}
+
+/// A Get that matched an overflow entry (DELAYED): answered when an append matches its
+/// unexpected header.
+#[derive(Debug, Clone, Copy)]
+struct PendingGet {
+    fab: Fab,
+    handle: u32,
+    tc: TrafficClass,
+}
+
+/// Target state between packets.
+#[derive(Debug, Default)]
+pub(crate) struct Tgt {
+    msgs: HashMap<(u32, u32), InMsg>,
+    pending_gets: HashMap<u64, PendingGet>,
+}
+
+/// The PtlTE options of a `c_lpe_cfg_ptl_table` entry as `cxi_pt_alloc_opts` bits.
+fn pt_options(csrs: &CsrFile, n: u32) -> PtlteConfig {
+    use csr::fields::c_lpe_cfg_ptl_table as f;
+    let c = csr::C_LPE_CFG_PTL_TABLE;
+    let g = |fld| csrs.field(c, n, fld) != 0;
+    let mut o = PtAllocOpts::empty();
+    let map = [
+        (f::CLR_REMOTE_OFFSET, PtAllocOpts::CLR_REMOTE_OFFSET),
+        (f::EN_FLOWCTRL, PtAllocOpts::EN_FLOWCTRL),
+        (f::USE_LONG_EVENT, PtAllocOpts::USE_LONG_EVENT),
+        (f::LOSSLESS, PtAllocOpts::LOSSLESS),
+        (f::EN_EVENT_MATCH, PtAllocOpts::EN_EVENT_MATCH),
+        (
+            f::EN_RESTRICTED_UNICAST_LM,
+            PtAllocOpts::EN_RESTRICTED_UNICAST_LM,
+        ),
+        (f::USE_LOGICAL, PtAllocOpts::USE_LOGICAL),
+        (f::IS_MATCHING, PtAllocOpts::IS_MATCHING),
+        (f::DO_SPACE_CHECK, PtAllocOpts::DO_SPACE_CHECK),
+        (f::EN_ALIGN_LM, PtAllocOpts::EN_ALIGN_LM),
+        (f::EN_MATCH_ON_VNI, PtAllocOpts::EN_MATCH_ON_VNI),
+        (f::EN_SW_HW_ST_CHNG, PtAllocOpts::EN_SW_HW_ST_CHNG),
+        (f::SIGNAL_INVALID, PtAllocOpts::SIGNAL_INVALID),
+        (f::SIGNAL_UNDERFLOW, PtAllocOpts::SIGNAL_UNDERFLOW),
+        (f::SIGNAL_OVERFLOW, PtAllocOpts::SIGNAL_OVERFLOW),
+        (f::SIGNAL_INEXACT, PtAllocOpts::SIGNAL_INEXACT),
+    ];
+    for (fld, opt) in map {
+        o = o.with(opt, g(fld));
+    }
+    PtlteConfig {
+        options: o,
+        eq: csrs.field(c, n, f::EQ_HANDLE) as u16,
+        pe: csrs.field(c, n, f::PE_NUM) as u8,
+        le_pool: csrs.field(c, n, f::LE_POOL) as u8,
+        cntr_pool: csrs.field(c, n, f::CNTR_POOL) as u8,
+    }
+}
+
+/// `c_lpe_cfg_ptl_table[n]` was written (docs/cassini-programming.md, "PtlTE table writes").
+pub(crate) fn ptl_table_written(lpe: &mut Lpe, csrs: &CsrFile, n: u32, state_written: bool) {
+    let Ok(pt) = u16::try_from(n) else {
+        return;
+    };
+    let c = csr::C_LPE_CFG_PTL_TABLE;
+    let raw = csrs.field(c, n, csr::fields::c_lpe_cfg_ptl_table::PTL_STATE) as u8;
+    let Ok(state) = PtlteState::try_from(raw) else {
+        return;
+    };
+    let cfg = pt_options(csrs, n);
+    let current = lpe.state(pt);
+    if !state_written {
+        // Only the options changed; the state field holds whatever software last wrote.
+        if current.is_some() {
+            let _ = lpe.update_config(pt, cfg);
+        }
+        return;
+    }
+    // Errors below (index 0, bad pool) leave the PtlTE as it was: the driver sees the state it
+    // reads back.
+    match (state, current) {
+        (PtlteState::Reset, Some(_)) => {
+            let _ = lpe.free(pt);
+        }
+        (PtlteState::Reset, None) => {}
+        (_, None) => {
+            if lpe.configure(pt, cfg).is_ok() && state != PtlteState::Disabled {
+                let _ = lpe.force_state(pt, state);
+            }
+        }
+        (s, Some(cur)) => {
+            let _ = lpe.update_config(pt, cfg);
+            if s != cur {
+                if s == PtlteState::SoftwareManaged && cur == PtlteState::Disabled {
+                    let dc = lpe.drop_count(pt).unwrap_or(0);
+                    let _ = lpe.transition_sm(pt, dc);
+                } else {
+                    let _ = lpe.force_state(pt, s);
+                }
+            }
+        }
+    }
+}
+
+/// Patch the hardware-owned fields of `c_lpe_cfg_ptl_table[n]` with the model's state.
+pub(crate) fn reflect_ptl_table(lpe: &Lpe, n: u32, image: &mut [u8]) {
+    use csr::fields::c_lpe_cfg_ptl_table as f;
+    let Ok(pt) = u16::try_from(n) else {
+        return;
+    };
+    let state = lpe.state(pt).unwrap_or(PtlteState::Reset);
+    f::PTL_STATE.set(image, u64::from(u8::from(state)));
+    f::DROP_COUNT.set(image, u64::from(lpe.drop_count(pt).unwrap_or(0)));
+    f::PRIO_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Priority) > 0));
+    f::OVF_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Overflow) > 0));
+    f::SWREQ_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Request) > 0));
+    f::UNEXP_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Unexpected) > 0));
+    f::PRIO_APPEND_DISABLED.set(image, u64::from(lpe.append_disabled(pt, PtlList::Priority)));
+    f::OVF_APPEND_DISABLED.set(image, u64::from(lpe.append_disabled(pt, PtlList::Overflow)));
+}
+
+/// Encode a target event (short 32 B or long 64 B) into `out`; returns its length.
+/// `rc` overrides the LPE's return code (a data-movement error).
+fn encode_target(
+    ev: &TargetEvent,
+    long: bool,
+    rc: Option<ReturnCode>,
+    now_ns: u64,
+    out: &mut [u8; 64],
+) -> usize {
+    let return_code = rc.unwrap_or(ev.return_code);
+    let initiator = match ev.state_change {
+        Some(sc) => StateChangeFields {
+            ptlte_state: sc.ptlte_state,
+            sc_reason: sc.sc_reason.unwrap_or(ScReason::FcEqFull),
+            sc_nic_auto: sc.sc_nic_auto,
+        }
+        .to_initiator(),
+        None => ev.initiator,
+    };
+    if long {
+        let e = TargetLong {
+            header_data: ev.header_data,
+            initiator,
+            ptlte_index: ev.ptlte_index,
+            event_type: ev.event_type,
+            ptl_list: ev.ptl_list,
+            rendezvous: ev.rendezvous,
+            get_issued: ev.get_issued,
+            auto_unlinked: ev.auto_unlinked,
+            match_bits: ev.match_bits,
+            buffer_id: ev.buffer_id,
+            vni: ev.vni,
+            timestamp_ns: (now_ns % 1_000_000_000) as u32,
+            timestamp_sec_low: ((now_ns / 1_000_000_000) & 3) as u8,
+            mlength: ev.mlength.min(u64::from(u32::MAX)) as u32,
+            rlength: ev.rlength.min(u64::from(u32::MAX)) as u32,
+            remote_offset: ev.remote_offset,
+            start: ev.start,
+            lpe_stat_1: 0,
+            lpe_stat_2: 0,
+            atomic_type: AmoType::try_from(ev.atomic.ty).unwrap_or_default(),
+            atomic_op: AmoOp::try_from(ev.atomic.op).unwrap_or_default(),
+            cswap_op: CswapOp::try_from(ev.atomic.cswap_op).unwrap_or_default(),
+            rendezvous_id: ev.rendezvous_id,
+            return_code,
+        };
+        out.copy_from_slice(&e.encode());
+        64
+    } else {
+        let e = TargetShort {
+            header_data: ev.header_data,
+            initiator,
+            ptlte_index: ev.ptlte_index,
+            event_type: ev.event_type,
+            ptl_list: ev.ptl_list,
+            auto_unlinked: ev.auto_unlinked,
+            match_bits: ev.match_bits,
+            buffer_id: ev.buffer_id,
+            vni: ev.vni,
+            length: ev.mlength.min(0xF_FFFF) as u32,
+            return_code,
+        };
+        out[..32].copy_from_slice(&e.encode());
+        32
+    }
+}
+
+/// Communication events (the ones that report a data movement).
+fn is_comm(t: EventType) -> bool {
+    matches!(
+        t,
+        EventType::Put
+            | EventType::Get
+            | EventType::Atomic
+            | EventType::FetchAtomic
+            | EventType::Rendezvous
+    )
+}
+
+fn format_rc(e: &FormatError) -> ReturnCode {
+    match e {
+        FormatError::UnsupportedCommand { .. } => ReturnCode::IllegalOp,
+        _ => ReturnCode::CmdInvalidArg,
+    }
+}
+
+impl Hw {
+    /// A packet arrived.
+    pub(crate) fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        if !pkt.crc_ok() {
+            self.counters.rx_unrecognized_pkt += 1;
+            return;
+        }
+        match wire::parse(&pkt.data) {
+            Some(Parsed::Request(fab, r, payload)) => self.request(io, &fab, &r, payload, pkt.tc),
+            Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
+            Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
+            None => self.counters.rx_unrecognized_pkt += 1,
+        }
+    }
+
+    /// Send a response to the initiator of a request that arrived with `fab`.
+    fn respond(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        tc: TrafficClass,
+        r: &Response,
+        data: &[u8],
+    ) {
+        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base) else {
+            return;
+        };
+        let back = Fab {
+            vni: fab.vni,
+            sfa: self.nid << 12,
+            dfa: fab.sfa,
+        };
+        let mut b = wire::response(&back, r, data.len());
+        b.extend_from_slice(data);
+        let src = io.port().unwrap_or_default();
+        io.send(Packet::new(src, PortId(port), tc, b));
+    }
+
+    fn nack(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        tc: TrafficClass,
+        req: &Request,
+        rc: ReturnCode,
+    ) {
+        let get = matches!(
+            DmaOp::try_from(req.opcode),
+            Ok(DmaOp::Get | DmaOp::NomatchGet)
+        );
+        let r = Response {
+            kind: if get { RspKind::Reply } else { RspKind::Ack },
+            rc: rc.into(),
+            ptl_list: 0,
+            offset: 0,
+            eom: true,
+            handle: req.handle,
+            mlength: 0,
+        };
+        self.respond(io, fab, tc, &r, &[]);
+    }
+
+    /// The first packet of a request.
+    fn request(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        req: &Request,
+        payload: &[u8],
+        tc: TrafficClass,
+    ) {
+        if req.small {
+            self.counters.rx_ptl_smallmsg_pkt += 1;
+        } else {
+            self.counters.rx_ptl_unrestricted_pkt += 1;
+        }
+        self.counters.rx_ptl_msgs += 1;
+        if fab.dfa >> 12 != self.nid {
+            self.counters.port_dfa_mismatch += 1;
+            self.nack(io, fab, tc, req, ReturnCode::InvalidDfaFormat);
+            return;
+        }
+        let op = match DmaOp::try_from(req.opcode) {
+            Ok(DmaOp::Put | DmaOp::SmallMessage | DmaOp::NomatchPut) => NetOp::Put,
+            Ok(DmaOp::Get | DmaOp::NomatchGet) => NetOp::Get,
+            _ => {
+                self.nack(io, fab, tc, req, ReturnCode::IllegalOp);
+                return;
+            }
+        };
+        let pt = match self
+            .rmu
+            .resolve(fab.vni, (fab.dfa & 0xFFF) as u16, req.index_ext, false)
+        {
+            Ok(pt) => pt,
+            Err(rc) => {
+                self.nack(io, fab, tc, req, rc);
+                return;
+            }
+        };
+        let (eq, long) = self.event_format(pt);
+        let eq_full = eq != 0
+            && !self
+                .ee
+                .has_room(eq, if long { 64 } else { 32 }, EventClass::Receive);
+        let incoming = IncomingRequest {
+            op,
+            initiator: req.initiator,
+            source_nid: fab.sfa >> 12,
+            match_bits: req.match_bits,
+            header_data: req.header_data,
+            rlength: u64::from(req.request_len),
+            remote_offset: req.remote_offset,
+            vni: fab.vni,
+            restricted: req.restricted,
+            wire_header_len: (wire::FAB_HDR
+                + if req.small {
+                    wire::SMALL_MSG_HDR
+                } else {
+                    wire::UNRESTRICTED_HDR
+                }) as u64,
+            eq_full,
+            ..IncomingRequest::default()
+        };
+        let outcome = self.lpe.incoming(pt, incoming);
+        if op == NetOp::Get {
+            self.serve_get(io, fab, req, tc, pt, outcome);
+        } else {
+            self.place_put(io, fab, req, payload, tc, pt, outcome);
+        }
+    }
+
+    /// (EQ, long format) of PtlTE `pt`'s target events.
+    fn event_format(&self, pt: u16) -> (u16, bool) {
+        let cfg = self.lpe.ptlte_config(pt).unwrap_or_default();
+        let long = cfg.options.contains(PtAllocOpts::USE_LONG_EVENT)
+            || self.ee.eq(cfg.eq).is_some_and(|e| e.tgt_long);
+        (cfg.eq, long)
+    }
+
+    /// Post the LPE's target events in order; `data_rc` replaces the return code of the
+    /// communication event when the data could not be moved.
+    fn post_target_events(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        events: &[TargetEvent],
+        data_rc: Option<ReturnCode>,
+    ) {
+        let now = io.now().as_ns();
+        for ev in events {
+            let long = ev.long_format || self.ee.eq(ev.eq).is_some_and(|e| e.tgt_long);
+            let comm = is_comm(ev.event_type);
+            let rc = if comm { data_rc } else { None };
+            let mut buf = [0u8; 64];
+            let n = encode_target(ev, long, rc, now, &mut buf);
+            let class = if comm {
+                EventClass::Receive
+            } else {
+                EventClass::Other
+            };
+            self.ee
+                .post(&mut self.atu, &mut self.msix, io, ev.eq, &buf[..n], class);
+        }
+    }
+
+    fn apply_ct(&mut self, io: &mut DeviceIo<'_>, ct: Option<CtUpdate>, failed: bool) {
+        if let Some(u) = ct {
+            if failed {
+                self.ct_event(io, u.ct, 0, 1);
+            } else {
+                self.ct_event(io, u.ct, u.success_increment, 0);
+            }
+        }
+    }
+
+    /// A put's first packet: place its data, and finish it if it is the only packet.
+    #[allow(clippy::too_many_arguments)]
+    fn place_put(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        req: &Request,
+        payload: &[u8],
+        tc: TrafficClass,
+        pt: u16,
+        outcome: IncomingOutcome,
+    ) {
+        let mut data_rc = ReturnCode::Ok;
+        let (mut ac, mut start, mut length) = (0u16, 0u64, 0u64);
+        if let Some(d) = outcome.delivery {
+            ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+            start = d.start;
+            length = d.length;
+            // The whole landing range is checked before any byte is written.
+            if let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::WRITE) {
+                data_rc = rc;
+            } else {
+                let n = (payload.len() as u64).min(length) as usize;
+                if n > 0
+                    && let Err(rc) = self.atu.write(io.dma(), ac, start, &payload[..n])
+                {
+                    data_rc = rc;
+                }
+            }
+        }
+        let rlength = u64::from(req.request_len);
+        if rlength > payload.len() as u64 && outcome.return_code == ReturnCode::Ok {
+            self.counters.rx_ptl_multi_msgs += 1;
+            let m = InMsg {
+                pt,
+                ac,
+                start,
+                length,
+                rlength,
+                received: payload.len() as u64,
+                data_rc,
+                outcome,
+                tc,
+                fab: *fab,
+            };
+            self.tgt.msgs.insert((fab.sfa >> 12, req.handle), m);
+            return;
+        }
+        self.complete_put(io, fab, tc, req.handle, &outcome, data_rc, length);
+    }
+
+    /// A continuation of a put.
+    fn continuation(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, c: &Continuation, payload: &[u8]) {
+        self.counters.rx_ptl_continuation_pkt += 1;
+        let key = (fab.sfa >> 12, c.handle);
+        let Some(m) = self.tgt.msgs.get_mut(&key) else {
+            return;
+        };
+        let off = u64::from(c.offset);
+        if m.data_rc == ReturnCode::Ok && off < m.length {
+            let n = (payload.len() as u64).min(m.length - off) as usize;
+            if let Err(rc) = self.atu.write(io.dma(), m.ac, m.start + off, &payload[..n]) {
+                m.data_rc = rc;
+            }
+        }
+        m.received += payload.len() as u64;
+        if !(c.eom || m.received >= m.rlength) {
+            return;
+        }
+        let Some(m) = self.tgt.msgs.remove(&key) else {
+            return;
+        };
+        let _ = m.pt;
+        self.complete_put(io, &m.fab, m.tc, c.handle, &m.outcome, m.data_rc, m.length);
+    }
+
+    /// All of a put has landed (or failed): target events, CT, ACK.
+    #[allow(clippy::too_many_arguments)]
+    fn complete_put(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        tc: TrafficClass,
+        handle: u32,
+        outcome: &IncomingOutcome,
+        data_rc: ReturnCode,
+        length: u64,
+    ) {
+        let failed = data_rc != ReturnCode::Ok;
+        self.post_target_events(io, &outcome.events, failed.then_some(data_rc));
+        self.apply_ct(io, outcome.ct, failed);
+        let rc = if outcome.return_code == ReturnCode::Ok && failed {
+            data_rc
+        } else {
+            outcome.return_code
+        };
+        let r = Response {
+            kind: RspKind::Ack,
+            rc: rc.into(),
+            ptl_list: outcome.list.map_or(0, u8::from),
+            offset: 0,
+            eom: true,
+            handle,
+            mlength: if rc == ReturnCode::Ok {
+                length.min(u64::from(u32::MAX)) as u32
+            } else {
+                0
+            },
+        };
+        self.respond(io, fab, tc, &r, &[]);
+    }
+
+    /// A Get: read the matched data and send it back in MTU segments.
+    fn serve_get(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        req: &Request,
+        tc: TrafficClass,
+        pt: u16,
+        outcome: IncomingOutcome,
+    ) {
+        if outcome.return_code == ReturnCode::Delayed {
+            if let Some(id) = outcome.unexpected {
+                self.tgt.pending_gets.insert(
+                    id,
+                    PendingGet {
+                        fab: *fab,
+                        handle: req.handle,
+                        tc,
+                    },
+                );
+            }
+            self.post_target_events(io, &outcome.events, None);
+            self.apply_ct(io, outcome.ct, false);
+            return;
+        }
+        let Some(d) = outcome.delivery else {
+            self.post_target_events(io, &outcome.events, None);
+            self.apply_ct(io, outcome.ct, outcome.return_code != ReturnCode::Ok);
+            self.nack(io, fab, tc, req, outcome.return_code);
+            return;
+        };
+        let ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+        let list = outcome.list.map_or(0, u8::from);
+        let rc = self.send_reply(io, fab, tc, req.handle, ac, d.start, d.length, list);
+        let failed = rc != ReturnCode::Ok;
+        self.post_target_events(io, &outcome.events, failed.then_some(rc));
+        self.apply_ct(io, outcome.ct, failed);
+    }
+
+    /// Send `length` bytes at `start` (AC `ac`) as REPLY segments; on a read error one
+    /// REPLY carrying the return code. Returns the return code.
+    #[allow(clippy::too_many_arguments)]
+    fn send_reply(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        tc: TrafficClass,
+        handle: u32,
+        ac: u16,
+        start: u64,
+        length: u64,
+        list: u8,
+    ) -> ReturnCode {
+        let mut rsp = Response {
+            kind: RspKind::Reply,
+            rc: ReturnCode::Ok.into(),
+            ptl_list: list,
+            offset: 0,
+            eom: length == 0,
+            handle,
+            mlength: length.min(u64::from(u32::MAX)) as u32,
+        };
+        if let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::READ) {
+            rsp.rc = rc.into();
+            rsp.eom = true;
+            rsp.mlength = 0;
+            self.respond(io, fab, tc, &rsp, &[]);
+            return rc;
+        }
+        if length == 0 {
+            self.respond(io, fab, tc, &rsp, &[]);
+            return ReturnCode::Ok;
+        }
+        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base) else {
+            return ReturnCode::Undeliverable;
+        };
+        let back = Fab {
+            vni: fab.vni,
+            sfa: self.nid << 12,
+            dfa: fab.sfa,
+        };
+        let src = io.port().unwrap_or_default();
+        let mut off = 0u64;
+        while off < length {
+            let n = (length - off).min(MTU as u64) as usize;
+            rsp.offset = off as u32;
+            rsp.eom = off + n as u64 == length;
+            let mut b = wire::response(&back, &rsp, n);
+            let at = b.len();
+            b.resize(at + n, 0);
+            if let Err(rc) = self.atu.read(io.dma(), ac, start + off, &mut b[at..]) {
+                rsp.rc = rc.into();
+                rsp.eom = true;
+                self.respond(io, fab, tc, &rsp, &[]);
+                return rc;
+            }
+            io.send(Packet::new(src, PortId(port), tc, b));
+            off += n as u64;
+        }
+        ReturnCode::Ok
+    }
+
+    /// Execute one target command of target CQ `n`.
+    pub(crate) fn exec_target(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        _n: u32,
+        bytes: &[u8],
+    ) -> Result<Exec, Fail> {
+        self.counters.num_tgt_cmds += 1;
+        let cmd = TargetCommand::decode(bytes).map_err(|e| format_rc(&e))?;
+        cmd.validate().map_err(|e| format_rc(&e))?;
+        let out = match cmd {
+            TargetCommand::List(t) => {
+                let le = Le {
+                    buffer_id: t.buffer_id,
+                    start: t.start,
+                    length: t.length,
+                    lac: t.lac,
+                    ct: t.ct,
+                    match_bits: t.match_bits,
+                    ignore_bits: t.ignore_bits,
+                    match_id: t.match_id,
+                    min_free: t.min_free,
+                    flags: t.opts(),
+                };
+                let pt = t.ptlte_index;
+                match t.opcode {
+                    TgtOp::Append => self.lpe.append(pt, t.ptl_list, le),
+                    TgtOp::Search => self.lpe.search(pt, t.ptl_list, &le),
+                    TgtOp::SearchAndDelete => self.lpe.search_and_delete(pt, t.ptl_list, &le),
+                    TgtOp::Unlink => self.lpe.unlink(pt, t.ptl_list, t.buffer_id),
+                    TgtOp::Setstate => return Err(ReturnCode::IllegalOp),
+                }
+            }
+            TargetCommand::SetState(s) => {
+                self.lpe
+                    .set_state(s.ptlte_index, s.ptlte_state, s.drop_count)
+            }
+        };
+        let out = out.map_err(|e| e.return_code())?;
+        self.command_outcome(io, out);
+        Ok(Exec::Next)
+    }
+
+    /// Carry out what a target command produced.
+    fn command_outcome(&mut self, io: &mut DeviceIo<'_>, out: CommandOutcome) {
+        self.post_target_events(io, &out.events, None);
+        for u in &out.ct {
+            self.ct_event(io, u.ct, u.success_increment, 0);
+        }
+        for id in &out.released_ules {
+            self.tgt.pending_gets.remove(id);
+        }
+        for d in &out.delayed {
+            let Some(g) = self.tgt.pending_gets.remove(&d.ule_id) else {
+                continue;
+            };
+            let ac = self
+                .tables
+                .lac_ac(self.tables.ptlte_rgid(d.ptlte_index), d.lac);
+            let list = u8::from(PtlList::Priority);
+            self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lpe::AtomicInfo;
+
+    #[test]
+    fn short_and_long_target_events_carry_the_lpe_fields() {
+        let ev = TargetEvent {
+            event_type: EventType::Put,
+            return_code: ReturnCode::Ok,
+            eq: 3,
+            ptlte_index: 9,
+            long_format: false,
+            header_data: 0x55,
+            initiator: 0x1234,
+            state_change: None,
+            ptl_list: PtlList::Overflow,
+            rendezvous: false,
+            get_issued: false,
+            auto_unlinked: true,
+            match_bits: 0xABCD,
+            buffer_id: 77,
+            vni: 10,
+            mlength: 100,
+            rlength: 200,
+            remote_offset: 8,
+            start: 0x1000,
+            atomic: AtomicInfo::default(),
+            rendezvous_id: 0,
+        };
+        let mut b = [0u8; 64];
+        assert_eq!(encode_target(&ev, false, None, 0, &mut b), 32);
+        let s = TargetShort::decode(&b).unwrap();
+        assert_eq!(
+            (s.buffer_id, s.length, s.ptl_list),
+            (77, 100, PtlList::Overflow)
+        );
+        assert!(s.auto_unlinked);
+        assert_eq!(
+            encode_target(&ev, true, Some(ReturnCode::NoTranslation), 5, &mut b),
+            64
+        );
+        let l = TargetLong::decode(&b).unwrap();
+        assert_eq!((l.mlength, l.rlength, l.start), (100, 200, 0x1000));
+        assert_eq!(l.return_code, ReturnCode::NoTranslation);
+    }
+}
