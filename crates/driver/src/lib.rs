@@ -1,5 +1,14 @@
 //! Kernel-style driver model for the emulated (and real) Cassini and Gemini NICs: a PCI bus with
 //! probe by id, per-device resource allocators, a uAPI of opcodes and mmap tokens, memory
 //! registration, interrupts. Backends: emulated (in-process device) and vfio (real device).
+//!
+//! - [`pci`]: the bus, functions, backends, wait objects.
+//! - [`mem`]: host memory as the driver and user processes see it.
+//! - [`cassini`]: the Cassini driver (`cass_*` hardware access, `cxi_*` client services,
+//!   the uAPI).
+//! - [`emulated`]: assembling emulated clusters (engine, fabric, nodes, devices on a bus).
 
+pub mod cassini;
+pub mod emulated;
+pub mod mem;
 pub mod pci;

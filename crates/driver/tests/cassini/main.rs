@@ -1,0 +1,6 @@
+//! The Cassini driver against the emulated device: probe, isolation between clients, cleanup
+//! on close, exhaustion, the ATU, the uAPI checks, reset, and a property test over random
+//! request sequences.
+
+mod common;
+mod lifecycle;
