@@ -3,4 +3,7 @@
 //! request sequences.
 
 mod common;
+mod isolation;
 mod lifecycle;
+mod probe;
+mod resources;
