@@ -3,6 +3,7 @@
 //! request sequences.
 
 mod common;
+mod e2e;
 mod isolation;
 mod lifecycle;
 mod probe;
