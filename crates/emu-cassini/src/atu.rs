@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(r, Err(ReturnCode::NoTranslation));
         let r = atu.read(&dma, 5, (0x104 << 12) - 8, &mut [0u8; 16]);
         assert_eq!(r, Err(ReturnCode::AddrOutOfRange));
-        let r = atu.read(&dma, 5, (0xff << 12), &mut [0u8; 16]);
+        let r = atu.read(&dma, 5, 0xff << 12, &mut [0u8; 16]);
         assert_eq!(r, Err(ReturnCode::AddrOutOfRange));
         let r = atu.read(&dma, 6, 0, &mut [0u8; 16]);
         assert_eq!(r, Err(ReturnCode::InvalidAc));

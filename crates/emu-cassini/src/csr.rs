@@ -64,13 +64,6 @@ pub(crate) struct Piece {
     pub(crate) len: usize,
 }
 
-impl Piece {
-    /// CSR-region offset of the entry.
-    pub(crate) fn entry_offset(&self) -> u64 {
-        self.csr.offset + u64::from(self.entry) * u64::from(self.csr.size)
-    }
-}
-
 impl CsrFile {
     pub(crate) fn new(generation: Generation) -> Self {
         CsrFile {
@@ -156,8 +149,9 @@ impl CsrFile {
     }
 
     /// Copy the bytes of `piece` into `out` (`out.len() == piece.len`).
+    #[cfg(test)]
     pub(crate) fn read_piece(&self, p: &Piece, out: &mut [u8]) {
-        let off = p.entry_offset();
+        let off = p.csr.offset + u64::from(p.entry) * u64::from(p.csr.size);
         match self.store.get(&off) {
             Some(b) => out.copy_from_slice(&b[p.byte..p.byte + p.len]),
             None => {

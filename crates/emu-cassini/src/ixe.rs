@@ -91,10 +91,6 @@ impl Ixe {
         }
     }
 
-    /// Requests in flight.
-    pub(crate) fn outstanding(&self) -> usize {
-        self.reqs.len() - self.free.len()
-    }
 }
 
 /// Where a request's data comes from.
@@ -173,7 +169,7 @@ impl Hw {
                     }),
                     CqOp::CqLcid => {
                         // cxi_cq_emit_cq_lcid: 128 B aligned, followed by a 64 B NOOP.
-                        if cur32 % 4 != 0 || next.is_some_and(|b| !is_noop_header(b)) {
+                        if !cur32.is_multiple_of(4) || next.is_some_and(|b| !is_noop_header(b)) {
                             return Err(ReturnCode::CmdAlignError);
                         }
                         let t = &mut self.cqs.tx[n as usize];

@@ -126,7 +126,7 @@ fn fence_waits_for_earlier_commands_and_lcid_switches_profile() {
     }
     .encode();
     // LCID must be 128 B aligned: pad to an even slot first.
-    while p.txq.wp32() % 4 != 0 {
+    while !p.txq.wp32().is_multiple_of(4) {
         p.txq.emit(&p.c.nodes[INIT], &[0u8; 32]).unwrap();
     }
     p.tx(&[&lcid, &noop, &m1]);
@@ -134,7 +134,7 @@ fn fence_waits_for_earlier_commands_and_lcid_switches_profile() {
     let r = init_fields(&p.wait_tx());
     assert_eq!((r.0, r.1), (EventType::Ack, ReturnCode::VniNotFound));
     // And back to LCID 0.
-    while p.txq.wp32() % 4 != 0 {
+    while !p.txq.wp32().is_multiple_of(4) {
         p.txq.emit(&p.c.nodes[INIT], &[0u8; 32]).unwrap();
     }
     let lcid0 = CqCmd {
@@ -146,7 +146,7 @@ fn fence_waits_for_earlier_commands_and_lcid_switches_profile() {
     p.c.settle();
     assert_eq!(init_fields(&p.wait_tx()).1, ReturnCode::Ok);
     // An LCID command not followed by a NOOP fails the CQ with CMD_ALIGN_ERROR.
-    while p.txq.wp32() % 4 != 0 {
+    while !p.txq.wp32().is_multiple_of(4) {
         p.txq.emit(&p.c.nodes[INIT], &[0u8; 32]).unwrap();
     }
     p.tx(&[&lcid0, &m1]);
