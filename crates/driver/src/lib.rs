@@ -10,5 +10,6 @@
 
 pub mod cassini;
 pub mod emulated;
+pub mod gemini;
 pub mod mem;
 pub mod pci;

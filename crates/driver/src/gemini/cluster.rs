@@ -1,0 +1,543 @@
+//! Emulated clusters of Gemini nodes: the engine and a 3D-torus fabric (two NICs per router,
+//! as on a Gemini ASIC), one host memory and one emulated Gemini per node on that node's PCI
+//! bus, and the kgni driver probed by id. A privileged "launcher" client configures one job
+//! (ptag, cookie, NTT) on every node, as ALPS does before starting an application, and the
+//! application learns them from [`GeminiCluster::job`] (the `PMI_GNI_PTAG`/`PMI_GNI_COOKIE`
+//! of a real launch).
+//!
+//! Waits in the driver progress through a cluster-wide handle: it runs engine work and the
+//! interrupt-handler work (`Kgni::service`) of every node, so a single thread can drive a
+//! datagram exchange between two nodes on the deterministic engine.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use emu_core::dma::DmaPort;
+use emu_core::engine::deterministic::Deterministic;
+use emu_core::engine::threaded::{Threaded, ThreadedConfig};
+use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
+use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
+use emu_core::memory::HostMemory;
+use emu_core::mmio::Mmio;
+use firmware_spec::gemini::gni::{self, JobLimits};
+use thiserror::Error;
+
+use super::driver::KgniDriver;
+use super::kgni::{Kgni, KgniClient, KgniConfig, Waiter};
+use super::uapi::JobConfig;
+use crate::emulated::EngineKind;
+use crate::mem::{EmulatedHostMemory, HostMem, UserSpace};
+use crate::pci::{
+    BindState, DmaError, EmulatedFunction, HostRange, InterruptSink, PciAddress, PciBus, PciDriver,
+    PciError, PciFunction,
+};
+
+/// The ptag of the job a cluster configures by default (in the user range).
+pub const DEFAULT_PTAG: u8 = 16;
+/// The protection key of the default job (in the user range 128..=65407).
+pub const DEFAULT_PKEY: u16 = 0x4000;
+
+/// Why a cluster could not be built.
+#[derive(Debug, Error)]
+pub enum GeminiClusterError {
+    /// The fabric could not be built.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The engine refused something.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A node's memory could not be created.
+    #[error("host memory of node {node}: {reason}")]
+    Memory {
+        /// The node.
+        node: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The device model could not be built.
+    #[error("device model of node {node}: {reason}")]
+    Device {
+        /// The node.
+        node: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The PCI layer refused a function.
+    #[error(transparent)]
+    Pci(#[from] PciError),
+    /// The driver did not bind a node's NIC.
+    #[error("node {node}: kgni did not bind {address}: {reason}")]
+    NotBound {
+        /// The node.
+        node: usize,
+        /// The function.
+        address: String,
+        /// What the bus recorded.
+        reason: String,
+    },
+    /// The job could not be configured.
+    #[error("node {node}: job setup failed: {reason}")]
+    Job {
+        /// The node.
+        node: usize,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Builder of a [`GeminiCluster`].
+#[derive(Clone, Debug)]
+pub struct GeminiClusterBuilder {
+    dims: [u32; 3],
+    nics_per_router: u32,
+    engine: EngineKind,
+    memory: u64,
+    config: KgniConfig,
+    job: Option<JobConfig>,
+    ntt: bool,
+    faults: FaultConfig,
+}
+
+impl Default for GeminiClusterBuilder {
+    fn default() -> Self {
+        GeminiClusterBuilder {
+            dims: [1, 1, 1],
+            nics_per_router: 2,
+            engine: EngineKind::Deterministic { seed: 0 },
+            memory: 64 << 20,
+            config: KgniConfig::default(),
+            job: None,
+            ntt: true,
+            faults: FaultConfig::none(),
+        }
+    }
+}
+
+impl GeminiClusterBuilder {
+    /// Routers along x, y, z (default 1×1×1).
+    pub fn dims(mut self, dims: [u32; 3]) -> Self {
+        self.dims = dims;
+        self
+    }
+
+    /// NICs per router (default 2).
+    pub fn nics_per_router(mut self, n: u32) -> Self {
+        self.nics_per_router = n;
+        self
+    }
+
+    /// The engine (default deterministic, seed 0).
+    pub fn engine(mut self, e: EngineKind) -> Self {
+        self.engine = e;
+        self
+    }
+
+    /// RAM per node (default 64 MiB).
+    pub fn memory_per_node(mut self, bytes: u64) -> Self {
+        self.memory = bytes;
+        self
+    }
+
+    /// Driver settings of every node (`device_id` is kept per node).
+    pub fn kgni_config(mut self, c: KgniConfig) -> Self {
+        self.config = c;
+        self
+    }
+
+    /// The job to configure on every node (default: [`DEFAULT_PTAG`], a cookie from
+    /// [`DEFAULT_PKEY`], no limits, an NTT mapping logical PE `i` to node `i`).
+    pub fn job(mut self, job: JobConfig) -> Self {
+        self.job = Some(job);
+        self
+    }
+
+    /// Whether the default job gets an NTT (default true).
+    pub fn ntt(mut self, on: bool) -> Self {
+        self.ntt = on;
+        self
+    }
+
+    /// Fabric faults (default none).
+    pub fn faults(mut self, f: FaultConfig) -> Self {
+        self.faults = f;
+        self
+    }
+
+    /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
+    pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
+        let fabric = Fabric::new(FabricConfig {
+            topology: Topology::Torus3D {
+                dims: self.dims,
+                nics_per_router: self.nics_per_router,
+            },
+            link: emu_gemini::cluster::gemini_link_params(),
+            faults: self.faults,
+        })?;
+        let ports = fabric.ports();
+        let (engine, threaded): (Arc<dyn Engine>, Option<Arc<Threaded>>) = match &self.engine {
+            EngineKind::Deterministic { seed } => {
+                (Arc::new(Deterministic::new(*seed, fabric)), None)
+            }
+            EngineKind::Threaded | EngineKind::ThreadedWith(_) => {
+                let cfg = match &self.engine {
+                    EngineKind::ThreadedWith(c) => c.clone(),
+                    _ => ThreadedConfig::default(),
+                };
+                let t = Arc::new(Threaded::new(fabric, cfg)?);
+                (Arc::clone(&t) as Arc<dyn Engine>, Some(t))
+            }
+        };
+        let progress = Arc::new(ClusterProgress {
+            engine: engine.progress_handle(),
+            nodes: Mutex::new(Vec::new()),
+        });
+        let waiter = if threaded.is_some() {
+            Waiter::Threaded(Arc::clone(&progress) as Arc<dyn Progress>)
+        } else {
+            Waiter::Deterministic(Arc::clone(&progress) as Arc<dyn Progress>)
+        };
+        let job = self.job.clone().unwrap_or_else(|| JobConfig {
+            ptag: DEFAULT_PTAG,
+            cookie: gni::job_create_cookie(DEFAULT_PKEY, 0),
+            limits: JobLimits::default(),
+            ntt: if self.ntt {
+                (0..ports).collect()
+            } else {
+                Vec::new()
+            },
+        });
+        let mut nodes = Vec::with_capacity(ports as usize);
+        for pe in 0..ports {
+            let node = self.build_node(pe, &engine, &waiter, &job)?;
+            progress
+                .nodes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Arc::downgrade(&node.kgni));
+            nodes.push(node);
+        }
+        Ok(GeminiCluster {
+            engine,
+            threaded,
+            progress,
+            nodes,
+            job,
+            kind: self.engine,
+        })
+    }
+
+    fn build_node(
+        &self,
+        pe: u32,
+        engine: &Arc<dyn Engine>,
+        waiter: &Waiter,
+        job: &JobConfig,
+    ) -> Result<GeminiNode, GeminiClusterError> {
+        let index = pe as usize;
+        let memory = HostMemory::new(self.memory).map_err(|e| GeminiClusterError::Memory {
+            node: index,
+            reason: e.to_string(),
+        })?;
+        let model = emu_gemini::Gemini::new(emu_gemini::GeminiConfig::new(pe)).map_err(|e| {
+            GeminiClusterError::Device {
+                node: index,
+                reason: e.to_string(),
+            }
+        })?;
+        // The node's NIC reaches its RAM through a passthrough IOMMU (bus address = RAM
+        // address, see `HostMem::bus_address`).
+        let dev = engine.add_device(
+            Box::new(model),
+            DmaPort::passthrough(memory.clone()),
+            Some(PortId(pe)),
+        )?;
+        let function = GeminiFunction::new(Arc::clone(engine), dev)?;
+        let host: Arc<dyn HostMem> = Arc::new(EmulatedHostMemory::new(memory));
+        let address = PciAddress::new(0, 0x3b, 0, 0).map_err(|e| GeminiClusterError::NotBound {
+            node: index,
+            address: String::new(),
+            reason: e.to_string(),
+        })?;
+        let mut bus = PciBus::new();
+        bus.add(PciFunction::emulated(address, Arc::new(function)))?;
+        let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());
+        let report = bus.probe_all(&[&driver as &dyn PciDriver]);
+        let kgni = match report.first() {
+            Some((a, BindState::Bound { .. })) => bus.drvdata::<Kgni>(*a),
+            Some((a, state)) => {
+                return Err(GeminiClusterError::NotBound {
+                    node: index,
+                    address: a.to_string(),
+                    reason: format!("{state:?}"),
+                });
+            }
+            None => None,
+        }
+        .ok_or_else(|| GeminiClusterError::NotBound {
+            node: index,
+            address: address.to_string(),
+            reason: "no driver data".into(),
+        })?;
+        kgni.set_waiter(waiter.clone());
+        let launcher = kgni.open_privileged(UserSpace::new(Arc::clone(&host)));
+        launcher
+            .configure_job(job.clone())
+            .map_err(|e| GeminiClusterError::Job {
+                node: index,
+                reason: e.to_string(),
+            })?;
+        Ok(GeminiNode {
+            pe,
+            memory: host,
+            bus: Mutex::new(bus),
+            kgni,
+            launcher: Some(launcher),
+        })
+    }
+}
+
+/// Engine progress plus the interrupt-handler work of every node.
+struct ClusterProgress {
+    engine: Arc<dyn Progress>,
+    nodes: Mutex<Vec<Weak<Kgni>>>,
+}
+
+impl Progress for ClusterProgress {
+    fn progress(&self) -> bool {
+        let mut did = self.engine.progress();
+        let nodes: Vec<Arc<Kgni>> = self
+            .nodes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for n in nodes {
+            did |= n.service();
+        }
+        did
+    }
+}
+
+/// One node: its RAM, its PCI bus, the Gemini kgni brought up.
+pub struct GeminiNode {
+    pe: u32,
+    memory: Arc<dyn HostMem>,
+    bus: Mutex<PciBus>,
+    kgni: Arc<Kgni>,
+    launcher: Option<KgniClient>,
+}
+
+impl fmt::Debug for GeminiNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeminiNode")
+            .field("pe", &self.pe)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GeminiNode {
+    /// The node's physical PE (= its fabric port).
+    pub fn pe(&self) -> u32 {
+        self.pe
+    }
+
+    /// The node's host memory.
+    pub fn memory(&self) -> &Arc<dyn HostMem> {
+        &self.memory
+    }
+
+    /// The node's kgni device (`/dev/kgni0`).
+    pub fn kgni(&self) -> &Arc<Kgni> {
+        &self.kgni
+    }
+
+    /// Open `/dev/kgni0` as a new process of this node.
+    pub fn open(&self) -> KgniClient {
+        self.kgni.open(UserSpace::new(Arc::clone(&self.memory)))
+    }
+
+    /// The job launcher's privileged client.
+    pub fn launcher(&self) -> Option<&KgniClient> {
+        self.launcher.as_ref()
+    }
+
+    /// Run `f` on the node's PCI bus.
+    pub fn with_bus<R>(&self, f: impl FnOnce(&mut PciBus) -> R) -> R {
+        f(&mut self.bus.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// An emulated Gemini cluster.
+pub struct GeminiCluster {
+    engine: Arc<dyn Engine>,
+    threaded: Option<Arc<Threaded>>,
+    progress: Arc<ClusterProgress>,
+    nodes: Vec<GeminiNode>,
+    job: JobConfig,
+    kind: EngineKind,
+}
+
+impl fmt::Debug for GeminiCluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeminiCluster")
+            .field("engine", &self.kind)
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+impl GeminiCluster {
+    /// A builder (one router with 2 NICs, deterministic engine, seed 0).
+    pub fn builder() -> GeminiClusterBuilder {
+        GeminiClusterBuilder::default()
+    }
+
+    /// The nodes, by PE.
+    pub fn nodes(&self) -> &[GeminiNode] {
+        &self.nodes
+    }
+
+    /// Node `pe`.
+    pub fn node(&self, pe: usize) -> Option<&GeminiNode> {
+        self.nodes.get(pe)
+    }
+
+    /// The job configured on every node.
+    pub fn job(&self) -> &JobConfig {
+        &self.job
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// The engine kind.
+    pub fn engine_kind(&self) -> &EngineKind {
+        &self.kind
+    }
+
+    /// Progress: engine work plus every node's interrupt-handler work.
+    pub fn progress(&self) -> Arc<dyn Progress> {
+        Arc::clone(&self.progress) as Arc<dyn Progress>
+    }
+
+    /// Run until nothing is left to do or `max` steps ran; returns the steps that did work.
+    pub fn run(&self, max: u64) -> u64 {
+        let mut n = 0;
+        while n < max && self.progress.progress() {
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for GeminiCluster {
+    fn drop(&mut self) {
+        // Close the launchers while the engine still runs.
+        for n in &mut self.nodes {
+            n.launcher = None;
+        }
+        if let Some(t) = &self.threaded {
+            t.shutdown();
+        }
+    }
+}
+
+/// An engine device seen as a PCI function (the emulated backend's [`EmulatedFunction`]).
+struct GeminiFunction {
+    engine: Arc<dyn Engine>,
+    dev: DeviceId,
+    bars: Vec<Option<Arc<dyn Mmio>>>,
+    msix: u32,
+}
+
+impl GeminiFunction {
+    fn new(engine: Arc<dyn Engine>, dev: DeviceId) -> Result<Self, EngineError> {
+        let mut bars = Vec::with_capacity(6);
+        for b in 0..6u8 {
+            let size = engine.bar_size(dev, b)?;
+            bars.push(if size > 0 {
+                Some(engine.mmio(dev, b)?)
+            } else {
+                None
+            });
+        }
+        let mut f = GeminiFunction {
+            engine,
+            dev,
+            bars,
+            msix: 0,
+        };
+        f.msix = f.find_msix_vectors();
+        Ok(f)
+    }
+
+    /// Table size from the MSI-X capability (message control bits 0..11, N - 1).
+    fn find_msix_vectors(&self) -> u32 {
+        let mut ptr = (self.config_read(0x34) & 0xfc) as u16;
+        for _ in 0..48 {
+            if ptr == 0 {
+                break;
+            }
+            let dw = self.config_read(ptr);
+            if dw & 0xff == 0x11 {
+                return ((dw >> 16) & 0x7ff) + 1;
+            }
+            ptr = ((dw >> 8) & 0xfc) as u16;
+        }
+        0
+    }
+}
+
+impl EmulatedFunction for GeminiFunction {
+    fn config_read(&self, offset: u16) -> u32 {
+        self.engine
+            .config_read(self.dev, offset / 4)
+            .unwrap_or(u32::MAX)
+    }
+
+    fn config_write(&self, offset: u16, value: u32) {
+        if let Err(e) = self.engine.config_write(self.dev, offset / 4, value) {
+            tracing::warn!(offset, error = %e, "config write to an emulated Gemini failed");
+        }
+    }
+
+    fn bar(&self, index: u8) -> Option<Arc<dyn Mmio>> {
+        self.bars.get(usize::from(index)).cloned().flatten()
+    }
+
+    fn msix_vectors(&self) -> u32 {
+        self.msix
+    }
+
+    fn set_interrupt_sink(&self, sink: Option<InterruptSink>) {
+        let s: emu_core::engine::InterruptSink = match sink {
+            Some(s) => Arc::new(move |v: u16| {
+                if !s.fire(u32::from(v)) {
+                    tracing::debug!(vector = v, "interrupt to a vector that is not enabled");
+                }
+            }),
+            None => Arc::new(|_v: u16| {}),
+        };
+        if let Err(e) = self.engine.set_interrupt_sink(self.dev, s) {
+            tracing::warn!(error = %e, "cannot route interrupts of an emulated Gemini");
+        }
+    }
+
+    fn dma_map(&self, iova: u64, host: HostRange) -> Result<(), DmaError> {
+        // Passthrough IOMMU: only identity mappings describe it.
+        if iova == host.addr {
+            Ok(())
+        } else {
+            Err(DmaError::Rejected(
+                "the node's IOMMU is in passthrough mode".into(),
+            ))
+        }
+    }
+
+    fn dma_unmap(&self, _iova: u64, _len: u64) -> Result<(), DmaError> {
+        Ok(())
+    }
+}
