@@ -1,0 +1,1 @@
+//! Tools (being written).
