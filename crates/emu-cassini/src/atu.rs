@@ -11,13 +11,12 @@
 //! `PAGE_PERM_ERROR`, a bus error (page table or data outside host memory)
 //! `PCIE_UNSUCCESS_CMPL`.
 
-use std::collections::HashMap;
-
 use emu_core::dma::{DmaPort, Perm, Segment};
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
+use crate::fasthash::FastMap;
 
 /// `enum c_ta_mode` values used here.
 const TA_MODE_NTA: u64 = 1;
@@ -34,6 +33,8 @@ const PTE_W: u64 = 1 << 58;
 const PTE_LEAF: u64 = 1 << 59;
 const PTE_P: u64 = 1 << 60;
 const LEVELS: u32 = 5;
+/// Slots of the direct-mapped translation front cache.
+const TLB_SLOTS: usize = 256;
 /// Cached translations kept before the cache is flushed wholesale.
 const CACHE_LIMIT: usize = 1 << 16;
 
@@ -77,8 +78,9 @@ pub(crate) struct AtuCounters {
 #[derive(Debug)]
 pub(crate) struct Atu {
     acs: Vec<Ac>,
-    cache: HashMap<(u16, u64), Tlb>,
-    last: Option<((u16, u64), Tlb)>,
+    cache: FastMap<(u16, u64), Tlb>,
+    /// Direct-mapped front of the cache.
+    tlb: Vec<Option<((u16, u64), Tlb)>>,
     segs: Vec<Segment>,
     pub(crate) counters: AtuCounters,
 }
@@ -87,8 +89,8 @@ impl Atu {
     pub(crate) fn new() -> Self {
         Atu {
             acs: vec![Ac::default(); csr::C_ATU_CFG_AC_TABLE.entries as usize],
-            cache: HashMap::new(),
-            last: None,
+            cache: FastMap::default(),
+            tlb: vec![None; TLB_SLOTS],
             segs: Vec::with_capacity(64),
             counters: AtuCounters::default(),
         }
@@ -140,8 +142,10 @@ impl Atu {
     /// Drop every cached translation of `acid`.
     pub(crate) fn invalidate(&mut self, acid: u16) {
         self.cache.retain(|k, _| k.0 != acid);
-        if self.last.is_some_and(|(k, _)| k.0 == acid) {
-            self.last = None;
+        for s in self.tlb.iter_mut() {
+            if s.is_some_and(|(k, _)| k.0 == acid) {
+                *s = None;
+            }
         }
     }
 
@@ -174,7 +178,8 @@ impl Atu {
     /// Translate one page (cached).
     fn page(&mut self, dma: &DmaPort, acid: u16, ac: &Ac, iova: u64) -> Result<Tlb, ReturnCode> {
         let key = (acid, iova >> PAGE_SHIFT);
-        if let Some((k, t)) = self.last
+        let slot = ((key.1 ^ (u64::from(acid) << 7)) as usize) % TLB_SLOTS;
+        if let Some((k, t)) = self.tlb[slot]
             && k == key
         {
             self.counters.cache_hit_base_page_size += 1;
@@ -183,7 +188,7 @@ impl Atu {
         if let Some(t) = self.cache.get(&key) {
             self.counters.cache_hit_base_page_size += 1;
             let t = *t;
-            self.last = Some((key, t));
+            self.tlb[slot] = Some((key, t));
             return Ok(t);
         }
         self.counters.cache_miss += 1;
@@ -192,7 +197,7 @@ impl Atu {
             self.cache.clear();
         }
         self.cache.insert(key, t);
-        self.last = Some((key, t));
+        self.tlb[slot] = Some((key, t));
         Ok(t)
     }
 

@@ -170,7 +170,7 @@ impl Cassini {
         match cpci::decode_bar0(off) {
             Bar0Region::Csr { off } => self.csr_write(io, off, data),
             Bar0Region::EqSwState { eq, off } => {
-                self.hw.ee_page_write(&mut self.csr, io, eq, off, data);
+                self.hw.ee_page_write(io, eq, off, data);
             }
             Bar0Region::TxCqLaunch { cq, off } => self.hw.launch_write(io, false, cq, off, data),
             Bar0Region::TgtCqLaunch { cq, off } => self.hw.launch_write(io, true, cq, off, data),

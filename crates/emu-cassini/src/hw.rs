@@ -252,25 +252,14 @@ impl Hw {
     }
 
     /// A store to EQ `eq`'s EE page: a 64-bit store at offset 0 is the software state.
-    pub(crate) fn ee_page_write(
-        &mut self,
-        csrs: &mut CsrFile,
-        io: &mut DeviceIo<'_>,
-        eq: u32,
-        off: u32,
-        data: &[u8],
-    ) {
+    pub(crate) fn ee_page_write(&mut self, io: &mut DeviceIo<'_>, eq: u32, off: u32, data: &[u8]) {
         if off != 0 || data.len() != 8 {
             return;
         }
         let mut q = [0u8; 8];
         q.copy_from_slice(data);
         let qw = u64::from_le_bytes(q);
-        // Mirror into c_ee_cfg_eq_sw_state[eq].
-        let c = csr::C_EE_CFG_EQ_SW_STATE;
-        for fld in c.fields.iter().filter(|f| f.is_register_field()) {
-            csrs.hw_set(c, eq, fld, (qw >> fld.bit) & fld.value_mask());
-        }
+        // `c_ee_cfg_eq_sw_state[eq]` reads back the EE's copy (see `reflect`).
         self.ee.sw_state_written(&mut self.atu, io, eq, qw);
     }
 

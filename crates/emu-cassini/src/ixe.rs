@@ -10,7 +10,7 @@
 //! last one) -> `finish` (free the handle, release a waiting FENCE).
 
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::fabric::{PortId, TrafficClass};
 use firmware_spec::cassini::cmd::{
     Command, CqOp, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
 };
@@ -90,7 +90,6 @@ impl Ixe {
             self.free.push(h);
         }
     }
-
 }
 
 /// Where a request's data comes from.
@@ -403,7 +402,7 @@ impl Hw {
             return Ok(Exec::Next);
         }
         let src = io.port().unwrap_or_default();
-        io.send(Packet::new(src, dst, tc, data));
+        io.send(wire::packet(src, dst, tc, data));
         if get {
             self.counters.ptl_tx_get_msgs += 1;
         } else {
@@ -423,7 +422,7 @@ impl Hw {
                     // The buffer was checked; it can only fail if host memory vanished.
                     break;
                 }
-                io.send(Packet::new(src, dst, tc, data));
+                io.send(wire::packet(src, dst, tc, data));
                 self.counters.ptl_tx_put_pkts += 1;
                 off += len;
             }

@@ -17,6 +17,7 @@ pub mod ct;
 pub mod demo;
 mod device;
 mod ee;
+mod fasthash;
 pub mod harness;
 mod hw;
 mod ixe;

@@ -7,12 +7,11 @@
 //! bit; writing 1 to `*_invalidate[i]` clears it. The first valid matching entry wins.
 //! Lookups are cached until the next RMU write.
 
-use std::collections::HashMap;
-
 use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
+use crate::fasthash::FastMap;
 
 /// RMU counters (`c_rmu_cntrs` names).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,7 +40,7 @@ pub(crate) struct Rmu {
     vni: Vec<Tcam>,
     portal: Vec<Tcam>,
     index: Vec<u16>,
-    cache: HashMap<(u16, u32), Result<u16, ReturnCode>>,
+    cache: FastMap<(u16, u32), Result<u16, ReturnCode>>,
     pub(crate) counters: RmuCounters,
 }
 
@@ -58,7 +57,7 @@ impl Rmu {
             vni: vec![Tcam::default(); csr::C_RMU_CFG_VNI_LIST_X.entries as usize],
             portal: vec![Tcam::default(); csr::C_RMU_CFG_PORTAL_LIST_X.entries as usize],
             index: vec![0; 4 * csr::C_RMU_CFG_PORTAL_INDEX_TABLE.entries as usize],
-            cache: HashMap::new(),
+            cache: FastMap::default(),
             counters: RmuCounters::default(),
         }
     }

@@ -7,8 +7,6 @@
 //! -> `place_put` / `serve_get` (data movement; a put longer than one MTU keeps an
 //! [`InMsg`] until its last continuation) -> `complete_put` (target events, CT, ACK).
 
-use std::collections::HashMap;
-
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
@@ -22,6 +20,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 use crate::cq::{Exec, Fail};
 use crate::csr::CsrFile;
 use crate::ee::EventClass;
+use crate::fasthash::FastMap;
 use crate::hw::Hw;
 use crate::lpe::{
     CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp, PtlteConfig,
@@ -57,8 +56,8 @@ struct PendingGet {
 /// Target state between packets.
 #[derive(Debug, Default)]
 pub(crate) struct Tgt {
-    msgs: HashMap<(u32, u32), InMsg>,
-    pending_gets: HashMap<u64, PendingGet>,
+    msgs: FastMap<(u32, u32), InMsg>,
+    pending_gets: FastMap<u64, PendingGet>,
 }
 
 /// The PtlTE options of a `c_lpe_cfg_ptl_table` entry as `cxi_pt_alloc_opts` bits.
@@ -283,7 +282,7 @@ impl Hw {
         let mut b = wire::response(&back, r, data.len());
         b.extend_from_slice(data);
         let src = io.port().unwrap_or_default();
-        io.send(Packet::new(src, PortId(port), tc, b));
+        io.send(wire::packet(src, PortId(port), tc, b));
     }
 
     fn nack(
@@ -441,8 +440,10 @@ impl Hw {
             ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
             start = d.start;
             length = d.length;
-            // The whole landing range is checked before any byte is written.
-            if let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::WRITE) {
+            // The whole landing range is checked before any byte is written (a single-packet
+            // put's write checks its whole range itself).
+            let single = u64::from(req.request_len) <= payload.len() as u64;
+            if !single && let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::WRITE) {
                 data_rc = rc;
             } else {
                 let n = (payload.len() as u64).min(length) as usize;
@@ -631,7 +632,7 @@ impl Hw {
                 self.respond(io, fab, tc, &rsp, &[]);
                 return rc;
             }
-            io.send(Packet::new(src, PortId(port), tc, b));
+            io.send(wire::packet(src, PortId(port), tc, b));
             off += n as u64;
         }
         ReturnCode::Ok

@@ -15,6 +15,7 @@
 //! echo it. `msg_id` is 0. The payload follows the header; a request carries at most
 //! [`MTU`] bytes of it.
 
+use emu_core::fabric::{Packet, PortId, TrafficClass};
 use firmware_spec::cassini::limits::C_MAX_HPC_MTU;
 
 /// Payload bytes per packet (`C_MAX_HPC_MTU`).
@@ -105,6 +106,18 @@ pub(crate) enum Parsed<'a> {
     Request(Fab, Request, &'a [u8]),
     Continuation(Fab, Continuation, &'a [u8]),
     Response(Fab, Response, &'a [u8]),
+}
+
+/// A packet for the fabric. The CRC is left for the fabric to seal when the packet is
+/// injected (`Fabric::inject` computes it), so it is not computed twice.
+pub(crate) fn packet(src: PortId, dst: PortId, tc: TrafficClass, data: Vec<u8>) -> Packet {
+    Packet {
+        src,
+        dst,
+        tc,
+        data,
+        crc: 0,
+    }
 }
 
 fn put_fab(b: &mut Vec<u8>, fab: &Fab, total: usize) {
