@@ -7,4 +7,6 @@ mod e2e;
 mod isolation;
 mod lifecycle;
 mod probe;
+mod random;
 mod resources;
+mod uapi;
