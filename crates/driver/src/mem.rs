@@ -15,6 +15,8 @@
 //! - [`MemWindow`]: a mapped view (a command ring mapped with `mmap`), revoked when the object
 //!   behind it is freed.
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

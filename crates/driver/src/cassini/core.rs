@@ -411,9 +411,7 @@ macro_rules! owned_mut {
 }
 
 impl DevState {
-    fn new(cfg: &DriverConfig, wait_vectors: u32) -> Self {
-        let pid_count = (1u32 << cfg.pid_bits) - 1;
-        let _ = pid_count;
+    fn new(wait_vectors: u32) -> Self {
         DevState {
             txq: IdAllocator::new(0, lim::C_NUM_TRANSMIT_CQS as u32),
             tgq: IdAllocator::new(0, lim::C_NUM_TARGET_CQS as u32),
@@ -619,7 +617,7 @@ impl CxiDevice {
         hw.init_defaults(info.nid, pid_bits, info.rdzv_get_idx, PHYS_ACID, phys_pages)
             .map_err(hw::InitError::from)?;
 
-        let mut st = DevState::new(&config, msix_vectors);
+        let mut st = DevState::new(msix_vectors);
         if !config.disable_default_svc {
             create_default_service(&mut st, &config);
         }
@@ -757,7 +755,7 @@ impl CxiDevice {
             st.services.remove(&s);
             st.svc_id.free(s);
         }
-        let mut fresh = DevState::new(&self.config, self.info.msix_vectors);
+        let mut fresh = DevState::new(self.info.msix_vectors);
         fresh.clients = std::mem::take(&mut st.clients);
         fresh.next_client = st.next_client;
         *st = fresh;
@@ -842,27 +840,6 @@ impl CxiDevice {
         }
     }
 
-    fn svc_use(st: &mut DevState, lni: u32, kind: usize, delta: i32) {
-        let Some(svc) = st.lnis.get(&lni).map(|l| l.svc) else {
-            return;
-        };
-        if let Some(s) = st.services.get_mut(&svc)
-            && let Some(u) = s.in_use.get_mut(kind)
-        {
-            *u = if delta >= 0 {
-                u.saturating_add(delta as u16)
-            } else {
-                u.saturating_sub(delta.unsigned_abs() as u16)
-            };
-        }
-    }
-
-    fn lni_ref(st: &mut DevState, lni: u32, delta: i32) {
-        if let Some(l) = st.lnis.get_mut(&lni) {
-            l.refs = l.refs.saturating_add_signed(delta);
-        }
-    }
-
     // ---- teardown of single objects (no ownership checks) ----
 
     fn free_pte_map(&self, st: &mut DevState, j: u32) {
@@ -888,8 +865,8 @@ impl CxiDevice {
         if let Some(e) = st.eqs.get_mut(&p.eq) {
             e.refs = e.refs.saturating_sub(1);
         }
-        Self::svc_use(st, p.lni, rsrc::PTE, -1);
-        Self::lni_ref(st, p.lni, -1);
+        svc_use(st, p.lni, rsrc::PTE, -1);
+        lni_ref(st, p.lni, -1);
     }
 
     fn free_cq(&self, st: &mut DevState, h: u32) {
@@ -899,11 +876,11 @@ impl CxiDevice {
         if c.tx {
             Self::log_hw(self.hw.txq_disable(c.n));
             st.txq.free(c.n);
-            Self::svc_use(st, c.lni, rsrc::TXQ, -1);
+            svc_use(st, c.lni, rsrc::TXQ, -1);
         } else {
             Self::log_hw(self.hw.tgq_disable(c.n));
             st.tgq.free(c.n);
-            Self::svc_use(st, c.lni, rsrc::TGQ, -1);
+            svc_use(st, c.lni, rsrc::TGQ, -1);
         }
         c.shared.revoke();
         for t in c.tokens {
@@ -912,7 +889,7 @@ impl CxiDevice {
         if let Some(e) = st.eqs.get_mut(&c.eq) {
             e.refs = e.refs.saturating_sub(1);
         }
-        Self::lni_ref(st, c.lni, -1);
+        lni_ref(st, c.lni, -1);
     }
 
     fn free_ct(&self, st: &mut DevState, n: u32) {
@@ -923,8 +900,8 @@ impl CxiDevice {
         st.ctn.free(n);
         c.shared.revoke();
         Self::drop_token(st, c.client, c.token);
-        Self::svc_use(st, c.lni, rsrc::CT, -1);
-        Self::lni_ref(st, c.lni, -1);
+        svc_use(st, c.lni, rsrc::CT, -1);
+        lni_ref(st, c.lni, -1);
     }
 
     fn free_eq(&self, st: &mut DevState, n: u32) {
@@ -943,8 +920,8 @@ impl CxiDevice {
                 w.refs = w.refs.saturating_sub(1);
             }
         }
-        Self::svc_use(st, e.lni, rsrc::EQ, -1);
-        Self::lni_ref(st, e.lni, -1);
+        svc_use(st, e.lni, rsrc::EQ, -1);
+        lni_ref(st, e.lni, -1);
     }
 
     fn free_wait(&self, st: &mut DevState, id: u32) {
@@ -952,7 +929,7 @@ impl CxiDevice {
             return;
         };
         st.wait_vec.free(w.vector);
-        Self::lni_ref(st, w.lni, -1);
+        lni_ref(st, w.lni, -1);
     }
 
     fn free_md(&self, st: &mut DevState, id: u32) {
@@ -982,7 +959,7 @@ impl CxiDevice {
         if ac_empty {
             self.free_ac(st, md.acid, md.lni);
         }
-        Self::lni_ref(st, md.lni, -1);
+        lni_ref(st, md.lni, -1);
     }
 
     fn free_ac(&self, st: &mut DevState, acid: u32, lni: u32) {
@@ -997,7 +974,7 @@ impl CxiDevice {
         Self::log_hw(self.hw.ac_disable(acid));
         Self::log_hw(self.hw.atu_invalidate(acid, 0));
         st.acid.free(acid);
-        Self::svc_use(st, lni, rsrc::AC, -1);
+        svc_use(st, lni, rsrc::AC, -1);
     }
 
     fn free_domain(&self, st: &mut DevState, id: u32) {
@@ -1015,7 +992,7 @@ impl CxiDevice {
             }
         }
         self.vni_unref(st, d.vni);
-        Self::lni_ref(st, d.lni, -1);
+        lni_ref(st, d.lni, -1);
     }
 
     fn vni_unref(&self, st: &mut DevState, vni: u32) {
@@ -1054,7 +1031,7 @@ impl CxiDevice {
             Self::log_hw(self.hw.cp_clear(c.cp));
             st.cpn.free(c.cp);
         }
-        Self::lni_ref(st, c.lni, -1);
+        lni_ref(st, c.lni, -1);
     }
 
     fn free_lni(&self, st: &mut DevState, id: u32) {
@@ -1067,6 +1044,29 @@ impl CxiDevice {
         if let Some(s) = st.services.get_mut(&l.svc) {
             s.lnis = s.lnis.saturating_sub(1);
         }
+    }
+}
+
+/// Account `delta` uses of resource `kind` to the service of `lni`.
+fn svc_use(st: &mut DevState, lni: u32, kind: usize, delta: i32) {
+    let Some(svc) = st.lnis.get(&lni).map(|l| l.svc) else {
+        return;
+    };
+    if let Some(s) = st.services.get_mut(&svc)
+        && let Some(u) = s.in_use.get_mut(kind)
+    {
+        *u = if delta >= 0 {
+            u.saturating_add(delta as u16)
+        } else {
+            u.saturating_sub(delta.unsigned_abs() as u16)
+        };
+    }
+}
+
+/// Count a reference to `lni` from one of its objects (or drop one).
+fn lni_ref(st: &mut DevState, lni: u32, delta: i32) {
+    if let Some(l) = st.lnis.get_mut(&lni) {
+        l.refs = l.refs.saturating_add_signed(delta);
     }
 }
 
@@ -1365,7 +1365,7 @@ impl Op<'_> {
                 maps: 0,
             },
         );
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(DomainAllocResp {
             domain: id,
             vni: c.vni,
@@ -1471,7 +1471,7 @@ impl Op<'_> {
                 lcid,
             },
         );
-        DevStateExt::lni_ref(self.st, lni, 1);
+        lni_ref(self.st, lni, 1);
         Ok(CpAllocResp { cp_hndl: h, lcid })
     }
 
@@ -1621,8 +1621,8 @@ impl Op<'_> {
                 shared,
             },
         );
-        DevStateExt::svc_use(self.st, c.lni, if tx { rsrc::TXQ } else { rsrc::TGQ }, 1);
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        svc_use(self.st, c.lni, if tx { rsrc::TXQ } else { rsrc::TGQ }, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(CqAllocResp {
             cq: handle,
             count: slots,
@@ -1702,7 +1702,7 @@ impl Op<'_> {
         if let Some(l) = self.st.lnis.get_mut(&lni) {
             l.acid = acid;
         }
-        DevStateExt::svc_use(self.st, lni, rsrc::AC, 1);
+        svc_use(self.st, lni, rsrc::AC, 1);
         Ok(acid)
     }
 
@@ -1838,7 +1838,7 @@ impl Op<'_> {
                 refs: 0,
             },
         );
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(AtuMapResp {
             id,
             pad0: 0,
@@ -2006,8 +2006,8 @@ impl Op<'_> {
                 shared,
             },
         );
-        DevStateExt::svc_use(self.st, c.lni, rsrc::EQ, 1);
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        svc_use(self.st, c.lni, rsrc::EQ, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(EqAllocResp {
             eq: n,
             pad0: 0,
@@ -2086,8 +2086,8 @@ impl Op<'_> {
                 maps: 0,
             },
         );
-        DevStateExt::svc_use(self.st, c.lni_hndl, rsrc::PTE, 1);
-        DevStateExt::lni_ref(self.st, c.lni_hndl, 1);
+        svc_use(self.st, c.lni_hndl, rsrc::PTE, 1);
+        lni_ref(self.st, c.lni_hndl, 1);
         Ok(PteAllocResp { pte_number: n })
     }
 
@@ -2258,7 +2258,7 @@ impl Op<'_> {
                 refs: 0,
             },
         );
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(WaitAllocResp {
             client_id: self.client,
             wait: id,
@@ -2317,8 +2317,8 @@ impl Op<'_> {
                 shared,
             },
         );
-        DevStateExt::svc_use(self.st, c.lni, rsrc::CT, 1);
-        DevStateExt::lni_ref(self.st, c.lni, 1);
+        svc_use(self.st, c.lni, rsrc::CT, 1);
+        lni_ref(self.st, c.lni, 1);
         Ok(CtAllocResp {
             ctn: n,
             pad0: 0,
@@ -2612,18 +2612,6 @@ impl Op<'_> {
     }
 }
 
-/// Bookkeeping helpers usable while a handler holds `&mut DevState`.
-struct DevStateExt;
-
-impl DevStateExt {
-    fn svc_use(st: &mut DevState, lni: u32, kind: usize, delta: i32) {
-        CxiDevice::svc_use(st, lni, kind, delta);
-    }
-    fn lni_ref(st: &mut DevState, lni: u32, delta: i32) {
-        CxiDevice::lni_ref(st, lni, delta);
-    }
-}
-
 /// `CXI_TC_MAX`.
 fn lim_tc_max() -> u32 {
     firmware_spec::cassini::le::CXI_TC_MAX as u32
@@ -2634,11 +2622,10 @@ fn lim_eq_reserved() -> u32 {
     firmware_spec::cassini::status::C_EQ_RESERVED_EVENT_SLOTS as u32
 }
 
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<CxiDevice>();
-}
+const _: () = {
+    const fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<CxiDevice>();
+};
 
 #[cfg(test)]
 mod tests {
@@ -2659,7 +2646,7 @@ mod tests {
 
     #[test]
     fn fresh_state_has_the_hardware_counts() {
-        let st = DevState::new(&DriverConfig::default(), 128);
+        let st = DevState::new(128);
         let f = st.free_counts();
         assert_eq!(f.txqs, 1024);
         assert_eq!(f.tgqs, 512);

@@ -9,6 +9,8 @@
 //! [`CassiniDriver`] is the PCI driver that binds Cassini functions by id and brings each up
 //! as a [`CxiDevice`]. See `docs/driver-cassini.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod alloc;
 pub mod atu;
 pub mod client;

@@ -1543,12 +1543,16 @@ mod tests {
         // offsetof(cxi_atu_map_resp, md) = 8; md.lac = 24, md.id = 36.
         assert_eq!(b[8 + 24], 3);
         assert_eq!(&b[8 + 36..8 + 40], &7u32.to_le_bytes());
-        let mut s = PteStatus::default();
-        s.ule_count = 9;
+        let s = PteStatus {
+            ule_count: 9,
+            ..Default::default()
+        };
         // offsetof(cxi_pte_status, ule_count) = 24.
         assert_eq!(s.as_bytes()[24], 9);
-        let mut d = SvcDesc::default();
-        d.svc_id = 5;
+        let d = SvcDesc {
+            svc_id: 5,
+            ..Default::default()
+        };
         // offsetof(cxi_svc_desc, svc_id) = 64, limits = 32.
         assert_eq!(&d.as_bytes()[64..68], &5u32.to_le_bytes());
     }

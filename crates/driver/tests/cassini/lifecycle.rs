@@ -1,6 +1,5 @@
 //! Probe, one of everything, close.
 
-use driver::cassini::uapi::*;
 use firmware_spec::cassini::pci::{CassiniVersion, Platform};
 
 use crate::common::*;

@@ -188,7 +188,7 @@ impl World<'_> {
     /// A buffer: usually one of client `c`'s own, sometimes anyone's.
     fn mem(&self, c: usize, i: usize) -> Option<&UserMemory> {
         let own: Vec<&UserMemory> = self.mem.iter().filter(|m| m.0 == c).map(|m| &m.1).collect();
-        if i % 4 != 0 && !own.is_empty() {
+        if !i.is_multiple_of(4) && !own.is_empty() {
             return Some(own[i / 4 % own.len()]);
         }
         (!self.mem.is_empty()).then(|| &self.mem[i % self.mem.len()].1)
@@ -752,11 +752,11 @@ impl World<'_> {
                     bytes[..4].copy_from_slice(&op.to_le_bytes());
                 }
                 // Right-sized requests of a random opcode reach the handlers with random fields.
-                if let Some(info) = Opcode::from_u32(op).and_then(Opcode::info) {
-                    if bytes.len() % 2 == 0 {
-                        bytes.resize(info.req_size.max(4), 0);
-                        bytes[..4].copy_from_slice(&op.to_le_bytes());
-                    }
+                if let Some(info) = Opcode::from_u32(op).and_then(Opcode::info)
+                    && bytes.len().is_multiple_of(2)
+                {
+                    bytes.resize(info.req_size.max(4), 0);
+                    bytes[..4].copy_from_slice(&op.to_le_bytes());
                 }
                 let mut resp = vec![0u8; resp_len];
                 let _ = self.client(c).write(&bytes, &mut resp);
