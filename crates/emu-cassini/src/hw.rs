@@ -297,6 +297,10 @@ impl Hw {
         self.receive(io, pkt);
     }
 
-    /// A timer fired (the model arms none today).
-    pub(crate) fn timer(&mut self, _io: &mut DeviceIo<'_>, _token: u64) {}
+    /// A timer fired.
+    pub(crate) fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        if token == crate::ixe::TOKEN_SCAN {
+            self.scan_timeouts(io);
+        }
+    }
 }

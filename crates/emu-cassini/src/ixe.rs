@@ -11,6 +11,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{PortId, TrafficClass};
+use emu_core::time::SimDuration;
 use firmware_spec::cassini::cmd::{
     Command, CqOp, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
 };
@@ -52,13 +53,26 @@ pub(crate) struct Req {
     local_addr: u64,
     /// Get: first data error while landing the reply.
     data_rc: Option<ReturnCode>,
+    /// When it was launched (ps of engine time).
+    at: u64,
 }
+
+/// How long a request waits for its ACK or REPLY before it completes with UNDELIVERABLE
+/// (the retry handler of the real NIC gives up after a similar order of time; the fabric may
+/// lose packets: a port without a device, a link down, drop faults).
+pub(crate) const REQUEST_TIMEOUT: SimDuration = SimDuration::from_us(100_000);
+/// Period of the timeout scan while requests are outstanding.
+pub(crate) const SCAN_PERIOD: SimDuration = SimDuration::from_us(10_000);
+/// Timer token of the timeout scan.
+pub(crate) const TOKEN_SCAN: u64 = 1;
 
 /// The outstanding-request table.
 #[derive(Debug, Default)]
 pub(crate) struct Ixe {
     reqs: Vec<Req>,
     free: Vec<u32>,
+    /// The timeout scan is armed.
+    scan_armed: bool,
 }
 
 impl Ixe {
@@ -332,6 +346,7 @@ impl Hw {
             local_ac: 0,
             local_addr: 0,
             data_rc: None,
+            at: io.now().as_ps(),
         };
         // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
         // by the ATU; a bad one is an error event, never a touch outside the MD).
@@ -364,6 +379,10 @@ impl Hw {
             );
             return Ok(Exec::Next);
         };
+        if !self.ixe.scan_armed {
+            self.ixe.scan_armed = true;
+            io.timer(SCAN_PERIOD, TOKEN_SCAN);
+        }
         let Some(handle) = self.ixe.alloc(req) else {
             self.complete(
                 io,
@@ -639,5 +658,50 @@ impl Hw {
             q.fence = false;
             self.run_ring(io, false, cq);
         }
+    }
+
+    /// The timeout scan: requests older than [`REQUEST_TIMEOUT`] complete with
+    /// UNDELIVERABLE, target messages whose last packets never came are dropped; re-armed
+    /// while anything is left.
+    pub(crate) fn scan_timeouts(&mut self, io: &mut DeviceIo<'_>) {
+        self.ixe.scan_armed = false;
+        let now = io.now().as_ps();
+        let limit = REQUEST_TIMEOUT.as_ps();
+        let expired: Vec<(u32, Req)> = self
+            .ixe
+            .reqs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.active && now.saturating_sub(r.at) >= limit)
+            .map(|(h, r)| (h as u32, *r))
+            .collect();
+        for (h, r) in expired {
+            self.complete(
+                io,
+                &r,
+                ReturnCode::Undeliverable,
+                0,
+                PtlList::Priority,
+                false,
+            );
+            self.finish(io, h, r.cq);
+        }
+        self.expire_target_messages(now, limit);
+        let busy = self.ixe.reqs.len() > self.ixe.free.len() || self.target_busy();
+        if busy && !self.ixe.scan_armed {
+            self.ixe.scan_armed = true;
+            io.timer(SCAN_PERIOD, TOKEN_SCAN);
+        }
+    }
+
+    /// Whether the timeout scan is armed.
+    pub(crate) fn ixe_scan_armed(&self) -> bool {
+        self.ixe.scan_armed
+    }
+
+    /// Arm the timeout scan.
+    pub(crate) fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
+        self.ixe.scan_armed = true;
+        io.timer(SCAN_PERIOD, TOKEN_SCAN);
     }
 }

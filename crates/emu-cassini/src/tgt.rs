@@ -33,15 +33,19 @@ use crate::wire::{self, Continuation, Fab, MTU, Parsed, Request, Response, RspKi
 pub(crate) struct InMsg {
     pt: u16,
     ac: u16,
-    /// Where the data goes and how much of it is placed (after truncation).
+    /// Where the data goes and how much of it is placed (after truncation), including `hdr`
+    /// bytes of wire headers in front of the payload (REQUEST list).
     start: u64,
     length: u64,
+    hdr: u64,
     rlength: u64,
     received: u64,
     data_rc: ReturnCode,
     outcome: IncomingOutcome,
     tc: TrafficClass,
     fab: Fab,
+    /// When its first packet arrived (ps).
+    at: u64,
 }
 
 /// A Get that matched an overflow entry (DELAYED): answered when an append matches its
@@ -255,7 +259,10 @@ impl Hw {
             return;
         }
         match wire::parse(&pkt.data) {
-            Some(Parsed::Request(fab, r, payload)) => self.request(io, &fab, &r, payload, pkt.tc),
+            Some(Parsed::Request(fab, r, payload)) => {
+                let hdr = &pkt.data[..pkt.data.len() - payload.len()];
+                self.request(io, &fab, &r, hdr, payload, pkt.tc)
+            }
             Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
             None => self.counters.rx_unrecognized_pkt += 1,
@@ -315,6 +322,7 @@ impl Hw {
         io: &mut DeviceIo<'_>,
         fab: &Fab,
         req: &Request,
+        hdr: &[u8],
         payload: &[u8],
         tc: TrafficClass,
     ) {
@@ -375,7 +383,7 @@ impl Hw {
         if op == NetOp::Get {
             self.serve_get(io, fab, req, tc, pt, outcome);
         } else {
-            self.place_put(io, fab, req, payload, tc, pt, outcome);
+            self.place_put(io, fab, req, hdr, payload, tc, pt, outcome);
         }
     }
 
@@ -429,26 +437,35 @@ impl Hw {
         io: &mut DeviceIo<'_>,
         fab: &Fab,
         req: &Request,
+        hdr: &[u8],
         payload: &[u8],
         tc: TrafficClass,
         pt: u16,
         outcome: IncomingOutcome,
     ) {
         let mut data_rc = ReturnCode::Ok;
-        let (mut ac, mut start, mut length) = (0u16, 0u64, 0u64);
+        let (mut ac, mut start, mut length, mut hb) = (0u16, 0u64, 0u64, 0u64);
         if let Some(d) = outcome.delivery {
             ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
             start = d.start;
             length = d.length;
-            // The whole landing range is checked before any byte is written (a single-packet
-            // put's write checks its whole range itself).
-            let single = u64::from(req.request_len) <= payload.len() as u64;
+            // REQUEST-list buffers get the wire headers in front of the payload.
+            hb = d.header_bytes.min(length).min(hdr.len() as u64);
+            // The whole landing range is checked before any byte is written (a single write
+            // checks its whole range itself).
+            let single = u64::from(req.request_len) <= payload.len() as u64 && hb == 0;
             if !single && let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::WRITE) {
                 data_rc = rc;
             } else {
-                let n = (payload.len() as u64).min(length) as usize;
+                if hb > 0
+                    && let Err(rc) = self.atu.write(io.dma(), ac, start, &hdr[..hb as usize])
+                {
+                    data_rc = rc;
+                }
+                let n = (payload.len() as u64).min(length - hb) as usize;
                 if n > 0
-                    && let Err(rc) = self.atu.write(io.dma(), ac, start, &payload[..n])
+                    && data_rc == ReturnCode::Ok
+                    && let Err(rc) = self.atu.write(io.dma(), ac, start + hb, &payload[..n])
                 {
                     data_rc = rc;
                 }
@@ -462,14 +479,19 @@ impl Hw {
                 ac,
                 start,
                 length,
+                hdr: hb,
                 rlength,
                 received: payload.len() as u64,
                 data_rc,
                 outcome,
                 tc,
                 fab: *fab,
+                at: io.now().as_ps(),
             };
             self.tgt.msgs.insert((fab.sfa >> 12, req.handle), m);
+            if !self.ixe_scan_armed() {
+                self.arm_scan(io);
+            }
             return;
         }
         self.complete_put(io, fab, tc, req.handle, &outcome, data_rc, length);
@@ -482,7 +504,7 @@ impl Hw {
         let Some(m) = self.tgt.msgs.get_mut(&key) else {
             return;
         };
-        let off = u64::from(c.offset);
+        let off = u64::from(c.offset) + m.hdr;
         if m.data_rc == ReturnCode::Ok && off < m.length {
             let n = (payload.len() as u64).min(m.length - off) as usize;
             if let Err(rc) = self.atu.write(io.dma(), m.ac, m.start + off, &payload[..n]) {
@@ -700,6 +722,18 @@ impl Hw {
             let list = u8::from(PtlList::Priority);
             self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
         }
+    }
+
+    /// Drop target messages older than `limit` ps (their initiator times out on its own).
+    pub(crate) fn expire_target_messages(&mut self, now: u64, limit: u64) {
+        self.tgt
+            .msgs
+            .retain(|_, m| now.saturating_sub(m.at) < limit);
+    }
+
+    /// Whether target messages are waiting for more packets.
+    pub(crate) fn target_busy(&self) -> bool {
+        !self.tgt.msgs.is_empty()
     }
 }
 

@@ -511,3 +511,202 @@ fn threaded_engine_runs_the_same_data_path() {
         assert_eq!(tgt_fields(&p.wait_tgt()).0, EventType::Put);
     }
 }
+
+#[test]
+fn lost_requests_complete_undeliverable() {
+    let mut p = Pair::deterministic();
+    // NID 9 has no port on this two-port fabric: the packet is dropped.
+    let (dfa9, ext) = dfa(9, PID, 0);
+    let cs = CState {
+        index_ext: ext,
+        eq: EQ_TX,
+        flags: DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+        ..CState::default()
+    }
+    .encode();
+    let m = IdcMsg {
+        dfa: dfa9,
+        payload: Payload::new(&[1; 8]).unwrap(),
+        ..IdcMsg::default()
+    }
+    .encode()
+    .unwrap();
+    p.tx(&[&cs, &m]);
+    let before = p.c.engine.now();
+    p.c.settle();
+    let r = init_fields(&p.wait_tx());
+    assert_eq!((r.0, r.1), (EventType::Ack, ReturnCode::Undeliverable));
+    assert!(
+        p.c.engine.now().as_ns() - before.as_ns() >= 100_000_000,
+        "after the request timeout"
+    );
+    // The CQ is not stuck: a FENCE after it passes, and later traffic works.
+    let fence = CqCmd {
+        opcode: CqOp::CqFence,
+        lcid: 0,
+    }
+    .encode();
+    let md = p.c.nodes[TGT].map(64, true, true).unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_MATCH,
+        PtlList::Priority,
+        1,
+        &md,
+        LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE,
+        0,
+        0,
+    ));
+    let ok = IdcMsg {
+        dfa: p.dfa(0).0,
+        payload: Payload::new(&[2; 8]).unwrap(),
+        ..IdcMsg::default()
+    }
+    .encode()
+    .unwrap();
+    let cs0 = p.cstate(
+        0,
+        DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+    );
+    p.tx(&[&fence, &cs0, &ok]);
+    p.c.settle();
+    assert_eq!(init_fields(&p.wait_tx()).1, ReturnCode::Ok);
+}
+
+#[test]
+fn software_managed_request_list_gets_wire_headers() {
+    let mut p = Pair::deterministic();
+    p.target_cmd(&set_state(PT_MATCH, PtlteState::SoftwareManaged, 0));
+    let sc = p.wait_tgt();
+    assert_eq!(tgt_fields(&sc).0, EventType::StateChange);
+    let md = p.c.nodes[TGT].map(4096, true, true).unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_MATCH,
+        PtlList::Request,
+        50,
+        &md,
+        LeFlags::OP_PUT | LeFlags::MANAGE_LOCAL | LeFlags::EVENT_LINK_DISABLE,
+        0,
+        u64::MAX,
+    ));
+    let cs = p.cstate(
+        0,
+        DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+    );
+    let m = IdcMsg {
+        dfa: p.dfa(0).0,
+        match_bits: 0xABC,
+        payload: Payload::new(b"payload!").unwrap(),
+        ..IdcMsg::default()
+    }
+    .encode()
+    .unwrap();
+    p.tx(&[&cs, &m]);
+    p.c.settle();
+    let ev = tgt_fields(&p.wait_tgt());
+    // c_port_fab_hdr (20 B) + c_port_small_msg_hdr (29 B) + 8 B of payload.
+    assert_eq!(
+        (ev.0, ev.1, ev.2, ev.3, ev.5),
+        (
+            EventType::Put,
+            ReturnCode::Ok,
+            50,
+            20 + 29 + 8,
+            PtlList::Request
+        )
+    );
+    let b = p.tgt().read_host(md.host, 57).unwrap();
+    assert_eq!(b[0] >> 4, 4, "fabric header version 4");
+    assert_eq!((b[20] >> 4) & 7, 1, "C_V4_PKT_SMALLMSG");
+    assert_eq!(&b[49..57], b"payload!");
+}
+
+#[test]
+fn largest_idc_put_and_long_event_formats() {
+    let c = Cluster::deterministic(2, 5).unwrap();
+    let mut p = Pair::with_tgt_eq(
+        c,
+        EqOpts {
+            long_target: true,
+            ..EqOpts::default()
+        },
+    );
+    let win = p.c.nodes[TGT].map(4096, true, true).unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_NOMATCH,
+        PtlList::Priority,
+        3,
+        &win,
+        LeFlags::OP_PUT,
+        0,
+        0,
+    ));
+    match p.wait_tgt() {
+        Event::TargetLong(e) => assert_eq!(e.event_type, EventType::Link),
+        other => panic!("long target events expected: {other:?}"),
+    }
+    // A long-format initiator EQ too.
+    let mut eq_long = p.c.nodes[INIT]
+        .alloc_eq(
+            11,
+            PAGE,
+            EqOpts {
+                long_initiator: true,
+                ..EqOpts::default()
+            },
+        )
+        .unwrap();
+    let (dfa1, ext) = p.dfa(1);
+    let cs = CState {
+        index_ext: ext,
+        eq: 11,
+        user_ptr: 0x77,
+        ..CState::default()
+    }
+    .encode();
+    // 224 B of payload (C_MAX_IDC_PAYLOAD_RES): a 256 B command, 256 B aligned in the ring.
+    let data = pattern(224, 4);
+    let put = IdcPut {
+        dfa: dfa1,
+        remote_offset: 512,
+        payload: Payload::new(&data).unwrap(),
+    }
+    .encode()
+    .unwrap();
+    assert_eq!(put.len(), 256);
+    p.tx(&[&cs, &put]);
+    p.c.settle();
+    assert_eq!(p.tgt().read_host(win.host + 512, 224).unwrap(), data);
+    match p.wait_tgt() {
+        Event::TargetLong(e) => {
+            assert_eq!(
+                (e.event_type, e.mlength, e.remote_offset, e.start),
+                (EventType::Put, 224, 512, win.iova + 512)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let node = &p.c.nodes[INIT];
+    let send = eq_long.next(node).unwrap().unwrap();
+    let ack = eq_long.next(node).unwrap().unwrap();
+    match (send, ack) {
+        (Event::InitiatorLong(s), Event::InitiatorLong(a)) => {
+            assert_eq!(
+                (s.event_type, a.event_type, a.mlength, a.user_ptr),
+                (EventType::Send, EventType::Ack, 224, 0x77)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
