@@ -148,8 +148,13 @@ impl Lni {
             rd: EQ_FIRST_EVENT_OFFSET as u64,
             acked: EQ_FIRST_EVENT_OFFSET as u64,
             sw,
+            // The sequence bit of the last acknowledged drop. A store whose bit equals the
+            // device's current one acknowledges drops (docs/cassini-programming.md, EQ
+            // ring); the device starts at 0, so the word starts at 1 and read-pointer
+            // stores never acknowledge drops by accident.
             sw_state: EqSwState {
                 rd_ptr: (EQ_FIRST_EVENT_OFFSET / 64) as u32,
+                event_drop_seq_no: true,
                 ..EqSwState::default()
             },
             event_wait: event_wait.cloned(),
