@@ -1028,7 +1028,7 @@ mod tests {
                         CxiError::Again => Ok(()),
                         e => Err(e),
                     }).unwrap();
-                    if w.wp32() % 2 == 0 {
+                    if w.wp32().is_multiple_of(2) {
                         w.rung();
                     }
                 }
