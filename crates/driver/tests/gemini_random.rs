@@ -135,32 +135,32 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (c.clone(), 0u8..6, prop::bool::weighted(0.9), 0u8..4)
             .prop_map(|(c, inst, job, modes)| Op::CdmCreate { c, inst, job, modes }),
-        3 => (c.clone(), h.clone()).prop_map(|(c, cdm)| Op::CdmAttach { c, cdm }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, cdm)| Op::CdmDestroy { c, cdm }),
-        3 => (c.clone(), h.clone(), 0u16..300, any::<bool>())
+        3 => (c.clone(), h).prop_map(|(c, cdm)| Op::CdmAttach { c, cdm }),
+        1 => (c.clone(), h).prop_map(|(c, cdm)| Op::CdmDestroy { c, cdm }),
+        3 => (c.clone(), h, 0u16..300, any::<bool>())
             .prop_map(|(c, cdm, entries, blocking)| Op::CqCreate { c, cdm, entries, blocking }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, cq)| Op::CqDestroy { c, cq }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, cq)| Op::CqWait { c, cq }),
-        1 => (c.clone(), h.clone(), prop::option::of(h.clone()))
+        1 => (c.clone(), h).prop_map(|(c, cq)| Op::CqDestroy { c, cq }),
+        1 => (c.clone(), h).prop_map(|(c, cq)| Op::CqWait { c, cq }),
+        1 => (c.clone(), h, prop::option::of(h))
             .prop_map(|(c, cdm, cq)| Op::FmaSetCq { c, cdm, cq }),
-        3 => (c.clone(), h.clone(), 0u16..20_000, 0u32..70_000, prop::option::of(h.clone()), any::<bool>())
+        3 => (c.clone(), h, 0u16..20_000, 0u32..70_000, prop::option::of(h), any::<bool>())
             .prop_map(|(c, cdm, off, len, dst_cq, ro)| Op::Register { c, cdm, off, len, dst_cq, ro }),
-        1 => (c.clone(), h.clone(), h.clone()).prop_map(|(c, cdm, h)| Op::Deregister { c, cdm, h }),
-        3 => (c.clone(), h.clone(), prop::option::of(h.clone()))
+        1 => (c.clone(), h, h).prop_map(|(c, cdm, h)| Op::Deregister { c, cdm, h }),
+        3 => (c.clone(), h, prop::option::of(h))
             .prop_map(|(c, cdm, cq)| Op::EpCreate { c, cdm, cq }),
-        2 => (c.clone(), h.clone(), 0u8..3, 0u8..6)
+        2 => (c.clone(), h, 0u8..3, 0u8..6)
             .prop_map(|(c, ep, addr, id)| Op::EpBind { c, ep, addr, id }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, ep)| Op::EpUnbind { c, ep }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, ep)| Op::EpDestroy { c, ep }),
-        3 => (c.clone(), h.clone(), h.clone(), h.clone(), any::<bool>(), 0u16..5000, 0u8..8)
+        1 => (c.clone(), h).prop_map(|(c, ep)| Op::EpUnbind { c, ep }),
+        1 => (c.clone(), h).prop_map(|(c, ep)| Op::EpDestroy { c, ep }),
+        3 => (c.clone(), h, h, h, any::<bool>(), 0u16..5000, 0u8..8)
             .prop_map(|(c, ep, lh, rh, get, len, events)| Op::PostRdma { c, ep, lh, rh, get, len, events }),
-        3 => (c.clone(), h.clone(), prop::option::of(0u8..4), 0u8..140, 0u8..140)
+        3 => (c.clone(), h, prop::option::of(0u8..4), 0u8..140, 0u8..140)
             .prop_map(|(c, ep, id, len, out)| Op::PostData { c, ep, id, len, out }),
-        2 => (c.clone(), h.clone()).prop_map(|(c, ep)| Op::DataTest { c, ep }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, ep)| Op::DataWait { c, ep }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, ep)| Op::DataCancel { c, ep }),
-        1 => (c.clone(), h.clone()).prop_map(|(c, cdm)| Op::Probe { c, cdm }),
-        1 => (c.clone(), 0u8..7, h.clone()).prop_map(|(c, kind, index)| Op::Mmap { c, kind, index }),
+        2 => (c.clone(), h).prop_map(|(c, ep)| Op::DataTest { c, ep }),
+        1 => (c.clone(), h).prop_map(|(c, ep)| Op::DataWait { c, ep }),
+        1 => (c.clone(), h).prop_map(|(c, ep)| Op::DataCancel { c, ep }),
+        1 => (c.clone(), h).prop_map(|(c, cdm)| Op::Probe { c, cdm }),
+        1 => (c.clone(), 0u8..7, h).prop_map(|(c, kind, index)| Op::Mmap { c, kind, index }),
         2 => (0u16..400).prop_map(|steps| Op::Run { steps }),
         1 => c.prop_map(|c| Op::Reopen { c }),
     ]
