@@ -253,3 +253,36 @@ fn bind_goes_through_the_jobs_ntt() {
     assert_eq!(r.data, b"to logical 3");
     assert_eq!(b.post_data_wait(eb, None).unwrap().remote_addr, 0);
 }
+
+#[test]
+fn threaded_engine_exchange_between_two_threads() {
+    use driver::emulated::EngineKind;
+    let c = GeminiCluster::builder()
+        .engine(EngineKind::Threaded)
+        .build()
+        .unwrap();
+    let job = c.job().clone();
+    std::thread::scope(|s| {
+        for (me, peer) in [(0u32, 1u32), (1, 0)] {
+            let node = c.node(me as usize).unwrap();
+            let job = job.clone();
+            s.spawn(move || {
+                let cl = node.open();
+                let cdm = cl.cdm_create(100 + me, job.ptag, job.cookie, 0).unwrap();
+                cl.cdm_attach(cdm).unwrap();
+                // Each side exchanges three times with the other.
+                for round in 0..3u8 {
+                    let e = ep(&cl, cdm, Some((peer, 100 + peer)));
+                    cl.post_data(e, None, &[me as u8, round], 8).unwrap();
+                    let r = cl.post_data_wait(e, Some(Duration::from_secs(20))).unwrap();
+                    assert_eq!(r.data, vec![peer as u8, round]);
+                    assert_eq!((r.remote_addr, r.remote_id), (peer, 100 + peer));
+                    cl.request(Request::EpDestroy { ep: e }).unwrap();
+                }
+            });
+        }
+    });
+    for n in c.nodes() {
+        assert_eq!(n.kgni().free_counts().datagram_posts, 0);
+    }
+}

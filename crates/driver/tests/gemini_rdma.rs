@@ -304,3 +304,34 @@ fn another_jobs_memory_is_protected_by_ptag() {
     b.buf.read(0, &mut got).unwrap();
     assert_eq!(got, [0xEE; 64], "a violation never touches memory");
 }
+
+#[test]
+fn threaded_engine_cq_wait_wakes_on_the_interrupt() {
+    use driver::emulated::EngineKind;
+    let c = GeminiCluster::builder()
+        .engine(EngineKind::Threaded)
+        .build()
+        .unwrap();
+    let job = c.job().clone();
+    let mut a = side(&c, 0, 1, job.ptag, job.cookie);
+    let b = side(&c, 1, 2, job.ptag, job.cookie);
+    a.buf.write(0, &[0x5A; 4096]).unwrap();
+    let ep = a.client.ep_create(a.cdm, Some(a.cq.cq)).unwrap();
+    a.client.ep_bind(ep, 1, 2).unwrap();
+    for round in 0..4u64 {
+        a.client
+            .post_rdma(ep, rdma(PostType::RdmaPut, &a, &b, 0, 4096))
+            .unwrap();
+        a.client
+            .request(Request::CqWait {
+                cq: a.cq.cq,
+                timeout: Some(Duration::from_secs(20)),
+            })
+            .unwrap();
+        let e = a.next_event().expect("the wait returns with an event");
+        assert!(e.status_ok(), "round {round}");
+    }
+    let mut got = [0u8; 4096];
+    b.buf.read(0, &mut got).unwrap();
+    assert_eq!(got, [0x5A; 4096]);
+}
