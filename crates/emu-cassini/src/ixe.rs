@@ -22,7 +22,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 use crate::cq::{Exec, Fail, is_noop_header};
 use crate::ee::EventClass;
 use crate::hw::Hw;
-use crate::wire::{self, Fab, MTU, Request, Response, RspKind};
+use crate::wire::{self, AmoPayload, Fab, MTU, Request, Response, RspKind};
 
 /// Outstanding requests the initiator can track (handles are 20 bits on the wire).
 const MAX_REQUESTS: usize = 1 << 20;
@@ -33,6 +33,10 @@ pub(crate) enum ReqKind {
     #[default]
     Put,
     Get,
+    /// Non-fetching atomic (completes with an ACK).
+    Amo,
+    /// Fetching atomic (completes with a REPLY carrying the old value).
+    FetchAmo,
 }
 
 /// An outstanding request.
@@ -140,6 +144,14 @@ struct Launch<'a> {
     src: Source<'a>,
     small: bool,
     nomatch: bool,
+    /// Atomics: the 40 B AMO descriptor is the whole payload of the one request packet, and
+    /// a fetching AMO's old value goes to (LAC, address).
+    amo: Option<(AmoPayload, Option<(u8, u64)>)>,
+}
+
+/// A 16-byte operand from its two words.
+fn words(w1: u64, w2: u64) -> u128 {
+    u128::from(w1) | (u128::from(w2) << 64)
 }
 
 fn format_rc(e: &FormatError) -> ReturnCode {
@@ -216,6 +228,7 @@ impl Hw {
                     src: Source::Inline(p.payload.as_slice()),
                     small: false,
                     nomatch: false,
+                    amo: None,
                 };
                 self.launch(io, n, &l)
             }
@@ -238,6 +251,7 @@ impl Hw {
                     src: Source::Inline(m.payload.as_slice()),
                     small: true,
                     nomatch: false,
+                    amo: None,
                 };
                 self.launch(io, n, &l)
             }
@@ -250,6 +264,123 @@ impl Hw {
                 self.launch_nomatch(io, n, &d)
             }
             Command::Ct(_) | Command::TrigDma(_) => self.ct_command(io, n, bytes),
+            Command::IdcAmo(c) => {
+                self.counters.num_idc_cmds += 1;
+                let cs = q.cstate;
+                let fetching = c.opcode == DmaOp::FetchingAtomic;
+                let amo = AmoPayload {
+                    op: c.atomic_op as u8,
+                    ty: c.atomic_type as u8,
+                    cswap: c.cswap_op as u8,
+                    op1: words(c.op1_word1, c.op1_word2),
+                    op2: words(c.op2_word1, c.op2_word2),
+                };
+                let l = Launch {
+                    opcode: c.opcode,
+                    dfa: c.dfa,
+                    index_ext: cs.index_ext,
+                    remote_offset: c.remote_offset,
+                    initiator: cs.initiator,
+                    match_bits: 0,
+                    header_data: 0,
+                    user_ptr: cs.user_ptr,
+                    flags: cs.flags,
+                    eq: cs.eq,
+                    ct: cs.ct,
+                    len: c.atomic_type.size() as u32,
+                    src: Source::Inline(&[]),
+                    small: false,
+                    nomatch: false,
+                    amo: Some((amo, fetching.then_some((cs.write_lac, c.local_addr)))),
+                };
+                self.launch(io, n, &l)
+            }
+            Command::IdcSmallAmo(c) => {
+                self.counters.num_idc_cmds += 1;
+                let cs = q.cstate;
+                let amo = AmoPayload {
+                    op: c.atomic_op as u8,
+                    ty: c.atomic_type as u8,
+                    cswap: 0,
+                    op1: u128::from(c.op1_word1),
+                    op2: 0,
+                };
+                let l = Launch {
+                    opcode: DmaOp::Atomic,
+                    dfa: c.dfa,
+                    index_ext: cs.index_ext,
+                    remote_offset: c.remote_offset,
+                    initiator: cs.initiator,
+                    match_bits: 0,
+                    header_data: 0,
+                    user_ptr: cs.user_ptr,
+                    flags: cs.flags,
+                    eq: cs.eq,
+                    ct: cs.ct,
+                    len: c.atomic_type.size() as u32,
+                    src: Source::Inline(&[]),
+                    small: false,
+                    nomatch: false,
+                    amo: Some((amo, None)),
+                };
+                self.launch(io, n, &l)
+            }
+            Command::DmaAmo(c) => {
+                self.counters.num_dma_cmds += 1;
+                let fetching = c.opcode == DmaOp::FetchingAtomic;
+                let size = c.atomic_type.size();
+                // Operand 1 comes from local memory (cxi_cq_emit_dma_amo).
+                let ac = self.tables.lac_ac(q.ring.rgid, c.lac);
+                let mut b = [0u8; 16];
+                if let Err(rc) = self
+                    .atu
+                    .read(io.dma(), ac, c.local_read_addr, &mut b[..size])
+                {
+                    self.count_local_error(rc);
+                    let req = Req {
+                        active: false,
+                        kind: if fetching {
+                            ReqKind::FetchAmo
+                        } else {
+                            ReqKind::Amo
+                        },
+                        cq: n,
+                        eq: c.eq,
+                        ct: c.ct,
+                        user_ptr: c.user_ptr,
+                        flags: c.flags,
+                        ..Req::default()
+                    };
+                    self.complete(io, &req, rc, 0, PtlList::Priority, false);
+                    return Ok(Exec::Next);
+                }
+                let amo = AmoPayload {
+                    op: c.atomic_op as u8,
+                    ty: c.atomic_type as u8,
+                    cswap: c.cswap_op as u8,
+                    op1: u128::from_le_bytes(b),
+                    op2: words(c.op2_word1, c.op2_word2),
+                };
+                let l = Launch {
+                    opcode: c.opcode,
+                    dfa: c.dfa,
+                    index_ext: c.index_ext,
+                    remote_offset: c.remote_offset,
+                    initiator: c.initiator,
+                    match_bits: c.match_bits,
+                    header_data: c.header_data,
+                    user_ptr: c.user_ptr,
+                    flags: c.flags,
+                    eq: c.eq,
+                    ct: c.ct,
+                    len: size as u32,
+                    src: Source::Inline(&[]),
+                    small: false,
+                    nomatch: false,
+                    amo: Some((amo, fetching.then_some((c.write_lac, c.local_write_addr)))),
+                };
+                self.launch(io, n, &l)
+            }
             _ => Err(ReturnCode::IllegalOp),
         }
     }
@@ -283,6 +414,7 @@ impl Hw {
             },
             small: false,
             nomatch: false,
+            amo: None,
         };
         self.launch(io, n, &l)
     }
@@ -313,6 +445,7 @@ impl Hw {
             },
             small: false,
             nomatch: true,
+            amo: None,
         };
         self.launch(io, n, &l)
     }
@@ -332,7 +465,12 @@ impl Hw {
             return Err(ReturnCode::CmdInvalidArg);
         }
         let get = matches!(l.opcode, DmaOp::Get | DmaOp::NomatchGet);
-        let kind = if get { ReqKind::Get } else { ReqKind::Put };
+        let kind = match l.opcode {
+            DmaOp::Get | DmaOp::NomatchGet => ReqKind::Get,
+            DmaOp::Atomic => ReqKind::Amo,
+            DmaOp::FetchingAtomic => ReqKind::FetchAmo,
+            _ => ReqKind::Put,
+        };
         let mut req = Req {
             active: true,
             kind,
@@ -366,6 +504,18 @@ impl Hw {
             req.local_ac = ac;
             req.local_addr = addr;
             source = Source::Ac { ac, addr };
+        }
+        // A fetching AMO's result buffer is checked the same way.
+        if let Some((_, Some((lac, addr)))) = l.amo {
+            let ac = self.tables.lac_ac(q.ring.rgid, lac);
+            let w = emu_core::dma::Perm::WRITE;
+            if let Err(rc) = self.atu.check(io.dma(), ac, addr, u64::from(l.len), w) {
+                self.count_local_error(rc);
+                self.complete(io, &req, rc, 0, PtlList::Priority, false);
+                return Ok(Exec::Next);
+            }
+            req.local_ac = ac;
+            req.local_addr = addr;
         }
         let dst_nid = l.dfa >> 12;
         let Some(port) = dst_nid.checked_sub(self.nid_base) else {
@@ -414,8 +564,19 @@ impl Hw {
         let tc = TrafficClass(cp.tc);
         let dst = PortId(port);
         let first = if get { 0 } else { (l.len as usize).min(MTU) };
-        let mut data = wire::request(&fab, &r, first);
-        if let Err(rc) = self.append_source(io, &mut data, source, 0, first) {
+        let mut data = if let Some((amo, _)) = l.amo {
+            let mut d = wire::request(&fab, &r, wire::AMO_PAYLOAD);
+            d.extend_from_slice(&amo.encode());
+            d
+        } else {
+            wire::request(&fab, &r, first)
+        };
+        let loaded = if l.amo.is_some() {
+            Ok(())
+        } else {
+            self.append_source(io, &mut data, source, 0, first)
+        };
+        if let Err(rc) = loaded {
             self.ixe.release(handle);
             self.complete(io, &req, rc, 0, PtlList::Priority, false);
             return Ok(Exec::Next);
@@ -428,7 +589,7 @@ impl Hw {
             self.counters.ptl_tx_put_msgs += 1;
             self.counters.ptl_tx_put_pkts += 1;
             let mut off = first;
-            let total = l.len as usize;
+            let total = if l.amo.is_some() { 0 } else { l.len as usize };
             while off < total {
                 let len = (total - off).min(MTU);
                 let c = wire::Continuation {
@@ -581,8 +742,8 @@ impl Hw {
         tgt_error: bool,
     ) {
         let (ty, ct_flag) = match req.kind {
-            ReqKind::Put => (EventType::Ack, req.flags.event_ct_ack),
-            ReqKind::Get => (EventType::Reply, req.flags.event_ct_reply),
+            ReqKind::Put | ReqKind::Amo => (EventType::Ack, req.flags.event_ct_ack),
+            ReqKind::Get | ReqKind::FetchAmo => (EventType::Reply, req.flags.event_ct_reply),
         };
         self.initiator_event(io, req, ty, rc, mlength, list, tgt_error);
         if req.ct != 0 && (ct_flag || rc != ReturnCode::Ok) {
@@ -608,7 +769,22 @@ impl Hw {
         let rc = ReturnCode::try_from(rsp.rc).unwrap_or(ReturnCode::Undeliverable);
         let list = PtlList::try_from(rsp.ptl_list).unwrap_or_default();
         match (rsp.kind, req.kind) {
-            (RspKind::Ack, ReqKind::Put) => {
+            (RspKind::Ack, ReqKind::Put | ReqKind::Amo) => {
+                self.complete(io, &req, rc, rsp.mlength, list, rc != ReturnCode::Ok);
+                self.finish(io, rsp.handle, req.cq);
+            }
+            (RspKind::Reply, ReqKind::FetchAmo) => {
+                // The old value comes back even when an FP exception is reported.
+                let mut rc = rc;
+                if !payload.is_empty() {
+                    let n = payload.len().min(req.rlength as usize);
+                    if let Err(e) =
+                        self.atu
+                            .write(io.dma(), req.local_ac, req.local_addr, &payload[..n])
+                    {
+                        rc = e;
+                    }
+                }
                 self.complete(io, &req, rc, rsp.mlength, list, rc != ReturnCode::Ok);
                 self.finish(io, rsp.handle, req.cq);
             }

@@ -17,16 +17,17 @@ use firmware_spec::cassini::event::{EventType, StateChangeFields, TargetLong, Ta
 use firmware_spec::cassini::le::{PtAllocOpts, PtlList, PtlteState, ScReason};
 use firmware_spec::cassini::rc::ReturnCode;
 
+use crate::amo::{self, AmoRequest, FpSignals};
 use crate::cq::{Exec, Fail};
 use crate::csr::CsrFile;
 use crate::ee::EventClass;
 use crate::fasthash::FastMap;
 use crate::hw::Hw;
 use crate::lpe::{
-    CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp, PtlteConfig,
-    TargetEvent,
+    AtomicInfo, CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp,
+    PtlteConfig, TargetEvent,
 };
-use crate::wire::{self, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
+use crate::wire::{self, AmoPayload, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
 
 /// A put longer than one packet, between its first and last packet.
 #[derive(Debug, Clone)]
@@ -55,6 +56,8 @@ struct PendingGet {
     fab: Fab,
     handle: u32,
     tc: TrafficClass,
+    /// A delayed atomic (else a Get).
+    amo: Option<(AmoPayload, bool)>,
 }
 
 /// Target state between packets.
@@ -302,7 +305,7 @@ impl Hw {
     ) {
         let get = matches!(
             DmaOp::try_from(req.opcode),
-            Ok(DmaOp::Get | DmaOp::NomatchGet)
+            Ok(DmaOp::Get | DmaOp::NomatchGet | DmaOp::FetchingAtomic)
         );
         let r = Response {
             kind: if get { RspKind::Reply } else { RspKind::Ack },
@@ -340,10 +343,23 @@ impl Hw {
         let op = match DmaOp::try_from(req.opcode) {
             Ok(DmaOp::Put | DmaOp::SmallMessage | DmaOp::NomatchPut) => NetOp::Put,
             Ok(DmaOp::Get | DmaOp::NomatchGet) => NetOp::Get,
+            Ok(DmaOp::Atomic) => NetOp::Atomic,
+            Ok(DmaOp::FetchingAtomic) => NetOp::FetchAtomic,
             _ => {
                 self.nack(io, fab, tc, req, ReturnCode::IllegalOp);
                 return;
             }
+        };
+        let amo = if matches!(op, NetOp::Atomic | NetOp::FetchAtomic) {
+            match AmoPayload::parse(payload) {
+                Some(a) => Some(a),
+                None => {
+                    self.nack(io, fab, tc, req, ReturnCode::IllegalOp);
+                    return;
+                }
+            }
+        } else {
+            None
         };
         let pt = match self
             .rmu
@@ -377,10 +393,17 @@ impl Hw {
                     wire::UNRESTRICTED_HDR
                 }) as u64,
             eq_full,
+            atomic: amo.map_or(AtomicInfo::default(), |a| AtomicInfo {
+                op: a.op,
+                ty: a.ty,
+                cswap_op: a.cswap,
+            }),
             ..IncomingRequest::default()
         };
         let outcome = self.lpe.incoming(pt, incoming);
-        if op == NetOp::Get {
+        if let Some(a) = amo {
+            self.serve_amo(io, fab, req, tc, pt, outcome, a);
+        } else if op == NetOp::Get {
             self.serve_get(io, fab, req, tc, pt, outcome);
         } else {
             self.place_put(io, fab, req, hdr, payload, tc, pt, outcome);
@@ -576,6 +599,7 @@ impl Hw {
                         fab: *fab,
                         handle: req.handle,
                         tc,
+                        amo: None,
                     },
                 );
             }
@@ -720,8 +744,150 @@ impl Hw {
                 .tables
                 .lac_ac(self.tables.ptlte_rgid(d.ptlte_index), d.lac);
             let list = u8::from(PtlList::Priority);
-            self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
+            match g.amo {
+                Some((a, fetching)) => {
+                    let sig = self.fp_signals(d.ptlte_index);
+                    let (rc, old) = self.do_amo(io, ac, d.start, d.mlength, &a, sig);
+                    self.amo_response(
+                        io, &g.fab, g.tc, g.handle, fetching, rc, d.mlength, list, &old,
+                    );
+                }
+                None => {
+                    self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
+                }
+            }
         }
+    }
+
+    /// The floating-point exceptions PtlTE `pt` reports (`signal_*` options).
+    fn fp_signals(&self, pt: u16) -> FpSignals {
+        let opts = self
+            .lpe
+            .ptlte_config(pt)
+            .map_or(PtAllocOpts::empty(), |c| c.options);
+        FpSignals::from_pt_opts(opts)
+    }
+
+    /// Perform atomic `a` on the `len` bytes at `start` (AC `ac`): read, compute with the AMO
+    /// unit, write back. Returns the return code and the old value (empty on error).
+    fn do_amo(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        ac: u16,
+        start: u64,
+        len: u64,
+        a: &AmoPayload,
+        signals: FpSignals,
+    ) -> (ReturnCode, Vec<u8>) {
+        let (Ok(op), Ok(ty), Ok(cswap)) = (
+            AmoOp::try_from(a.op),
+            AmoType::try_from(a.ty),
+            CswapOp::try_from(a.cswap),
+        ) else {
+            return (ReturnCode::AmoInvalOpError, Vec::new());
+        };
+        let req = AmoRequest {
+            op,
+            ty,
+            cswap,
+            op1: a.op1,
+            op2: a.op2,
+        };
+        if len > 16 {
+            return (ReturnCode::AmoLengthError, Vec::new());
+        }
+        if let Err(rc) = self.atu.check(io.dma(), ac, start, len, Perm::RW) {
+            return (rc, Vec::new());
+        }
+        let mut buf = [0u8; 16];
+        let n = len as usize;
+        if let Err(rc) = self.atu.read(io.dma(), ac, start, &mut buf[..n]) {
+            return (rc, Vec::new());
+        }
+        match amo::execute(&req, start, &mut buf[..n], signals) {
+            Ok(out) => {
+                if let Err(rc) = self.atu.write(io.dma(), ac, start, &buf[..n]) {
+                    return (rc, Vec::new());
+                }
+                (out.return_code, out.fetched.as_slice().to_vec())
+            }
+            Err(e) => (e.return_code(), Vec::new()),
+        }
+    }
+
+    /// Answer an atomic: ACK, or REPLY with the old value for a fetching one.
+    #[allow(clippy::too_many_arguments)]
+    fn amo_response(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        tc: TrafficClass,
+        handle: u32,
+        fetching: bool,
+        rc: ReturnCode,
+        mlength: u64,
+        list: u8,
+        old: &[u8],
+    ) {
+        let r = Response {
+            kind: if fetching {
+                RspKind::Reply
+            } else {
+                RspKind::Ack
+            },
+            rc: rc.into(),
+            ptl_list: list,
+            offset: 0,
+            eom: true,
+            handle,
+            mlength: if old.is_empty() { 0 } else { mlength as u32 },
+        };
+        self.respond(io, fab, tc, &r, if fetching { old } else { &[] });
+    }
+
+    /// An atomic: the LPE's decision, then the AMO unit on target memory.
+    #[allow(clippy::too_many_arguments)]
+    fn serve_amo(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        req: &Request,
+        tc: TrafficClass,
+        pt: u16,
+        outcome: IncomingOutcome,
+        a: AmoPayload,
+    ) {
+        let fetching = req.opcode == DmaOp::FetchingAtomic as u8;
+        if outcome.return_code == ReturnCode::Delayed {
+            if let Some(id) = outcome.unexpected {
+                self.tgt.pending_gets.insert(
+                    id,
+                    PendingGet {
+                        fab: *fab,
+                        handle: req.handle,
+                        tc,
+                        amo: Some((a, fetching)),
+                    },
+                );
+            }
+            self.post_target_events(io, &outcome.events, None);
+            self.apply_ct(io, outcome.ct, false);
+            return;
+        }
+        let Some(d) = outcome.delivery else {
+            self.post_target_events(io, &outcome.events, None);
+            self.apply_ct(io, outcome.ct, outcome.return_code != ReturnCode::Ok);
+            self.nack(io, fab, tc, req, outcome.return_code);
+            return;
+        };
+        let ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+        let sig = self.fp_signals(pt);
+        let (rc, old) = self.do_amo(io, ac, d.start, d.length, &a, sig);
+        let failed = rc != ReturnCode::Ok;
+        self.post_target_events(io, &outcome.events, failed.then_some(rc));
+        self.apply_ct(io, outcome.ct, failed);
+        let list = outcome.list.map_or(0, u8::from);
+        self.amo_response(io, fab, tc, req.handle, fetching, rc, d.length, list, &old);
     }
 
     /// Drop target messages older than `limit` ps (their initiator times out on its own).

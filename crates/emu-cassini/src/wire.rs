@@ -5,6 +5,8 @@
 //! * a request header shaped after `c_port_unrestricted_hdr` (43 B: opcode, packet type,
 //!   index_ext, remote_offset, request_len, initiator, match_bits, header_data, eager length);
 //! * a small-message header shaped after `c_port_small_msg_hdr` (29 B; IDC small messages);
+//! * an AMO descriptor (40 B, shaped after `c_port_amo_payload`) after the request header of
+//!   an atomic;
 //! * a continuation header shaped after `c_port_continuation_hdr` (13 B: offset, end of
 //!   message, transfer length) for the 2nd..nth MTU segment of a request;
 //! * a response header (16 B, our own layout: the public headers do not describe responses)
@@ -106,6 +108,48 @@ pub(crate) enum Parsed<'a> {
     Request(Fab, Request, &'a [u8]),
     Continuation(Fab, Continuation, &'a [u8]),
     Response(Fab, Response, &'a [u8]),
+}
+
+/// Bytes of the AMO descriptor that follows the request header of an atomic (shaped after
+/// `c_port_amo_payload`, 40 B: op, type, cswap op, then both 16-byte operands).
+pub(crate) const AMO_PAYLOAD: usize = 40;
+
+/// An AMO descriptor on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct AmoPayload {
+    pub(crate) op: u8,
+    pub(crate) ty: u8,
+    pub(crate) cswap: u8,
+    pub(crate) op1: u128,
+    pub(crate) op2: u128,
+}
+
+impl AmoPayload {
+    /// Encode (operand words big-endian, word 1 first).
+    pub(crate) fn encode(&self) -> [u8; AMO_PAYLOAD] {
+        let mut b = [0u8; AMO_PAYLOAD];
+        b[0] = self.op & 0xF;
+        b[1] = self.ty & 0xF;
+        b[2] = self.cswap & 7;
+        b[8..16].copy_from_slice(&(self.op1 as u64).to_be_bytes());
+        b[16..24].copy_from_slice(&((self.op1 >> 64) as u64).to_be_bytes());
+        b[24..32].copy_from_slice(&(self.op2 as u64).to_be_bytes());
+        b[32..40].copy_from_slice(&((self.op2 >> 64) as u64).to_be_bytes());
+        b
+    }
+
+    /// Decode; `None` if `b` is too short.
+    pub(crate) fn parse(b: &[u8]) -> Option<AmoPayload> {
+        let b = b.get(..AMO_PAYLOAD)?;
+        let w = |i: usize| u128::from(be64(&b[i..i + 8]));
+        Some(AmoPayload {
+            op: b[0] & 0xF,
+            ty: b[1] & 0xF,
+            cswap: b[2] & 7,
+            op1: w(8) | (w(16) << 64),
+            op2: w(24) | (w(32) << 64),
+        })
+    }
 }
 
 /// A packet for the fabric. The CRC is left for the fabric to seal when the packet is
@@ -404,6 +448,19 @@ mod tests {
         let mut b = response(&fab(), &r, 3);
         b.extend_from_slice(&[9, 8, 7]);
         assert_eq!(parse(&b), Some(Parsed::Response(fab(), r, &[9, 8, 7])));
+    }
+
+    #[test]
+    fn amo_payload_round_trip() {
+        let a = AmoPayload {
+            op: 11,
+            ty: 12,
+            cswap: 5,
+            op1: 0x0123_4567_89AB_CDEF_FEDC_BA98_7654_3210,
+            op2: 42,
+        };
+        assert_eq!(AmoPayload::parse(&a.encode()), Some(a));
+        assert_eq!(AmoPayload::parse(&[0; 39]), None);
     }
 
     #[test]

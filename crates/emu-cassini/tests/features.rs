@@ -710,3 +710,160 @@ fn largest_idc_put_and_long_event_formats() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn atomics_run_on_target_memory() {
+    use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
+    use firmware_spec::cassini::cmd::{DmaAmo, IdcAmo, IdcSmallAmo};
+    let mut p = Pair::deterministic();
+    let win = p.c.nodes[TGT].map(4096, true, true).unwrap();
+    p.tgt().write_host(win.host, &100u64.to_le_bytes()).unwrap();
+    p.tgt()
+        .write_host(win.host + 8, &1000u32.to_le_bytes())
+        .unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_NOMATCH,
+        PtlList::Priority,
+        2,
+        &win,
+        LeFlags::OP_PUT | LeFlags::OP_GET | LeFlags::EVENT_LINK_DISABLE,
+        0,
+        0,
+    ));
+    let res = p.c.nodes[INIT].map(64, true, true).unwrap();
+    let (dfa1, _) = p.dfa(1);
+    let cs = p.cstate(
+        1,
+        DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+    );
+    // Non-fetching SUM, then a fetching SWAP returning the old value.
+    let sum = IdcAmo {
+        opcode: DmaOp::Atomic,
+        dfa: dfa1,
+        remote_offset: 0,
+        atomic_op: AmoOp::Sum,
+        atomic_type: AmoType::Uint64,
+        op1_word1: 5,
+        ..IdcAmo::default()
+    }
+    .encode();
+    let swap = IdcAmo {
+        opcode: DmaOp::FetchingAtomic,
+        dfa: dfa1,
+        local_addr: res.iova,
+        atomic_op: AmoOp::Swap,
+        atomic_type: AmoType::Uint64,
+        op1_word1: 7,
+        ..IdcAmo::default()
+    }
+    .encode();
+    let small = IdcSmallAmo {
+        dfa: dfa1,
+        remote_offset: 8,
+        atomic_op: AmoOp::Sum,
+        atomic_type: AmoType::Uint32,
+        op1_word1: 3,
+    }
+    .encode();
+    p.tx(&[&cs, &sum, &swap, &small]);
+    p.c.settle();
+    let a = init_fields(&p.wait_tx());
+    let r = init_fields(&p.wait_tx());
+    let a2 = init_fields(&p.wait_tx());
+    assert_eq!((a.0, a.1, a.2), (EventType::Ack, ReturnCode::Ok, 8));
+    assert_eq!((r.0, r.1, r.2), (EventType::Reply, ReturnCode::Ok, 8));
+    assert_eq!((a2.0, a2.1), (EventType::Ack, ReturnCode::Ok));
+    assert_eq!(
+        u64::from_le_bytes(p.init().read_host(res.host, 8).unwrap().try_into().unwrap()),
+        105,
+        "fetched the value after SUM"
+    );
+    assert_eq!(
+        u64::from_le_bytes(p.tgt().read_host(win.host, 8).unwrap().try_into().unwrap()),
+        7
+    );
+    assert_eq!(
+        u32::from_le_bytes(
+            p.tgt()
+                .read_host(win.host + 8, 4)
+                .unwrap()
+                .try_into()
+                .unwrap()
+        ),
+        1003
+    );
+    let t = tgt_fields(&p.wait_tgt());
+    assert_eq!((t.0, t.1), (EventType::Atomic, ReturnCode::Ok));
+    assert_eq!(tgt_fields(&p.wait_tgt()).0, EventType::FetchAtomic);
+
+    // DMA AMO: fetching CSWAP with operand 1 read from local memory.
+    let src = p.c.nodes[INIT].map(64, true, true).unwrap();
+    p.init().write_host(src.host, &99u64.to_le_bytes()).unwrap();
+    let (_, ext) = p.dfa(1);
+    let cswap = DmaAmo {
+        opcode: DmaOp::FetchingAtomic,
+        index_ext: ext,
+        dfa: dfa1,
+        local_read_addr: src.iova,
+        flags: DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+        request_len: 8,
+        eq: EQ_TX,
+        user_ptr: 0xA70,
+        local_write_addr: res.iova + 8,
+        atomic_op: AmoOp::Cswap,
+        atomic_type: AmoType::Uint64,
+        cswap_op: CswapOp::Eq,
+        op2_word1: 7,
+        ..DmaAmo::default()
+    };
+    let mut cmd = [0u8; 128];
+    cmd[..96].copy_from_slice(&cswap.encode());
+    p.tx(&[&cmd]);
+    p.c.settle();
+    let r = init_fields(&p.wait_tx());
+    assert_eq!((r.0, r.1, r.3), (EventType::Reply, ReturnCode::Ok, 0xA70));
+    assert_eq!(
+        u64::from_le_bytes(
+            p.init()
+                .read_host(res.host + 8, 8)
+                .unwrap()
+                .try_into()
+                .unwrap()
+        ),
+        7
+    );
+    assert_eq!(
+        u64::from_le_bytes(p.tgt().read_host(win.host, 8).unwrap().try_into().unwrap()),
+        99,
+        "compared equal, swapped"
+    );
+    // Misaligned: AMO_ALIGN_ERROR, memory unchanged.
+    let bad = IdcAmo {
+        opcode: DmaOp::Atomic,
+        dfa: dfa1,
+        remote_offset: 4,
+        atomic_op: AmoOp::Sum,
+        atomic_type: AmoType::Uint64,
+        op1_word1: 1,
+        ..IdcAmo::default()
+    }
+    .encode();
+    p.tx(&[&bad]);
+    p.c.settle();
+    while let Some(e) = p.poll_tgt() {
+        let _ = e;
+    }
+    let r = init_fields(&p.wait_tx());
+    assert_eq!((r.0, r.1), (EventType::Ack, ReturnCode::AmoAlignError));
+    assert_eq!(
+        u64::from_le_bytes(p.tgt().read_host(win.host, 8).unwrap().try_into().unwrap()),
+        99
+    );
+}
