@@ -575,3 +575,37 @@ pub(crate) fn is_noop_header(b: u8) -> bool {
     (h.cmd_type == CmdType::Cq && h.opcode == 0 && h.cmd_size == CmdSize::B64)
         || (h.cmd_type == CmdType::Idc && h.opcode == 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_pointer_wraps_to_slot_four() {
+        // 64-slot ring: half-slots 8..128.
+        assert_eq!(advance32(8, 2, 64), 10);
+        assert_eq!(advance32(126, 2, 64), FIRST32);
+        assert_eq!(advance32(120, 8, 64), FIRST32);
+    }
+
+    #[test]
+    fn lcid_may_be_followed_by_a_cq_or_idc_noop_only() {
+        let cq_noop = CmdHeader::new(CmdType::Cq, CmdSize::B64, 0).to_byte();
+        let fence = CmdHeader::new(CmdType::Cq, CmdSize::B64, 1).to_byte();
+        let dma_put = CmdHeader::new(CmdType::Dma, CmdSize::B64, 1).to_byte();
+        assert!(is_noop_header(cq_noop));
+        assert!(is_noop_header(0), "32 B IDC NOOP padding");
+        assert!(!is_noop_header(fence));
+        assert!(!is_noop_header(dma_put));
+    }
+
+    #[test]
+    fn queues_start_disabled_at_slot_four() {
+        let q = Cqs::new();
+        assert_eq!(q.tx.len(), 1024);
+        assert_eq!(q.tgt.len(), 512);
+        assert_eq!(q.tx_state(3), (false, false));
+        assert_eq!(q.pointers(false, 3), (4, 4));
+        assert_eq!(q.pointers(true, 5000), (4, 4));
+    }
+}

@@ -332,3 +332,72 @@ impl Ee {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(size: u64, wr: u64, rd: u64) -> Eq {
+        Eq {
+            enabled: true,
+            size,
+            wr,
+            rd,
+            ..Eq::default()
+        }
+    }
+
+    #[test]
+    fn free_space_keeps_one_slot_and_wraps() {
+        // 4 KiB ring: 63 event slots of 64 B; one stays free.
+        let e = eq(4096, 64, 64);
+        assert_eq!(e.free(), 4096 - 64 - 64);
+        let e = eq(4096, 4096 - 64, 64);
+        assert_eq!(e.free(), 0, "writer one slot behind the reader");
+        let e = eq(4096, 128, 192);
+        assert_eq!(e.free(), 0);
+        let e = eq(4096, 192, 128);
+        assert_eq!(e.free(), 4096 - 64 - 64 - 64);
+    }
+
+    #[test]
+    fn events_never_straddle_a_64_byte_block() {
+        let e = eq(4096, 64 + 48, 64);
+        assert_eq!(e.pad(16), 0);
+        assert_eq!(e.pad(32), 16);
+        assert_eq!(e.pad(64), 16);
+        let e = eq(4096, 64 + 32, 64);
+        assert_eq!(e.pad(32), 0);
+        assert_eq!(e.pad(64), 32);
+    }
+
+    #[test]
+    fn null_events_are_valid_padding() {
+        let b = null_event();
+        let h = firmware_spec::cassini::event::peek_event(&b)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h.size, h.event_type, h.return_code),
+            (EventSize::B16, EventType::NullEvent, ReturnCode::Ok)
+        );
+    }
+
+    #[test]
+    fn room_respects_the_receive_reserve() {
+        let mut ee = Ee::new();
+        ee.eqs[3] = Eq {
+            reserved_fc: 60,
+            ..eq(4096, 64, 64)
+        };
+        // 62 free slots, 60 reserved: two 64 B receive events fit, the third does not.
+        assert!(ee.has_room(3, 64, EventClass::Receive));
+        ee.eqs[3].wr = 64 + 128;
+        assert!(!ee.has_room(3, 64, EventClass::Receive));
+        assert!(ee.has_room(3, 64, EventClass::Other));
+        assert!(
+            !ee.has_room(0, 16, EventClass::Other),
+            "EQ 0 is never enabled"
+        );
+    }
+}
