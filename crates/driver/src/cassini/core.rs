@@ -136,6 +136,8 @@ pub struct FreeCounts {
     pub cp_handles: u32,
     /// PIDs in use or reserved, over all VNIs.
     pub pids_in_use: u32,
+    /// TLE pools (4; pool 0 is the default service's and the shared one).
+    pub tle_pools: u32,
     /// Host pages the driver holds for rings and page tables.
     pub driver_pages: u64,
     /// mmap tokens outstanding.
@@ -182,6 +184,8 @@ struct Service {
     lnis: u32,
     in_use: [u16; 8],
     lpr: u32,
+    /// Its own TLE pool (services with a TLE limit), else pool 0.
+    tle_pool: u32,
 }
 
 #[derive(Debug)]
@@ -360,6 +364,7 @@ pub(crate) struct DevState {
     domain_id: IdAllocator,
     cp_hndl: IdAllocator,
     svc_id: IdAllocator,
+    tle_pool: IdAllocator,
 
     services: BTreeMap<u32, Service>,
     lnis: BTreeMap<u32, Lni>,
@@ -428,6 +433,12 @@ impl DevState {
             domain_id: IdAllocator::new(1, 1 << 16),
             cp_hndl: IdAllocator::new(1, 1 << 16),
             svc_id: IdAllocator::new(1, 1 << 10),
+            // Pool 0 serves the default service and every service without a TLE limit.
+            tle_pool: {
+                let mut a = IdAllocator::new(0, NUM_TLE_POOLS);
+                a.alloc_specific(0);
+                a
+            },
             services: BTreeMap::new(),
             lnis: BTreeMap::new(),
             cps: BTreeMap::new(),
@@ -471,6 +482,7 @@ impl DevState {
             domains: self.domain_id.free_count(),
             cp_handles: self.cp_hndl.free_count(),
             pids_in_use: self.pids.len() as u32,
+            tle_pools: self.tle_pool.free_count(),
             driver_pages: ring_pages + table_pages,
             mmap_tokens: self.clients.values().map(|c| c.mmaps.len() as u32).sum(),
         }
@@ -621,6 +633,7 @@ impl CxiDevice {
         if !config.disable_default_svc {
             create_default_service(&mut st, &config);
         }
+        program_tle_pools(&hw, &st).map_err(hw::InitError::from)?;
         let initial = st.free_counts();
         tracing::info!(address = %info.address, nid = info.nid, version = ?info.version, platform = ?info.platform, "cassini device up");
         Ok(Arc::new(CxiDevice {
@@ -774,6 +787,7 @@ impl CxiDevice {
             )
             .map_err(eio)?;
         self.hw.msix_program(self.info.msix_vectors).map_err(eio)?;
+        program_tle_pools(&self.hw, &st).map_err(eio)?;
         tracing::info!(address = %self.info.address, "cassini device reset");
         Ok(())
     }
@@ -1117,8 +1131,31 @@ fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
             lnis: 0,
             in_use: [0; 8],
             lpr: 1,
+            tle_pool: 0,
         },
     );
+}
+
+/// TLE pools (`c_cq_cfg_tle_pool` has 4 entries).
+const NUM_TLE_POOLS: u32 = 4;
+
+/// Program the TLE pools from the services (cass_tle.c): pool 0 reserves the default
+/// service's `default_svc_num_tles`, a service with a TLE limit has its own pool
+/// (`res`/`max`), unused pools hold nothing, and the rest of the 2048 TLEs is the shared
+/// reserve.
+fn program_tle_pools(hw: &CassHw, st: &DevState) -> Result<(), HwError> {
+    let mut reserved = lim::DEFAULT_SVC_NUM_TLES as u32;
+    hw.tle_pool_set(0, reserved, lim::DEFAULT_SVC_NUM_TLES as u32)?;
+    for pool in 1..NUM_TLE_POOLS {
+        let svc = st.services.values().find(|s| s.tle_pool == pool);
+        let (res, max) = svc.map_or((0, 0), |s| {
+            let l = s.desc.limits[rsrc::TLE];
+            (u32::from(l.res), u32::from(l.max))
+        });
+        hw.tle_pool_set(pool, res, max)?;
+        reserved += res;
+    }
+    hw.tle_shared_set((lim::C_NUM_TLES as u32).saturating_sub(reserved))
 }
 
 /// The context every handler runs in.
@@ -1507,6 +1544,7 @@ impl Op<'_> {
 
     pub(crate) fn cq_alloc(&mut self, c: &CqAllocCmd) -> Result<CqAllocResp, Errno> {
         let rgid = self.lni(c.lni)?.rgid;
+        let tle_pool = self.service_of(c.lni)?.tle_pool;
         self.check_eq(c.eq)?;
         let o = &c.opts;
         let flags = CqAllocFlags(o.flags);
@@ -1564,6 +1602,7 @@ impl Op<'_> {
             acid: PHYS_ACID,
             stat_cnt_pool: o.stat_cnt_pool as u8,
             trig: flags.contains(CqAllocFlags::TX_WITH_TRIG_CMDS),
+            tle_pool: tle_pool as u8,
         };
         let r = if tx {
             self.hw().txq_enable(n, &cfg)
@@ -2455,7 +2494,10 @@ impl Op<'_> {
                     .services
                     .iter()
                     .filter(|(id, s)| {
-                        Some(**id) != except && s.desc.bits & svcbits::RESOURCE_LIMITS != 0
+                        // The default service's TLE reservation counts although it has no
+                        // resource limits.
+                        Some(**id) != except
+                            && (s.desc.bits & svcbits::RESOURCE_LIMITS != 0 || t == rsrc::TLE)
                     })
                     .map(|(_, s)| u32::from(s.desc.limits[t].res))
                     .sum();
@@ -2477,11 +2519,26 @@ impl Op<'_> {
         c: &SvcAllocCmd,
     ) -> Result<SvcAllocResp, (Errno, SvcFailInfo)> {
         self.validate_desc(&c.svc_desc, None)?;
-        let id = self
-            .st
-            .svc_id
-            .alloc()
-            .ok_or((Errno::Enospc, SvcFailInfo::default()))?;
+        let wants_pool =
+            c.svc_desc.bits & svcbits::RESOURCE_LIMITS != 0 && c.svc_desc.limits[rsrc::TLE].max > 0;
+        let tle_pool = if wants_pool {
+            let Some(p) = self.st.tle_pool.alloc() else {
+                let fail = SvcFailInfo {
+                    no_tle_pools: 1,
+                    ..SvcFailInfo::default()
+                };
+                return Err((Errno::Enospc, fail));
+            };
+            p
+        } else {
+            0
+        };
+        let Some(id) = self.st.svc_id.alloc() else {
+            if tle_pool != 0 {
+                self.st.tle_pool.free(tle_pool);
+            }
+            return Err((Errno::Enospc, SvcFailInfo::default()));
+        };
         let mut desc = c.svc_desc;
         desc.svc_id = id;
         self.st.services.insert(
@@ -2491,8 +2548,14 @@ impl Op<'_> {
                 lnis: 0,
                 in_use: [0; 8],
                 lpr: 1,
+                tle_pool,
             },
         );
+        if tle_pool != 0
+            && let Err(e) = program_tle_pools(self.hw(), self.st)
+        {
+            return Err((eio(e), SvcFailInfo::default()));
+        }
         Ok(SvcAllocResp {
             svc_id: id,
             fail_info: SvcFailInfo::default(),
@@ -2513,8 +2576,13 @@ impl Op<'_> {
             return Err((Errno::Ebusy, SvcFailInfo::default()));
         }
         self.validate_desc(&c.svc_desc, Some(id))?;
+        let mut pool = 0;
         if let Some(s) = self.st.services.get_mut(&id) {
             s.desc = c.svc_desc;
+            pool = s.tle_pool;
+        }
+        if pool != 0 {
+            program_tle_pools(self.hw(), self.st).map_err(|e| (eio(e), SvcFailInfo::default()))?;
         }
         Ok(SvcUpdateResp::default())
     }
@@ -2527,8 +2595,13 @@ impl Op<'_> {
         if s.lnis > 0 {
             return Err(Errno::Ebusy);
         }
+        let pool = s.tle_pool;
         self.st.services.remove(&c.svc_id);
         self.st.svc_id.free(c.svc_id);
+        if pool != 0 {
+            self.st.tle_pool.free(pool);
+            program_tle_pools(self.hw(), self.st).map_err(eio)?;
+        }
         Ok(())
     }
 
@@ -2552,7 +2625,7 @@ impl Op<'_> {
     fn rsrc_use(id: u32, s: &Service) -> RsrcUse {
         RsrcUse {
             svc_id: id,
-            tle_pool_id: 0,
+            tle_pool_id: s.tle_pool,
             in_use: s.in_use,
         }
     }

@@ -130,6 +130,8 @@ pub struct CqConfig {
     pub stat_cnt_pool: u8,
     /// Trigger queue (transmit only).
     pub trig: bool,
+    /// TLE pool of the owning service (transmit only; `mem_q_pfq`, low 2 bits).
+    pub tle_pool: u8,
 }
 
 /// Settings of one event queue.
@@ -590,6 +592,7 @@ impl CassHw {
                 (b::MEM_Q_MAX_PTR, u64::from(c.slots.saturating_sub(1))),
                 (b::MEM_Q_RGID, u64::from(c.rgid)),
                 (b::MEM_Q_STAT_CNT_POOL, u64::from(c.stat_cnt_pool)),
+                (b::MEM_Q_PFQ, u64::from(c.tle_pool)),
                 (b::MEM_Q_LCID, u64::from(c.lcid)),
                 (b::MEM_Q_ACID, u64::from(c.acid)),
                 (b::MEM_Q_POLICY, u64::from(c.policy)),
@@ -659,6 +662,38 @@ impl CassHw {
             self.read_field(csr::C_CQ_TGQ_ACK_CTR, n, f::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR)?
         };
         Ok(v as u32)
+    }
+
+    // ---- Triggered-list entries (cass_tle.c) ----
+
+    /// Configure TLE pool `pool`: `num_reserved` entries of its own, at most `max_alloc`.
+    pub fn tle_pool_set(
+        &self,
+        pool: u32,
+        num_reserved: u32,
+        max_alloc: u32,
+    ) -> Result<(), HwError> {
+        use f::c_cq_cfg_tle_pool as t;
+        self.write_fields(
+            csr::C_CQ_CFG_TLE_POOL,
+            pool,
+            &[
+                (t::NUM_RESERVED, u64::from(num_reserved)),
+                (t::MAX_ALLOC, u64::from(max_alloc)),
+            ],
+        )
+    }
+
+    /// Set the shared TLE reserve (`c_cq_cfg_sts_tle_shared.num_shared`).
+    pub fn tle_shared_set(&self, num_shared: u32) -> Result<(), HwError> {
+        self.update_fields(
+            csr::C_CQ_CFG_STS_TLE_SHARED,
+            0,
+            &[(
+                f::c_cq_cfg_sts_tle_shared::NUM_SHARED,
+                u64::from(num_shared),
+            )],
+        )
     }
 
     // ---- Event queues (cass_eq.c) ----

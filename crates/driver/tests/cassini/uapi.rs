@@ -324,3 +324,93 @@ fn eq_reserved_fc_and_wait_objects() {
     .unwrap();
     assert_eq!(c.wait_object(w).unwrap_err(), Errno::Einval);
 }
+
+#[test]
+fn services_with_tle_limits_get_their_own_tle_pool() {
+    use firmware_spec::cassini::csr::{self, fields as f};
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let hw = d.hw();
+    let pool = |p: u32| {
+        let e = hw.read_entry(csr::C_CQ_CFG_TLE_POOL, p).unwrap();
+        (
+            f::c_cq_cfg_tle_pool::NUM_RESERVED.get(&e),
+            f::c_cq_cfg_tle_pool::MAX_ALLOC.get(&e),
+        )
+    };
+    let shared = || {
+        hw.read_field(
+            csr::C_CQ_CFG_STS_TLE_SHARED,
+            0,
+            f::c_cq_cfg_sts_tle_shared::NUM_SHARED,
+        )
+        .unwrap()
+    };
+    // The default service reserves 512 TLEs in pool 0; the rest is shared.
+    assert_eq!(pool(0), (512, 512));
+    assert_eq!(pool(1), (0, 0));
+    assert_eq!(shared(), 2048 - 512);
+    let admin = d.open_admin();
+    let mut desc = SvcDesc {
+        bits: 0b1_1000, // resource_limits | enable
+        ..Default::default()
+    };
+    desc.limits[1] = Limits { max: 4, res: 0 };
+    desc.limits[6] = Limits { max: 100, res: 64 }; // TLEs
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(
+            admin
+                .call(&SvcAllocCmd {
+                    svc_desc: desc,
+                    ..Default::default()
+                })
+                .unwrap()
+                .svc_id,
+        );
+    }
+    assert_eq!(pool(1), (64, 100));
+    assert_eq!(shared(), 2048 - 512 - 3 * 64);
+    let fourth = admin.call(&SvcAllocCmd {
+        svc_desc: desc,
+        ..Default::default()
+    });
+    assert_eq!(fourth.unwrap_err(), Errno::Enospc, "four TLE pools");
+    // A TX CQ of such a service draws its triggered ops from the service's pool.
+    let user = d.open();
+    let l = user
+        .call(&LniAllocCmd {
+            svc_id: ids[1],
+            ..Default::default()
+        })
+        .unwrap()
+        .lni;
+    let q = cq(&user, l, 0, true, 64).unwrap();
+    let pfq = hw
+        .read_field(
+            csr::C_CQ_TXQ_BASE_TABLE,
+            q.cq,
+            f::c_cq_txq_base_table::MEM_Q_PFQ,
+        )
+        .unwrap();
+    let use_ = user
+        .call(&As::<{ Opcode::SvcRsrcGet as u32 }, _>(SvcIdCmd {
+            svc_id: ids[1],
+            ..Default::default()
+        }))
+        .unwrap();
+    assert_eq!(u64::from(use_.tle_pool_id), pfq);
+    assert_eq!(pfq, 2);
+    drop(user);
+    for id in ids {
+        admin
+            .call(&SvcDestroyCmd {
+                svc_id: id,
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    assert_eq!(pool(1), (0, 0));
+    assert_eq!(shared(), 2048 - 512);
+    assert_eq!(d.free_counts(), d.initial_free_counts());
+}
