@@ -90,6 +90,8 @@ pub(crate) struct Bte {
     rr: usize,
     credit: u64,
     refill: SimTime,
+    /// Most requests of one transfer in flight.
+    pub(crate) max_outstanding: u32,
 }
 
 impl Default for Bte {
@@ -109,6 +111,7 @@ impl Default for Bte {
             rr: 0,
             credit: 0,
             refill: SimTime::ZERO,
+            max_outstanding: 32,
         }
     }
 }
@@ -155,8 +158,11 @@ impl Bte {
             return false;
         }
         let c = &self.tx[ch];
-        if c.active.is_some() {
-            return true;
+        if let Some(a) = c.active {
+            return self
+                .xfers
+                .get(&a)
+                .is_none_or(|x| x.outstanding < self.max_outstanding);
         }
         let (base, count) = self.ring(ch);
         if count == 0 || c.regs.read_index == c.regs.write_index % count {
@@ -613,6 +619,9 @@ impl Gemini {
         }
         if x.processed && x.outstanding == 0 {
             self.bte_advance(io, id);
+        } else if x.issued < x.total {
+            // Flow control: an answer makes room for more requests.
+            self.bte_kick(io);
         } else if x.issued >= x.total && !x.processed {
             // The failure above ended the transfer early.
             x.processed = true;

@@ -22,6 +22,9 @@ pub struct GeminiConfig {
     pub bte_bandwidth: u64,
     /// Most bytes one paced step may issue when catching up after a late timer.
     pub bte_max_burst: u64,
+    /// Most bytes of one BTE transfer in flight (sent, not yet answered): the BTE's flow
+    /// control. Our choice, about 60 µs of data at the modelled bandwidth.
+    pub bte_max_inflight: u64,
     /// A request unanswered this long (since the last progress of its sequence or transfer)
     /// fails with `REQUEST_TIMEOUT`.
     pub request_timeout: SimDuration,
@@ -37,6 +40,7 @@ impl GeminiConfig {
             bte_step_bytes: 64 * 1024,
             bte_bandwidth: 6_911_000_000,
             bte_max_burst: 1024 * 1024,
+            bte_max_inflight: 512 * 1024,
             request_timeout: SimDuration::from_us(100_000),
         }
     }

@@ -171,6 +171,11 @@ impl Gemini {
             pba_offset: pci::MSIX_PBA_OFFSET as u32,
         })?;
         let msix = MsixTable::new(pci::MSIX_VECTORS)?;
+        let mut bte = Bte::default();
+        bte.max_outstanding =
+            u32::try_from(cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)))
+                .unwrap_or(u32::MAX)
+                .max(1);
         Ok(Gemini {
             cfg,
             pci,
@@ -184,7 +189,7 @@ impl Gemini {
                 .collect(),
             seqs: HashMap::new(),
             next_seq: 0,
-            bte: Bte::default(),
+            bte,
             reqs: HashMap::new(),
             next_tag: 0,
             order_tx: HashMap::new(),

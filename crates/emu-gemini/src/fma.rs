@@ -34,9 +34,20 @@ struct Wc {
     len: usize,
     dest: Dest,
     offset: u64,
-    msg: bool,
     buf: [u8; WC_LINE as usize],
 }
+
+/// An SMSG message being gathered from PUT_MSG stores (sent as one frame).
+#[derive(Clone, Debug)]
+struct MsgBuf {
+    dest: Dest,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+/// Largest PUT_MSG message gathered into one frame: an SMSG header (16 bytes) plus the
+/// largest message (`GNI_SMSG_MAX_SIZE`), rounded up to the 64-byte slot granule.
+pub const MSG_MAX: usize = 65_536 + 64;
 
 /// One FMA descriptor.
 #[derive(Clone, Debug)]
@@ -45,6 +56,7 @@ pub(crate) struct FmaDesc {
     prvmask: u32,
     err_rc: u32,
     wc: Option<Wc>,
+    msg: Option<MsgBuf>,
     open: Option<u32>,
     in_flight: u32,
     puts_out: u32,
@@ -58,6 +70,7 @@ impl Default for FmaDesc {
             prvmask: PrivMask::DEFAULT.bits(),
             err_rc: 0,
             wc: None,
+            msg: None,
             open: None,
             in_flight: 0,
             puts_out: 0,
@@ -296,12 +309,18 @@ impl Gemini {
         self.issue(io, req, &dest, hdr, payload, TC_FMA);
     }
 
-    /// Send the write-combined bytes of descriptor `id`, if any.
+    /// Send the write-combined bytes and the gathered message of descriptor `id`, if any.
     pub(crate) fn fma_flush(&mut self, io: &mut DeviceIo<'_>, id: u8) {
-        let Some(wc) = self.fma.get_mut(usize::from(id)).and_then(|d| d.wc.take()) else {
+        let Some(d) = self.fma.get_mut(usize::from(id)) else {
             return;
         };
-        self.fma_send_put(io, id, wc.dest, wc.offset, &wc.buf[..wc.len], wc.msg);
+        let (wc, msg) = (d.wc.take(), d.msg.take());
+        if let Some(wc) = wc {
+            self.fma_send_put(io, id, wc.dest, wc.offset, &wc.buf[..wc.len], false);
+        }
+        if let Some(m) = msg {
+            self.fma_send_put(io, id, m.dest, m.offset, &m.data, true);
+        }
     }
 
     fn fma_send_put(
@@ -365,15 +384,18 @@ impl Gemini {
                 return Ok(());
             }
         };
+        if msg {
+            self.fma_gather_msg(io, id, dest, roff, data);
+            return Ok(());
+        }
         if kind == WindowKind::PutUc {
             self.fma_flush(io, id);
-            self.fma_send_put(io, id, dest, roff, data, msg);
+            self.fma_send_put(io, id, dest, roff, data, false);
             return Ok(());
         }
         let w = data.len();
         let fits = |wc: &Wc| {
             wc.dest == dest
-                && wc.msg == msg
                 && wc.offset.checked_add(wc.len as u64) == Some(roff)
                 && wc.len + w <= WC_LINE as usize
                 && wc.offset / WC_LINE == (roff + w as u64 - 1) / WC_LINE
@@ -393,7 +415,6 @@ impl Gemini {
             len: w,
             dest,
             offset: roff,
-            msg,
             buf: [0; WC_LINE as usize],
         };
         wc.buf[..w].copy_from_slice(data);
@@ -403,7 +424,36 @@ impl Gemini {
         Ok(())
     }
 
-    /// A non-fetching AMO through a PUT window (`command` = code & 0x1F).
+    /// PUT_MSG stores (either PUT window) gather the whole contiguous message, which goes
+    /// out as one frame at the next flush, so the target can make its header visible last.
+    fn fma_gather_msg(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        id: u8,
+        dest: Dest,
+        roff: u64,
+        data: &[u8],
+    ) {
+        if let Some(Some(m)) = self.fma.get_mut(usize::from(id)).map(|d| d.msg.as_mut())
+            && m.dest == dest
+            && m.offset.checked_add(m.data.len() as u64) == Some(roff)
+            && m.data.len() + data.len() <= MSG_MAX
+        {
+            m.data.extend_from_slice(data);
+            return;
+        }
+        self.fma_flush(io, id);
+        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+            d.msg = Some(MsgBuf {
+                dest,
+                offset: roff,
+                data: data.to_vec(),
+            });
+        }
+    }
+
+    /// A non-fetching AMO through a PUT window (`command` = code & 0x1F): an 8-byte store
+    /// triggers it, the operands are SCRATCH0 and SCRATCH1.
     fn fma_amo_nofetch(
         &mut self,
         io: &mut DeviceIo<'_>,
@@ -425,11 +475,13 @@ impl Gemini {
         if roff & 7 != 0 {
             return self.fma_reject(io, id, Fault::Misaligned);
         }
-        let op2 = self.fma_desc(id).map_or(0, |d| d.regs.scratch1);
+        let (op1, op2) = self
+            .fma_desc(id)
+            .map_or((0, 0), |d| (d.regs.scratch0, d.regs.scratch1));
         let mut h = Header::new(Kind::AmoReq);
         h.cmd = cmd.code() as u16;
         h.offset = roff;
-        h.op1 = regs::value(data);
+        h.op1 = op1;
         h.op2 = op2;
         self.count(counter::AMOS, 1);
         self.fma_issue(io, id, dest, h, &[], Landing::None, false);

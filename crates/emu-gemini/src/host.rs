@@ -605,10 +605,12 @@ impl Nic {
             self.bar0.write_u64(win, gcw.to_u64()?)?;
         } else {
             self.fma_target(f, cmd.fma_command(), at, 0, opts.in_order)?;
+            self.bar0.write_u64(fma_user(f.id, reg::SCRATCH0), op1)?;
             self.bar0.write_u64(fma_user(f.id, reg::SCRATCH1), op2)?;
             let win = fma::window_addr(WindowKind::PutUc, u64::from(f.id), 0)
                 .ok_or(HostError::Invalid("FMA id"))?;
-            self.bar0.write_u64(win, op1)?;
+            // The store triggers the AMO; its value is not an operand.
+            self.bar0.write_u64(win, 0)?;
         }
         self.fma_sync(f, &opts)
     }

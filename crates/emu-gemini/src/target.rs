@@ -155,6 +155,10 @@ impl Gemini {
             ptag: hdr.ptag,
         };
         match hdr.kind {
+            Kind::Put if hdr.flags & flag::MSG != 0 => {
+                let r = self.write_message(io, acc, hdr.offset, payload);
+                self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
+            }
             Kind::Put => {
                 let r = self.domains.write(io.dma(), acc, hdr.offset, payload);
                 self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
@@ -220,6 +224,30 @@ impl Gemini {
             }
             Kind::GetResp | Kind::AmoResp | Kind::Ack => {}
         }
+    }
+
+    /// Write an SMSG message so that its first 8 bytes (the slot header's seqno, tag and
+    /// kind) become visible last, with a release store when they are 8-byte aligned: a
+    /// receiver polling the mailbox never sees a header before its payload.
+    fn write_message(
+        &self,
+        io: &DeviceIo<'_>,
+        acc: Access,
+        offset: u64,
+        msg: &[u8],
+    ) -> Result<(), Fault> {
+        if msg.len() < 8 || !offset.is_multiple_of(8) {
+            return self.domains.write(io.dma(), acc, offset, msg);
+        }
+        self.domains
+            .check(io.dma(), acc, offset, msg.len() as u64, true)?;
+        self.domains.write(io.dma(), acc, offset + 8, &msg[8..])?;
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&msg[..8]);
+        let v = u64::from_le_bytes(first);
+        self.domains.atomic(io.dma(), acc, offset, |w| {
+            w.store(v, std::sync::atomic::Ordering::Release)
+        })
     }
 
     /// Put the data of an answer where the request asked.

@@ -143,3 +143,57 @@ fn corrupted_packets_are_dropped_and_time_out() {
     assert_eq!(j.nic(1).counter(counter::CRC_DROPS).unwrap(), 1);
     assert_eq!(j.nic(1).read_mem_u8(j.nodes[1].buf.addr), 0);
 }
+
+/// A busy run with reordering, AMOs and a BTE transfer: its trace digest.
+fn busy_run(seed: u64) -> (u64, u64) {
+    let mut j = reordering(seed);
+    let n0 = j.nic(0).clone();
+    let mut ch = n0.bte_enable(0, 0, 8, 0, false).unwrap();
+    let t = rdma_txd(
+        TxdMode1::PUT,
+        PTAG,
+        Local {
+            mdh: BUF_MDH,
+            offset: 0,
+        },
+        Remote {
+            pe: 2,
+            mdh: BUF_MDH,
+            offset: 0,
+        },
+        512 * 1024,
+        LOCAL_CQ,
+        TxdMode1::CQ_GLOBAL,
+        0,
+        0,
+    );
+    n0.bte_post(&mut ch, &t).unwrap();
+    for i in 1..4 {
+        let to = Remote {
+            pe: 3,
+            mdh: BUF_MDH,
+            offset: 8 * i,
+        };
+        j.nic(i as usize)
+            .fma_put(
+                j.nodes[i as usize].fma,
+                to,
+                &[i as u8; 8],
+                PostOpts::default(),
+            )
+            .unwrap();
+    }
+    for i in 0..4 {
+        let nic = j.nic(i).clone();
+        nic.cq_wait(&mut j.nodes[i].local_cq).unwrap();
+    }
+    let d = j.c.deterministic().unwrap();
+    d.run_until_idle();
+    (d.trace_digest(), d.now().as_ps())
+}
+
+#[test]
+fn same_seed_same_run() {
+    assert_eq!(busy_run(77), busy_run(77));
+    assert_ne!(busy_run(77).0, busy_run(78).0);
+}

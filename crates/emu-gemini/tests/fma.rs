@@ -343,3 +343,119 @@ fn unknown_ntt_entry_and_pe_outside_the_group_are_local_errors() {
     let status = n0.fma_status(f).unwrap();
     assert_ne!((status >> 48) & u64::from(FmaFlags::NPES_ERROR.bits()), 0);
 }
+
+#[test]
+fn mrt_translated_domain_splits_across_pages() {
+    use firmware_spec::gemini::map;
+    use firmware_spec::gemini::mdd::{MddDescriptor, MddModes, MrtEntry};
+    let mut j = job(det([1, 1, 1], 7));
+    let n1 = j.nic(1).clone();
+    // 128 KiB MRT pages (code 0); MRT-space pages 0 and 1 map to two separate host ranges,
+    // the second one below the first.
+    n1.bar0.write_u64(map::MRT_PAGESIZE_OFFSET, 0).unwrap();
+    let hi = n1.mem.alloc(256 << 10, 128 << 10).unwrap().start.0;
+    let lo = n1.mem.alloc(256 << 10, 128 << 10).unwrap().start.0;
+    let (p0, p1) = (hi.max(lo), hi.min(lo));
+    for (i, p) in [(0u64, p0), (1, p1)] {
+        let e = MrtEntry::for_addr(p).unwrap().to_u32().unwrap();
+        n1.bar0.write_u32(map::MRT_BASE + 4 * i, e).unwrap();
+    }
+    let d = MddDescriptor {
+        ptag: u64::from(PTAG),
+        mem_base: 0,
+        mrt_enable: 1,
+        modes: u64::from((MddModes::VALID | MddModes::WRITABLE).bits()),
+        max_base: ((256 << 10) - 1) >> 12,
+        cqh: 0,
+    };
+    let b = d.encode().unwrap();
+    let at = map::MDD_BASE + 16 * 40;
+    n1.bar0
+        .write_u64(at, u64::from_le_bytes(b[..8].try_into().unwrap()))
+        .unwrap();
+    n1.bar0
+        .write_u64(at + 8, u64::from_le_bytes(b[8..].try_into().unwrap()))
+        .unwrap();
+    let data: Vec<u8> = (0..64u8).collect();
+    let to = Remote {
+        pe: 1,
+        mdh: 40,
+        offset: (128 << 10) - 32,
+    };
+    let n0 = j.nic(0).clone();
+    n0.fma_put(j.nodes[0].fma, to, &data, opts(1)).unwrap();
+    assert_eq!(
+        n0.cq_wait(&mut j.nodes[0].local_cq).unwrap().status(),
+        Ok(HwStatus::Ok)
+    );
+    let mut a = [0u8; 32];
+    let mut b = [0u8; 32];
+    n1.read_mem(p0 + (128 << 10) - 32, &mut a).unwrap();
+    n1.read_mem(p1, &mut b).unwrap();
+    assert_eq!(&a[..], &data[..32]);
+    assert_eq!(&b[..], &data[32..]);
+    // MRT page 2 has no entry: translation error, nothing written.
+    let to = Remote {
+        pe: 1,
+        mdh: 40,
+        offset: 256 << 10,
+    };
+    n0.fma_put(j.nodes[0].fma, to, &data, opts(2)).unwrap();
+    assert_eq!(
+        n0.cq_wait(&mut j.nodes[0].local_cq).unwrap().status(),
+        Ok(HwStatus::MemBoundsErr)
+    );
+}
+
+#[test]
+fn last_entries_of_every_table_work() {
+    use firmware_spec::gemini::limits;
+    let j = job(det([1, 1, 1], 8));
+    let (n0, n1) = (j.nic(0).clone(), j.nic(1).clone());
+    // CQ 1023, MDD 4095, the last OS FMA descriptor (67, OS windows), NTT logical 16383.
+    let last_cq = (limits::CQ_DESCRIPTORS - 1) as u16;
+    let mut cq = n0.cq_create(last_cq, 16).unwrap();
+    let last_mdd = (limits::MDD_ENTRIES - 1) as u16;
+    let r = n1
+        .register(last_mdd, PTAG, j.nodes[1].buf.addr, 4096, true, None)
+        .unwrap();
+    let last_logical = 2 * limits::NTT_ENTRIES - 1;
+    n0.ntt_set(last_logical, 1).unwrap();
+    let f = n0
+        .fma_alloc(
+            (limits::FMA_TOTAL_DESCRIPTORS - 1) as u8,
+            PTAG,
+            last_cq,
+            Some((last_logical, 1)),
+        )
+        .unwrap();
+    let to = Remote {
+        pe: 0, // logical PE 0 of the group = NTT entry 16383
+        mdh: r.mdh,
+        offset: r.off(8),
+    };
+    n0.fma_put(f, to, &0xE4D_u64.to_le_bytes(), opts(0x67))
+        .unwrap();
+    let e = n0.cq_wait(&mut cq).unwrap();
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::Ok), 0x67));
+    assert_eq!(n1.read_u64(j.nodes[1].buf.addr + 8).unwrap(), 0xE4D);
+    // Past the tables: the next block, or nothing.
+    use emu_gemini::regs::{Target, decode};
+    use firmware_spec::gemini::map;
+    assert_eq!(
+        decode(map::CQ_BASE + 32 * limits::CQ_DESCRIPTORS),
+        Target::Unmapped
+    );
+    assert_eq!(
+        decode(map::FMA_DESC_BASE + 4096 * limits::FMA_TOTAL_DESCRIPTORS),
+        Target::Unmapped
+    );
+    assert_eq!(
+        emu_gemini::regs::decode(firmware_spec::gemini::map::MDD_BASE + 16 * limits::MDD_ENTRIES),
+        emu_gemini::regs::Target::Vmdh(0)
+    );
+    assert_eq!(
+        decode(map::NTT_BASE + 8 * limits::NTT_ENTRIES),
+        Target::Ntt { bank: 1, index: 0 }
+    );
+}

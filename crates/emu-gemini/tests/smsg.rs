@@ -78,3 +78,88 @@ fn mailbox_messages_raise_remote_events_after_their_data() {
         nrx.write_mem(mbox.addr + slot, &[0u8; 16]).unwrap();
     }
 }
+
+/// A receiver thread polls mailbox slots directly (as `GNI_SmsgGetNext` does, without
+/// waiting for events) while the sender writes messages on the threaded engine: a header it
+/// sees always comes with its whole payload.
+#[test]
+fn polled_mailbox_never_shows_a_header_before_its_payload() {
+    use emu_core::engine::threaded::ThreadedConfig;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const SLOTS: u32 = 4;
+    const SIZE: u32 = 32 * 1024;
+    const MESSAGES: u32 = 200;
+    let cfg = ClusterConfig::threaded(
+        [1, 1, 1],
+        ThreadedConfig {
+            workers: 1,
+            seed: 9,
+            ..ThreadedConfig::default()
+        },
+    );
+    let j = job(Cluster::new(cfg).unwrap());
+    let (ntx, nrx) = (j.nic(0).clone(), j.nic(1).clone());
+    let mbox = j.nodes[1].buf;
+    let f = j.nodes[0].fma;
+    let mut tx_cq = j.nodes[0].local_cq.clone();
+    let released = AtomicU32::new(0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let alive = || assert!(std::time::Instant::now() < deadline, "stuck");
+    let body = |seq: u32| -> Vec<u8> {
+        (0..SIZE)
+            .map(|b| (b.wrapping_mul(31) ^ seq.wrapping_mul(7)) as u8)
+            .collect()
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for seq in 0..MESSAGES {
+                let slot = smsg::slot_offset(seq, SLOTS as u16, SIZE);
+                loop {
+                    let w = nrx.read_u64(mbox.addr + slot).unwrap();
+                    let h = SmsgHeader::decode(&w.to_le_bytes().repeat(2)).unwrap();
+                    if h.kind == slot_kind::MESSAGE && h.seqno == u64::from(seq) {
+                        break;
+                    }
+                    alive();
+                    std::hint::spin_loop();
+                }
+                let mut got = vec![0u8; SIZE as usize];
+                nrx.read_mem(mbox.addr + slot + 16, &mut got).unwrap();
+                assert!(
+                    got == body(seq),
+                    "message {seq}: header visible before payload"
+                );
+                nrx.write_mem(mbox.addr + slot, &[0u8; 16]).unwrap();
+                released.store(seq + 1, Ordering::Release);
+            }
+        });
+        for seq in 0..MESSAGES {
+            while seq - released.load(Ordering::Acquire) >= SLOTS {
+                alive();
+                std::hint::spin_loop();
+            }
+            let hdr = SmsgHeader {
+                seqno: u64::from(seq),
+                tag: 1,
+                kind: slot_kind::MESSAGE,
+                hdr_len: 0,
+                data_len: u64::from(SIZE),
+                back_credits: 0,
+            };
+            let mut msg = hdr.encode().unwrap().to_vec();
+            msg.extend_from_slice(&body(seq));
+            let to = Remote {
+                pe: 1,
+                mdh: mbox.mdh,
+                offset: mbox.off(smsg::slot_offset(seq, SLOTS as u16, SIZE)),
+            };
+            let o = PostOpts {
+                msg: true,
+                ..PostOpts::default()
+            };
+            ntx.fma_put(f, to, &msg, o).unwrap();
+            ntx.cq_wait(&mut tx_cq).unwrap();
+        }
+    });
+    assert_eq!(released.into_inner(), MESSAGES);
+}
