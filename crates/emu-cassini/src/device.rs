@@ -104,7 +104,6 @@ impl Cassini {
             pba_bar: 0,
             pba_offset: MSIX_PBA_BAR0 as u32,
         });
-        #[allow(clippy::expect_used)]
         let msix = MsixTable::new(vectors).expect("1..=2048 vectors is a valid MSI-X table");
         let mut csr = CsrFile::new(Generation::Cassini1);
         let nid = cfg.nid & 0xF_FFFF;

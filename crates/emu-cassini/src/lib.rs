@@ -1,11 +1,21 @@
 //! Register-level model of the HPE Slingshot-11 Cassini NIC, driven exactly as the real one:
 //! commands fetched by DMA from rings in host memory after a doorbell store, packets exchanged
-//! over the emu-core fabric, events written to rings in host memory.
+//! over the emu-core fabric, events written to rings in host memory. No Rust call bypasses
+//! that path.
 //!
 //! The public surface is the device ([`Cassini`], [`CassiniConfig`], which implements
 //! `emu_core::engine::DeviceModel`); the driver/device contract it follows is
-//! `docs/cassini-programming.md`. Blocks (named after the hardware): [`lpe`] list processing
-//! engine (matching), `csr` register file, `device` PCI function and BAR0.
+//! `docs/cassini-programming.md`. Around it: [`harness`] (a minimal host side that programs
+//! the NIC through MMIO only, for tests, [`demo`] and [`perf`]), and the pure state machines
+//! the device is built from: [`lpe`] (matching), [`ct`] (counting events, triggered
+//! operations), [`amo`] (atomics).
+//!
+//! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
+//! (register file, access classes), `hw` (the blocks together, CSR write hooks), `cq`
+//! (command queues), `ixe` (initiator: transmit commands, segmentation, ACK/REPLY), `tgt`
+//! (target: incoming packets, data placement, target commands, portal table), `rmu` (VNI and
+//! portal TCAMs), `atu` (address translation), `ee` (event queues), `tou` (CT glue), `wire`
+//! (packet headers), `counters` (hardware counters by public name).
 #![forbid(unsafe_code)]
 
 pub mod amo;
