@@ -730,3 +730,76 @@ fn bte_queue_depth_is_bounded() {
         ReturnCode::InvalidState
     );
 }
+
+#[test]
+fn resources_in_flight_are_not_reused_before_the_hardware_is_done() {
+    let c = cluster();
+    let n0 = &c.nodes()[0];
+    let k = n0.kgni();
+    let a = n0.open();
+    let b = n0.open();
+    let peer = c.nodes()[1].open();
+    let cp = attach(&c, &peer, 3);
+    let pbuf = peer.space().alloc(64 * 1024).unwrap();
+    pbuf.fill(0, 64 * 1024, 0x77).unwrap();
+    let ph = peer
+        .mem_register(cp, pbuf.va(), 64 * 1024, None, MemFlags::READWRITE)
+        .unwrap();
+    let initial = k.free_counts();
+
+    let ca = attach(&c, &a, 1);
+    let cq_a = a.cq_create(ca, 16, 0, CqMode::NOBLOCK).unwrap().cq;
+    let abuf = a.space().alloc(64 * 1024).unwrap();
+    let ah = a
+        .mem_register(ca, abuf.va(), 64 * 1024, None, MemFlags::READWRITE)
+        .unwrap();
+    let ep = a.ep_create(ca, Some(cq_a)).unwrap();
+    a.ep_bind(ep, 1, 3).unwrap();
+    let mut d = PostDescriptor::new(PostType::RdmaGet);
+    d.local_addr = abuf.va();
+    d.local_mem_hndl = ah;
+    d.remote_addr = pbuf.va();
+    d.remote_mem_hndl = ph;
+    d.length = 64 * 1024;
+    d.cq_mode = CqEventMode::GLOBAL_EVENT;
+    a.post_rdma(ep, d).unwrap();
+    // The GET is queued (nothing ran yet). A frees its memory and CQ at once.
+    a.mem_deregister(ca, ah).unwrap();
+    a.request(Request::EpDestroy { ep }).unwrap();
+    a.request(Request::CqDestroy { cq: cq_a }).unwrap();
+    let held = k.free_counts();
+    assert_eq!(
+        held.mdd,
+        initial.mdd - 1,
+        "the MDD stays held while the TXD names it"
+    );
+    assert_eq!(held.cq, initial.cq - 1, "so does the CQ");
+    // Another client of the same job gets other numbers.
+    let cb = attach(&c, &b, 2);
+    let cq_b = b.cq_create(cb, 16, 0, CqMode::NOBLOCK).unwrap();
+    assert_ne!(cq_b.cq, cq_a);
+    let bbuf = b.space().alloc(64 * 1024).unwrap();
+    let bh = b
+        .mem_register(cb, bbuf.va(), 64 * 1024, Some(cq_b.cq), MemFlags::READWRITE)
+        .unwrap();
+    assert_ne!(bh.decode().unwrap().mdh, ah.decode().unwrap().mdh);
+    c.run(u64::MAX);
+    // The GET found its MDD invalid: neither A's old pages nor B's were written, and B's CQ
+    // saw nothing.
+    let mut x = vec![0u8; 64 * 1024];
+    bbuf.read(0, &mut x).unwrap();
+    assert!(x.iter().all(|v| *v == 0));
+    abuf.read(0, &mut x).unwrap();
+    assert!(x.iter().all(|v| *v == 0));
+    let Mapping::Memory(ring) = b.mmap(cq_b.ring).unwrap() else {
+        panic!("ring is memory")
+    };
+    assert_eq!(ring.read_u64(0).unwrap(), 0);
+    // Now everything of A is back.
+    drop(a);
+    let after = k.free_counts();
+    assert_eq!(after.mdd, initial.mdd - 1, "only B's registration is out");
+    assert_eq!(after.cq, initial.cq - 1, "only B's CQ is out");
+    drop(b);
+    assert_eq!(k.free_counts(), initial);
+}

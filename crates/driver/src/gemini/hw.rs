@@ -481,6 +481,12 @@ impl Ghal {
         Ok(d.mode2 & u64::from(fma::FmaMode2::FMA_ENABLE.bits()) != 0)
     }
 
+    /// The `STATUS` word of descriptor `id` (`wc | rc << 16 | ssid << 32 | flags << 48`).
+    pub fn fma_status(&self, id: u32) -> Result<u64, HwError> {
+        let p = Self::fma(id)?.priv_page;
+        self.rd("fma", p + fma::reg::STATUS)
+    }
+
     /// Read the privilege mask of descriptor `id`.
     pub fn fma_prvmask(&self, id: u32) -> Result<u32, HwError> {
         let p = Self::fma(id)?.priv_page;
@@ -534,15 +540,22 @@ impl Ghal {
     }
 
     /// Reset TX channel `c`, then enable it with `flags` (`txvc_flag`), TX interrupts on
-    /// vector `irq_index` and no CPU copy of the ring.
-    pub fn bte_tx_channel_enable(&self, c: u32, flags: u64, irq_index: u32) -> Result<(), HwError> {
+    /// vector `irq_index`, and the CPU copy of the ring (completed TXD images) at
+    /// `cpu_ring_addr` (64-byte aligned; 0 = none).
+    pub fn bte_tx_channel_enable(
+        &self,
+        c: u32,
+        flags: u64,
+        irq_index: u32,
+        cpu_ring_addr: u64,
+    ) -> Result<(), HwError> {
         let a = Self::tx_channel(c)?;
         let reset = TxChannel {
             flags: bte::txvc_flag::RESET,
             ..TxChannel::default()
         };
         self.wr("bte_tx_channel", a, qwords(&reset.encode()?)[0])?;
-        self.wr("bte_tx_channel", a + 8, 0)?;
+        self.wr("bte_tx_channel", a + 8, cpu_ring_addr)?;
         let ch = TxChannel {
             flags,
             irq_req_index: u64::from(irq_index),

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use emu_core::engine::Progress;
+use firmware_spec::gemini::bte::TxdFlags;
 use firmware_spec::gemini::bte::{self, RxDescriptor, TxDescriptor, TxdMode1, TxdMode4};
 use firmware_spec::gemini::cq::CqDescriptor;
 use firmware_spec::gemini::cqe::{Cqe, CqeSource};
@@ -24,13 +25,13 @@ use firmware_spec::gemini::fma::{FmaDescriptor, FmaMode2, FmaMode3, PrivMask};
 use firmware_spec::gemini::gni::{
     CdmMode, CqEventMode, CqEventType, CqMode, JobLimits, MemFlags, RdmaMode, ReturnCode, ptag,
 };
-use firmware_spec::gemini::limits;
 use firmware_spec::gemini::mdd::{
     MRT_PAGE_SIZES, MddDescriptor, MddModes, MemHandle, MemHandleFlags, MemHandleInfo, MrtEntry,
 };
 use firmware_spec::gemini::ntt::{LOGICAL_PES, NttEntry};
 use firmware_spec::gemini::pci as gpci;
 use firmware_spec::gemini::post::PostDescriptor;
+use firmware_spec::gemini::{limits, map};
 
 use super::alloc::IdAllocator;
 use super::datagram::{self, DgramState, Domain, Matcher, Outgoing, PostError, PostSpec, Wire};
@@ -298,9 +299,7 @@ impl Kgni {
     /// Free counts of every allocator, after reaping finished BTE work.
     pub fn free_counts(&self) -> FreeCounts {
         let mut st = self.lock();
-        for c in 0..st.tx.len() {
-            self.reap(&mut st, c);
-        }
+        self.reclaim(&mut st);
         FreeCounts {
             cdm: st.cdm_alloc.free_count(),
             cq: st.cq_alloc.free_count(),
@@ -336,6 +335,7 @@ impl Kgni {
     }
 
     fn service_locked(&self, st: &mut State) -> bool {
+        self.reclaim(st);
         let mut did = self.reap_kernel_cq(st);
         did |= self.receive(st);
         did |= self.flush_backlog(st);

@@ -64,13 +64,20 @@ impl Kgni {
         let mut tx = Vec::new();
         for c in 0..limits::BTE_CHANNELS as u32 {
             let count = config.tx_ring[c as usize];
-            hw.bte_tx_channel_enable(c, bte::txvc_flag::ENABLE, gpci::irq_index(c, gpci::IRQ_TX))?;
+            let cpu = PageBlock::alloc(&mem, u64::from(count.max(1)) * map::BTE_TX_PITCH)?;
+            hw.bte_tx_channel_enable(
+                c,
+                bte::txvc_flag::ENABLE,
+                gpci::irq_index(c, gpci::IRQ_TX),
+                cpu.bus_address(0),
+            )?;
             tx.push(TxRing {
                 base: base[c as usize],
                 count,
                 write: 0,
-                read: 0,
-                charged: vec![None; usize::from(count)],
+                tail: 0,
+                recs: vec![None; usize::from(count)],
+                cpu,
             });
         }
 
@@ -151,6 +158,7 @@ impl Kgni {
                 rx_write: rx - 1,
             },
             entropy: 0,
+            held: Vec::new(),
         };
         tracing::debug!(address = %function.address(), pe, "kgni: Gemini up");
         Ok(Arc::new(Kgni {

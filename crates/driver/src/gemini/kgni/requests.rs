@@ -365,6 +365,8 @@ impl Kgni {
         {
             return Err(KgniError::JobLimit(Resource::Fma));
         }
+        // Descriptors, CQs and MDDs freed while work was in flight come back here.
+        self.reclaim(st);
         let id = if client.privileged {
             st.fma_os_alloc.alloc().or_else(|| st.fma_alloc.alloc())
         } else {
@@ -472,6 +474,7 @@ impl Kgni {
         {
             return Err(KgniError::JobLimit(Resource::Cq));
         }
+        self.reclaim(st);
         let idx = st
             .cq_alloc
             .alloc()
@@ -620,6 +623,7 @@ impl Kgni {
         {
             return Err(KgniError::JobLimit(Resource::Mdd));
         }
+        self.reclaim(st);
         let mdh = st
             .mdd_alloc
             .alloc()
@@ -980,14 +984,12 @@ impl Kgni {
             user_data: data56(ev_remote)?,
             ..TxDescriptor::default()
         };
-        let ring = &st.tx[c];
-        let pos = ring.write;
-        let next = (pos + 1) % ring.count;
-        let slot = u32::from(ring.base + pos);
-        self.hw.bte_post(c as u32, slot, &t, next)?;
-        let ring = &mut st.tx[c];
-        ring.write = next;
-        ring.charged[usize::from(pos)] = generation.map(|g| (p, g));
+        let rec = TxRec {
+            cq,
+            mdh: Some(u32::from(linfo.mdh)),
+            job: generation.map(|g| (p, g)),
+        };
+        let pos = self.post_txd(st, c, &t, rec)?;
         if let Some(j) = st.jobs.get_mut(&p) {
             j.usage.bte += 1;
         }

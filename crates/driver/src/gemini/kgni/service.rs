@@ -7,35 +7,127 @@ use super::*;
 impl Kgni {
     // ---- BTE rings -----------------------------------------------------------------------
 
+    /// Retire the TXDs of channel `c` that the BTE started and completed, oldest first,
+    /// releasing what they held (job charge); then release quarantined resources nothing
+    /// in flight can reach any more.
     pub(super) fn reap(&self, st: &mut State, c: usize) {
         let Some(ring) = st.tx.get(c) else {
             return;
         };
-        if ring.count == 0 {
+        if ring.count == 0 || ring.tail == ring.write {
             return;
         }
         let r = match self.hw.bte_tx_read_index(c as u32) {
-            Ok(r) => r,
+            Ok(r) if r < ring.count => r,
+            Ok(r) => {
+                tracing::warn!(channel = c, r, "kgni: BTE read index outside the ring");
+                return;
+            }
             Err(e) => {
                 tracing::warn!(channel = c, error = %e, "kgni: BTE read index");
                 return;
             }
         };
-        if r >= ring.count {
-            tracing::warn!(channel = c, r, "kgni: BTE read index outside the ring");
-            return;
-        }
         let State { tx, jobs, .. } = st;
         let ring = &mut tx[c];
-        while ring.read != r && ring.read != ring.write {
-            if let Some((p, generation)) = ring.charged[usize::from(ring.read)].take()
+        let count = ring.count;
+        // Positions tail..r were started by the BTE.
+        let started = (r + count - ring.tail) % count;
+        for _ in 0..started {
+            let pos = ring.tail;
+            let flags = self
+                .mem
+                .load_u64(
+                    ring.cpu.addr() + map::BTE_TX_PITCH * u64::from(pos) + 8,
+                    Ordering::Acquire,
+                )
+                .map_or(0, |q1| q1 >> 60);
+            if flags & u64::from(TxdFlags::COMPLETE.bits()) == 0 {
+                break;
+            }
+            if let Some(rec) = ring.recs[usize::from(pos)].take()
+                && let Some((p, generation)) = rec.job
                 && let Some(j) = jobs.get_mut(&p)
                 && j.generation == generation
             {
                 j.usage.bte = j.usage.bte.saturating_sub(1);
             }
-            ring.read = (ring.read + 1) % ring.count;
+            ring.tail = (pos + 1) % count;
         }
+    }
+
+    /// Reap every channel and release the quarantined resources that nothing in flight can
+    /// reach any more.
+    pub(super) fn reclaim(&self, st: &mut State) {
+        for c in 0..st.tx.len() {
+            self.reap(st, c);
+        }
+        if st.held.is_empty() {
+            return;
+        }
+        let fma_idle = |id: u32| {
+            self.hw
+                .fma_status(id)
+                .is_ok_and(|w| w & ((1 << 40) - 1) == 0)
+        };
+        let held = std::mem::take(&mut st.held);
+        for h in held {
+            let busy = match &h {
+                Held::Cq(i) => st.tx.iter().any(|r| r.uses(|t| t.cq == Some(*i))),
+                Held::Mdd { mdh, fmas, .. } => {
+                    st.tx.iter().any(|r| r.uses(|t| t.mdh == Some(*mdh)))
+                        || !fmas.iter().all(|f| fma_idle(*f))
+                }
+                Held::Fma(id) => !fma_idle(*id),
+            };
+            if busy {
+                st.held.push(h);
+                continue;
+            }
+            match h {
+                Held::Cq(i) => {
+                    st.cq_alloc.free(i);
+                }
+                Held::Mdd { mdh, mrt, .. } => {
+                    if let Some((k, n)) = mrt {
+                        st.mrt_alloc.free_run(k, n);
+                    }
+                    st.mdd_alloc.free(mdh);
+                }
+                Held::Fma(id) => {
+                    if !st.fma_alloc.free(id) {
+                        st.fma_os_alloc.free(id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fill the next position of channel `c` with `t` (its CPU copy cleared first), record
+    /// what it holds, and ring the doorbell. The caller checked `free() > 0`.
+    pub(super) fn post_txd(
+        &self,
+        st: &mut State,
+        c: usize,
+        t: &TxDescriptor,
+        rec: TxRec,
+    ) -> Result<u16, KgniError> {
+        let ring = &st.tx[c];
+        let pos = ring.write;
+        let next = (pos + 1) % ring.count;
+        self.mem
+            .fill(
+                ring.cpu.addr() + map::BTE_TX_PITCH * u64::from(pos),
+                map::BTE_TX_PITCH,
+                0,
+            )
+            .map_err(|_| KgniError::NoMemory)?;
+        let slot = u32::from(ring.base + pos);
+        self.hw.bte_post(c as u32, slot, t, next)?;
+        let ring = &mut st.tx[c];
+        ring.write = next;
+        ring.recs[usize::from(pos)] = Some(rec);
+        Ok(pos)
     }
 
     // ---- datagram transport ----------------------------------------------------------------
@@ -68,9 +160,7 @@ impl Kgni {
 
     pub(super) fn send_wire(&self, st: &mut State, o: &Outgoing) -> Result<(), KgniError> {
         let bytes = o.wire.encode();
-        let ring = &st.tx[DGRAM_CHANNEL];
-        let pos = ring.write;
-        let next = (pos + 1) % ring.count;
+        let pos = st.tx[DGRAM_CHANNEL].write;
         let off = u64::from(pos) * DGRAM_BUF;
         let k = &st.kernel;
         self.mem
@@ -98,9 +188,11 @@ impl Kgni {
             ..TxDescriptor::default()
         };
         t.set_src_phys_addr(k.tx_stage.bus_address(off));
-        let slot = u32::from(ring.base + pos);
-        self.hw.bte_post(DGRAM_CHANNEL as u32, slot, &t, next)?;
-        st.tx[DGRAM_CHANNEL].write = next;
+        let rec = TxRec {
+            cq: Some(k.cq),
+            ..TxRec::default()
+        };
+        self.post_txd(st, DGRAM_CHANNEL, &t, rec)?;
         Ok(())
     }
 
@@ -363,9 +455,10 @@ impl Kgni {
         if let Some(j) = f.job.and_then(|p| st.jobs.get_mut(&p)) {
             j.usage.fma = j.usage.fma.saturating_sub(1);
         }
-        if !st.fma_alloc.free(id) {
-            st.fma_os_alloc.free(id);
-        }
+        // Sequences still in flight complete into CQ 0 (dropped) now that QW3 is clear;
+        // the descriptor is reused only once they are done.
+        st.held.push(Held::Fma(id));
+        self.reclaim(st);
     }
 
     pub(super) fn destroy_ep(&self, st: &mut State, ep: u32) {
@@ -393,9 +486,22 @@ impl Kgni {
                     tracing::warn!(mrt = i, error = %e, "kgni: MRT clear");
                 }
             }
-            st.mrt_alloc.free_run(k, n);
         }
-        st.mdd_alloc.free(mdh);
+        // The MDD is invalid now, so nothing reaches the memory; the number is reused only
+        // once no TXD names it and the owner's FMA descriptors are idle (a GET answer lands
+        // through the MDD it names when it arrives).
+        let fmas: Vec<u32> = st
+            .fmas
+            .iter()
+            .filter(|(_, f)| f.owner == r.owner)
+            .map(|(i, _)| *i)
+            .collect();
+        st.held.push(Held::Mdd {
+            mdh,
+            mrt: r.mrt,
+            fmas,
+        });
+        self.reclaim(st);
         if let Some(cq) = r.dst_cq.and_then(|c| st.cqs.get_mut(&c)) {
             cq.users = cq.users.saturating_sub(1);
         }
@@ -431,6 +537,9 @@ impl Kgni {
         if let Some(j) = c.job.and_then(|p| st.jobs.get_mut(&p)) {
             j.usage.cq = j.usage.cq.saturating_sub(1);
         }
-        st.cq_alloc.free(cq);
+        // Disabled, the CQ takes no more events; its number is reused once no TXD in flight
+        // names it.
+        st.held.push(Held::Cq(cq));
+        self.reclaim(st);
     }
 }

@@ -144,10 +144,25 @@ impl Owned for Ep {
 pub(super) struct TxRing {
     pub(super) base: u16,
     pub(super) count: u16,
+    /// Next ring position software fills.
     pub(super) write: u16,
-    pub(super) read: u16,
-    /// Job `(ptag, generation)` charged for the TXD at each position.
-    pub(super) charged: Vec<Option<(u8, u64)>>,
+    /// Oldest position not yet retired (started by the BTE and complete).
+    pub(super) tail: u16,
+    /// What each in-flight TXD holds on to.
+    pub(super) recs: Vec<Option<TxRec>>,
+    /// The CPU copy of the ring: the BTE writes each completed TXD (with `COMPLETE`) here.
+    pub(super) cpu: Arc<PageBlock>,
+}
+
+/// The resources an in-flight TXD uses: they may not be reused before it completes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TxRec {
+    /// CQ that gets its events.
+    pub(super) cq: Option<u32>,
+    /// Local MDD it reads or writes.
+    pub(super) mdh: Option<u32>,
+    /// Job `(ptag, generation)` charged for it.
+    pub(super) job: Option<(u8, u64)>,
 }
 
 impl TxRing {
@@ -155,7 +170,7 @@ impl TxRing {
         if self.count == 0 {
             return 0;
         }
-        (self.write + self.count - self.read) % self.count
+        (self.write + self.count - self.tail) % self.count
     }
 
     pub(super) fn free(&self) -> u16 {
@@ -163,6 +178,28 @@ impl TxRing {
             .saturating_sub(1)
             .saturating_sub(self.in_flight())
     }
+
+    /// Whether an in-flight TXD uses `f`.
+    pub(super) fn uses(&self, f: impl Fn(&TxRec) -> bool) -> bool {
+        self.recs.iter().flatten().any(f)
+    }
+}
+
+/// A freed resource that in-flight work may still reach: released to its allocator once
+/// nothing in flight can use it (`Kgni::reclaim`).
+#[derive(Debug, Clone)]
+pub(super) enum Held {
+    /// A CQ (disabled in hardware) that TXDs in flight name.
+    Cq(u32),
+    /// An MDD (invalidated) and its MRT run, until no TXD uses it and the FMA descriptors
+    /// its owner had are idle.
+    Mdd {
+        mdh: u32,
+        mrt: Option<(u32, u32)>,
+        fmas: Vec<u32>,
+    },
+    /// An FMA descriptor (disabled) with requests in flight.
+    Fma(u32),
 }
 
 /// Kernel resources of the datagram path.
@@ -219,6 +256,7 @@ pub(super) struct State {
     pub(super) backlog: VecDeque<Outgoing>,
     pub(super) kernel: KernelRes,
     pub(super) entropy: u16,
+    pub(super) held: Vec<Held>,
 }
 
 pub(super) fn lookup<T: Owned>(
