@@ -1,7 +1,7 @@
 //! The Gemini driver on emulated Gemini NICs: probe by id and the device's reset values.
 
 use driver::gemini::cluster::{DEFAULT_PTAG, GeminiCluster};
-use driver::gemini::{KgniDriver, KgniConfig};
+use driver::gemini::{KgniConfig, KgniDriver};
 use driver::pci::{PciDriver, ids};
 use firmware_spec::gemini::fma::PrivMask;
 use firmware_spec::gemini::{map, pci};
@@ -27,7 +27,10 @@ fn probed_by_id_with_the_reset_values_of_the_contract() {
         assert_eq!(r.bar0_size, map::ADDRESS_SPACE_SIZE);
         assert_eq!(r.msix_vectors, 33);
         assert_eq!(r.mrt_page_code, 2, "MRT_PAGESIZE resets to 2 MiB");
-        assert!(r.fma_masks_not_default.is_empty(), "PRVMASK resets to DEFAULT");
+        assert!(
+            r.fma_masks_not_default.is_empty(),
+            "PRVMASK resets to DEFAULT"
+        );
         assert!(r.fma_enabled.is_empty());
         assert!(r.cqs_enabled.is_empty());
         assert!(r.mdds_valid.is_empty());
