@@ -2,10 +2,12 @@
 //!
 //! One subcommand group per module: `spec` ([`spec`]) prints the hardware contract from
 //! `firmware-spec`; `demo` ([`demo`]) runs the main job; `bench` ([`bench`]) prints
-//! measurement tables.
+//! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
+//! run the Cassini user tools over an emulated pair.
 #![forbid(unsafe_code)]
 
 mod bench;
+mod cxi_tools;
 mod demo;
 mod spec;
 
@@ -32,6 +34,24 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Measure the emulation and print OSU-style tables.
     Bench(bench::BenchArgs),
+    /// Cassini devices of an emulated pair, like cxi_stat.
+    Stat(cxi_tools::StatArgs),
+    /// CSRs of an emulated Cassini read through the user library, like cxi_dump_csrs.
+    DumpCsrs(cxi_tools::DumpArgs),
+    /// Send latency over an emulated Cassini pair, like cxi_send_lat.
+    SendLat(cxi_tools::LatArgs),
+    /// RDMA write latency, like cxi_write_lat.
+    WriteLat(cxi_tools::LatArgs),
+    /// RDMA read latency, like cxi_read_lat.
+    ReadLat(cxi_tools::LatArgs),
+    /// Atomic latency, like cxi_atomic_lat.
+    AtomicLat(cxi_tools::AtomicLatArgs),
+    /// Send bandwidth, like cxi_send_bw.
+    SendBw(cxi_tools::BwArgs),
+    /// RDMA write bandwidth, like cxi_write_bw.
+    WriteBw(cxi_tools::BwArgs),
+    /// RDMA read bandwidth, like cxi_read_bw.
+    ReadBw(cxi_tools::BwArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +61,15 @@ fn main() -> ExitCode {
         Command::Spec(args) => spec::run(args, &mut out),
         Command::Demo(args) => demo::run(args, &mut out),
         Command::Bench(args) => bench::run(args, &mut out),
+        Command::Stat(args) => cxi_tools::stat(args, &mut out),
+        Command::DumpCsrs(args) => cxi_tools::dump_csrs(args, &mut out),
+        Command::SendLat(args) => cxi_tools::lat(cxi_tools::Lat::Send, args, &mut out),
+        Command::WriteLat(args) => cxi_tools::lat(cxi_tools::Lat::Write, args, &mut out),
+        Command::ReadLat(args) => cxi_tools::lat(cxi_tools::Lat::Read, args, &mut out),
+        Command::AtomicLat(args) => cxi_tools::atomic_lat(args, &mut out),
+        Command::SendBw(args) => cxi_tools::bw(cxi_tools::Bw::Send, args, &mut out),
+        Command::WriteBw(args) => cxi_tools::bw(cxi_tools::Bw::Write, args, &mut out),
+        Command::ReadBw(args) => cxi_tools::bw(cxi_tools::Bw::Read, args, &mut out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

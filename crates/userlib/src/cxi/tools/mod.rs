@@ -1,1 +1,198 @@
-//! Tools (being written).
+//! The bodies of the HPE-style diagnostics, run over an emulated pair of Cassinis built with
+//! the driver's cluster builder (`driver::emulated`): [`stat`] (like `cxi_stat`),
+//! [`dump_csrs`] (like `cxi_dump_csrs`), the latency tools [`send_lat`], [`write_lat`],
+//! [`read_lat`], [`atomic_lat`] and the bandwidth tools [`send_bw`], [`write_bw`],
+//! [`read_bw`]. Each takes its options and a `&mut dyn Write` and prints a table in the
+//! style of the `cxi_*_lat` / `cxi_*_bw` utilities (a summary of the options, then
+//! `Size[B] Count Min[us] Max[us] Mean[us] StdDev[us]` or
+//! `Size[B] Count BW[MB/s] PktRate[Mpkt/s]`).
+//!
+//! Like the HPE tools, a latency is the time from just before a command is written to just
+//! after its completion event (ACK for sends, writes and non-fetching atomics, REPLY for
+//! reads and fetching atomics) is seen; a bandwidth iteration writes `list_size` commands,
+//! rings the doorbell once and waits until a counting event has counted every completion.
+//! The target side is passive: persistent LEs with communication events disabled.
+
+mod bw;
+mod lat;
+mod pair;
+mod stat;
+
+pub use bw::{BwOptions, read_bw, send_bw, write_bw};
+pub use lat::{LatOptions, atomic_lat, read_lat, send_lat, write_lat};
+pub use stat::{DumpOptions, StatOptions, dump_csrs, stat};
+
+use std::time::Duration;
+
+use driver::emulated::{ClusterError, EngineKind};
+use thiserror::Error;
+
+use super::error::CxiError;
+
+/// Why a tool failed.
+#[derive(Debug, Error)]
+pub enum ToolError {
+    /// A library call failed.
+    #[error(transparent)]
+    Cxi(#[from] CxiError),
+    /// The emulated pair could not be built.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// Writing the output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A bad option.
+    #[error("{0}")]
+    Option(String),
+    /// A command completed with an error.
+    #[error("{op} completed with return code {rc}")]
+    Completion {
+        /// What completed.
+        op: &'static str,
+        /// Its return code.
+        rc: firmware_spec::cassini::rc::ReturnCode,
+    },
+}
+
+/// Result of a tool.
+pub type ToolResult<T> = std::result::Result<T, ToolError>;
+
+/// The Portals MTU: writes larger than this are split into packets (for `PktRate`).
+pub const PORTALS_MTU: u64 = 2048;
+
+/// How long one operation may take before the tool gives up.
+pub(crate) const OP_TIMEOUT: Option<Duration> = Some(Duration::from_secs(30));
+
+/// The sizes a `MIN[:MAX]` range covers: `min`, then every power of two above it up to
+/// `max`, then `max`.
+pub fn sizes(min: u64, max: u64) -> Vec<u64> {
+    let mut out = vec![min];
+    let mut s = min.max(1);
+    loop {
+        s = if s.is_power_of_two() {
+            s.saturating_mul(2)
+        } else {
+            s.next_power_of_two()
+        };
+        if s >= max {
+            break;
+        }
+        out.push(s);
+    }
+    if max > min {
+        out.push(max);
+    }
+    out
+}
+
+/// Parse `MIN[:MAX]` (sizes with optional `K`/`M`/`G` binary suffixes).
+pub fn parse_size_range(s: &str) -> std::result::Result<(u64, u64), String> {
+    fn one(s: &str) -> std::result::Result<u64, String> {
+        let s = s.trim();
+        let (num, mul) = match s.chars().last() {
+            Some('k' | 'K') => (&s[..s.len() - 1], 1u64 << 10),
+            Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
+            Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
+            _ => (s, 1),
+        };
+        let v: u64 = num.parse().map_err(|_| format!("bad size '{s}'"))?;
+        v.checked_mul(mul)
+            .ok_or_else(|| format!("size '{s}' too large"))
+    }
+    let (min, max) = match s.split_once(':') {
+        Some((a, b)) => (one(a)?, one(b)?),
+        None => {
+            let v = one(s)?;
+            (v, v)
+        }
+    };
+    if min == 0 || max < min || max > u64::from(u32::MAX) {
+        return Err(format!("size range '{s}' must be 1 <= MIN <= MAX < 4 GiB"));
+    }
+    Ok((min, max))
+}
+
+/// The engine's name for the option summary.
+pub(crate) fn engine_name(e: &EngineKind) -> String {
+    match e {
+        EngineKind::Deterministic { seed } => format!("deterministic (seed {seed})"),
+        EngineKind::Threaded => "threaded".to_string(),
+        EngineKind::ThreadedWith(_) => "threaded (custom)".to_string(),
+    }
+}
+
+/// Latency statistics of one size, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LatStats {
+    /// Measurements.
+    pub count: u64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation (population).
+    pub stddev: f64,
+}
+
+impl LatStats {
+    /// Statistics of `us` (microseconds).
+    pub fn of(us: &[f64]) -> LatStats {
+        if us.is_empty() {
+            return LatStats::default();
+        }
+        let n = us.len() as f64;
+        let mean = us.iter().sum::<f64>() / n;
+        let var = us.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        LatStats {
+            count: us.len() as u64,
+            min: us.iter().copied().fold(f64::INFINITY, f64::min),
+            max: us.iter().copied().fold(0.0, f64::max),
+            mean,
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+/// Bandwidth of one size.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BwStats {
+    /// Operations completed.
+    pub ops: u64,
+    /// Megabytes (10^6 B) per second.
+    pub mb_per_s: f64,
+    /// Million packets per second.
+    pub mpkt_per_s: f64,
+}
+
+/// A separator line of the tables.
+pub(crate) const RULE: &str =
+    "------------------------------------------------------------------------";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_ranges() {
+        assert_eq!(sizes(8, 8), vec![8]);
+        assert_eq!(sizes(1, 16), vec![1, 2, 4, 8, 16]);
+        assert_eq!(sizes(3, 20), vec![3, 4, 8, 16, 20]);
+        assert_eq!(parse_size_range("8"), Ok((8, 8)));
+        assert_eq!(parse_size_range("1:4M"), Ok((1, 4 << 20)));
+        assert_eq!(parse_size_range("2k:64K"), Ok((2048, 65536)));
+        assert!(parse_size_range("0").is_err());
+        assert!(parse_size_range("16:8").is_err());
+        assert!(parse_size_range("x").is_err());
+        assert!(parse_size_range("8G").is_err());
+    }
+
+    #[test]
+    fn latency_statistics() {
+        let s = LatStats::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!((s.count, s.min, s.max, s.mean), (4, 1.0, 4.0, 2.5));
+        assert!((s.stddev - 1.118_033_988_749_895).abs() < 1e-12);
+        assert_eq!(LatStats::of(&[]).count, 0);
+    }
+}

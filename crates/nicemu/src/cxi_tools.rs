@@ -1,0 +1,312 @@
+//! The Cassini user tools (`userlib::cxi::tools`) as subcommands: `stat`, `dump-csrs`,
+//! `send-lat`, `write-lat`, `read-lat`, `atomic-lat`, `send-bw`, `write-bw`, `read-bw`, each
+//! over an emulated pair of Cassinis, with the options of the HPE `cxi_*` utilities.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use driver::emulated::EngineKind;
+use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
+use userlib::cxi::tools::{self, BwOptions, DumpOptions, LatOptions, StatOptions};
+
+/// Which engine drives the emulated pair.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Engine {
+    /// Real time: device work inline in the caller or on engine threads.
+    Threaded,
+    /// Virtual time, one thread, seeded.
+    Deterministic,
+}
+
+/// Engine options shared by every tool.
+#[derive(Args, Clone, Debug)]
+pub struct EngineArgs {
+    /// Engine driving the emulated pair.
+    #[arg(long, value_enum, default_value_t = Engine::Threaded)]
+    engine: Engine,
+    /// Seed of the deterministic engine.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl EngineArgs {
+    fn kind(&self) -> EngineKind {
+        match self.engine {
+            Engine::Threaded => EngineKind::Threaded,
+            Engine::Deterministic => EngineKind::Deterministic { seed: self.seed },
+        }
+    }
+}
+
+/// `nicemu stat`.
+#[derive(Args, Clone, Debug)]
+pub struct StatArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Also print the non-zero hardware counters.
+    #[arg(long)]
+    counters: bool,
+}
+
+/// `nicemu dump-csrs`.
+#[derive(Args, Clone, Debug)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Node of the pair whose device is dumped (0 or 1).
+    #[arg(long, default_value_t = 0)]
+    node: usize,
+    /// Only CSRs whose name contains this.
+    #[arg(long)]
+    grep: Option<String>,
+    /// Entries dumped per CSR array.
+    #[arg(long, default_value_t = 1)]
+    max_entries: u32,
+    /// Decode the fields of each entry.
+    #[arg(long)]
+    fields: bool,
+}
+
+fn parse_size(s: &str) -> Result<(u64, u64), String> {
+    tools::parse_size_range(s)
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("bad duration '{s}' (seconds)"))
+}
+
+/// Options of the latency tools.
+#[derive(Args, Clone, Debug)]
+pub struct LatArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Iterations per size.
+    #[arg(short = 'n', long, default_value_t = 100)]
+    iters: u64,
+    /// Run each size for this many seconds instead.
+    #[arg(short = 'D', long, value_parser = parse_secs)]
+    duration: Option<Duration>,
+    /// Unmeasured iterations per size.
+    #[arg(long, default_value_t = 10)]
+    warmup: u64,
+    /// Microseconds between iterations.
+    #[arg(long, default_value_t = 0)]
+    latency_gap: u64,
+    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
+    #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
+    size: (u64, u64),
+    /// Unrestricted writes/reads/atomics (restricted by default).
+    #[arg(long)]
+    unrestricted: bool,
+    /// Do not use IDC commands.
+    #[arg(long)]
+    no_idc: bool,
+    /// Do not use low-latency command launch.
+    #[arg(long)]
+    no_ll: bool,
+    /// Print every measurement.
+    #[arg(long)]
+    report_all: bool,
+}
+
+impl LatArgs {
+    fn options(&self) -> LatOptions {
+        LatOptions {
+            engine: self.engine.kind(),
+            iters: self.iters,
+            duration: self.duration,
+            warmup: self.warmup,
+            gap: Duration::from_micros(self.latency_gap),
+            min_size: self.size.0,
+            max_size: self.size.1,
+            idc: !self.no_idc,
+            restricted: !self.unrestricted,
+            ll: !self.no_ll,
+            report_all: self.report_all,
+            ..LatOptions::default()
+        }
+    }
+}
+
+fn parse_amo_op(s: &str) -> Result<AmoOp, String> {
+    AmoOp::ALL
+        .iter()
+        .copied()
+        .find(|o| o.name().eq_ignore_ascii_case(s))
+        .ok_or_else(|| format!("unknown atomic op '{s}'"))
+}
+
+fn parse_amo_type(s: &str) -> Result<AmoType, String> {
+    AmoType::ALL
+        .iter()
+        .copied()
+        .find(|t| {
+            t.name().eq_ignore_ascii_case(s)
+                || t.name().trim_end_matches("_T").eq_ignore_ascii_case(s)
+        })
+        .ok_or_else(|| format!("unknown atomic type '{s}'"))
+}
+
+fn parse_cswap_op(s: &str) -> Result<CswapOp, String> {
+    CswapOp::ALL
+        .iter()
+        .copied()
+        .find(|o| o.name().eq_ignore_ascii_case(s))
+        .ok_or_else(|| format!("unknown CSWAP op '{s}'"))
+}
+
+/// Options of `atomic-lat`.
+#[derive(Args, Clone, Debug)]
+pub struct AtomicLatArgs {
+    #[command(flatten)]
+    lat: LatArgs,
+    /// Atomic operation (MIN, MAX, SUM, LOR, LAND, BOR, BAND, LXOR, BXOR, SWAP, CSWAP, AXOR).
+    #[arg(long, value_parser = parse_amo_op, default_value = "SUM")]
+    atomic_op: AmoOp,
+    /// Operand type (INT8 .. UINT64, FLOAT, DOUBLE, FLOAT_COMPLEX, DOUBLE_COMPLEX, UINT128).
+    #[arg(long, value_parser = parse_amo_type, default_value = "UINT64")]
+    atomic_type: AmoType,
+    /// CSWAP comparison (EQ, NE, LE, LT, GE, GT).
+    #[arg(long, value_parser = parse_cswap_op, default_value = "EQ")]
+    cswap_op: CswapOp,
+    /// Fetching atomics.
+    #[arg(long)]
+    fetching: bool,
+}
+
+/// Options of the bandwidth tools.
+#[derive(Args, Clone, Debug)]
+pub struct BwArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Iterations per size (each `--list-size` operations).
+    #[arg(short = 'n', long, default_value_t = 10)]
+    iters: u64,
+    /// Run each size for this many seconds instead.
+    #[arg(short = 'D', long, value_parser = parse_secs)]
+    duration: Option<Duration>,
+    /// Size or MIN:MAX range, e.g. 64K or 1:4M.
+    #[arg(short = 's', long, value_parser = parse_size, default_value = "65536")]
+    size: (u64, u64),
+    /// Operations written per doorbell.
+    #[arg(short = 'l', long, default_value_t = 256)]
+    list_size: u32,
+    /// Unrestricted writes/reads (restricted by default).
+    #[arg(long)]
+    unrestricted: bool,
+    /// Do not use IDC commands.
+    #[arg(long)]
+    no_idc: bool,
+    /// Largest data buffer on each side (offsets wrap inside it).
+    #[arg(long, value_parser = parse_size, default_value = "64M")]
+    buf_sz: (u64, u64),
+    /// Alignment of operations in the buffers.
+    #[arg(long, default_value_t = 64)]
+    buf_align: u64,
+}
+
+impl BwArgs {
+    fn options(&self) -> BwOptions {
+        BwOptions {
+            engine: self.engine.kind(),
+            iters: self.iters,
+            duration: self.duration,
+            min_size: self.size.0,
+            max_size: self.size.1,
+            list_size: self.list_size,
+            idc: !self.no_idc,
+            restricted: !self.unrestricted,
+            buf_size: self.buf_sz.1,
+            buf_align: self.buf_align,
+        }
+    }
+}
+
+/// `nicemu stat`.
+pub fn stat(args: StatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    tools::stat(
+        &StatOptions {
+            engine: args.engine.kind(),
+            counters: args.counters,
+        },
+        out,
+    )?;
+    Ok(())
+}
+
+/// `nicemu dump-csrs`.
+pub fn dump_csrs(args: DumpArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    tools::dump_csrs(
+        &DumpOptions {
+            engine: args.engine.kind(),
+            node: args.node,
+            grep: args.grep,
+            max_entries: args.max_entries,
+            fields: args.fields,
+        },
+        out,
+    )?;
+    Ok(())
+}
+
+/// Which latency tool.
+#[derive(Clone, Copy, Debug)]
+pub enum Lat {
+    /// `send-lat`.
+    Send,
+    /// `write-lat`.
+    Write,
+    /// `read-lat`.
+    Read,
+}
+
+/// `nicemu send-lat` / `write-lat` / `read-lat`.
+pub fn lat(which: Lat, args: LatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = args.options();
+    match which {
+        Lat::Send => tools::send_lat(&o, out)?,
+        Lat::Write => tools::write_lat(&o, out)?,
+        Lat::Read => tools::read_lat(&o, out)?,
+    };
+    Ok(())
+}
+
+/// `nicemu atomic-lat`.
+pub fn atomic_lat(args: AtomicLatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = LatOptions {
+        atomic_op: args.atomic_op,
+        atomic_type: args.atomic_type,
+        cswap_op: args.cswap_op,
+        fetching: args.fetching,
+        ..args.lat.options()
+    };
+    tools::atomic_lat(&o, out)?;
+    Ok(())
+}
+
+/// Which bandwidth tool.
+#[derive(Clone, Copy, Debug)]
+pub enum Bw {
+    /// `send-bw`.
+    Send,
+    /// `write-bw`.
+    Write,
+    /// `read-bw`.
+    Read,
+}
+
+/// `nicemu send-bw` / `write-bw` / `read-bw`.
+pub fn bw(which: Bw, args: BwArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = args.options();
+    match which {
+        Bw::Send => tools::send_bw(&o, out)?,
+        Bw::Write => tools::write_bw(&o, out)?,
+        Bw::Read => tools::read_bw(&o, out)?,
+    };
+    Ok(())
+}
