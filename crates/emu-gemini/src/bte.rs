@@ -681,10 +681,11 @@ impl Gemini {
         let ring = c.regs.cpu_ring_addr;
         let chan_irq = c.regs.flags & txvc_flag::IRQ_ENABLE != 0;
         if ring != 0
+            && let Some(at) = ring.checked_add(64 * x.pos)
             && let Ok(img) = txd.encode()
         {
             // A faulting ring address loses only the copy; the CQE still reports.
-            let _ = io.dma().write(ring + 64 * x.pos, &img);
+            let _ = io.dma().write(at, &img);
         }
         let concat = txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) != 0;
         let global = txd.mode1 & u64::from(TxdMode1::CQ_GLOBAL.bits()) != 0;
@@ -779,9 +780,8 @@ impl Gemini {
         if rx.cpu_ring_addr != 0
             && let Ok(img) = cpu.encode()
         {
-            io.dma()
-                .write(rx.cpu_ring_addr + 32 * pos, &img)
-                .map_err(|_| Fault::Dma)?;
+            let at = rx.cpu_ring_addr.checked_add(32 * pos).ok_or(Fault::Dma)?;
+            io.dma().write(at, &img).map_err(|_| Fault::Dma)?;
         }
         if let Some(c) = self.bte.rx.get_mut(ch) {
             c.read_index = (pos + 1) % count;
