@@ -25,7 +25,11 @@ use crate::hw::Hw;
 use crate::wire::{self, AmoPayload, Fab, MTU, Request, Response, RspKind};
 
 /// Outstanding requests the initiator can track (handles are 20 bits on the wire).
-const MAX_REQUESTS: usize = 1 << 20;
+const MAX_REQUESTS: usize = 1 << INDEX_BITS;
+/// A handle is a table index (low 16 bits) and a generation (high 4 bits) bumped each time
+/// the entry is reused, so a late or duplicated response cannot complete a newer request.
+const INDEX_BITS: u32 = 16;
+const GEN_MASK: u32 = 0xF;
 
 /// Kind of an outstanding request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,6 +63,8 @@ pub(crate) struct Req {
     data_rc: Option<ReturnCode>,
     /// When it was launched (ps of engine time).
     at: u64,
+    /// Generation of the table entry (see [`INDEX_BITS`]).
+    generation: u32,
 }
 
 /// How long a request waits for its ACK or REPLY before it completes with UNDELIVERABLE
@@ -84,29 +90,48 @@ impl Ixe {
         Ixe::default()
     }
 
-    fn alloc(&mut self, r: Req) -> Option<u32> {
-        if let Some(h) = self.free.pop() {
-            self.reqs[h as usize] = r;
-            return Some(h);
+    fn alloc(&mut self, mut r: Req) -> Option<u32> {
+        if let Some(i) = self.free.pop() {
+            let slot = &mut self.reqs[i as usize];
+            r.generation = (slot.generation + 1) & GEN_MASK;
+            *slot = r;
+            return Some(i | (r.generation << INDEX_BITS));
         }
         if self.reqs.len() >= MAX_REQUESTS {
             return None;
         }
+        r.generation = 0;
         self.reqs.push(r);
         Some((self.reqs.len() - 1) as u32)
     }
 
+    fn slot(h: u32) -> usize {
+        (h & ((1 << INDEX_BITS) - 1)) as usize
+    }
+
     fn get(&self, h: u32) -> Option<&Req> {
-        self.reqs.get(h as usize).filter(|r| r.active)
+        self.reqs
+            .get(Self::slot(h))
+            .filter(|r| r.active && r.generation == h >> INDEX_BITS)
+    }
+
+    fn get_mut(&mut self, h: u32) -> Option<&mut Req> {
+        self.reqs
+            .get_mut(Self::slot(h))
+            .filter(|r| r.active && r.generation == h >> INDEX_BITS)
     }
 
     fn release(&mut self, h: u32) {
-        if let Some(r) = self.reqs.get_mut(h as usize)
-            && r.active
-        {
+        if let Some(r) = self.get_mut(h) {
             r.active = false;
-            self.free.push(h);
+            self.free.push(Self::slot(h) as u32);
         }
+    }
+
+    /// The handle of the active entry at index `i`.
+    fn handle_of(&self, i: usize) -> u32 {
+        let g = self.reqs.get(i).map_or(0, |r| r.generation);
+        i as u32 | (g << INDEX_BITS)
     }
 }
 
@@ -485,6 +510,7 @@ impl Hw {
             local_addr: 0,
             data_rc: None,
             at: io.now().as_ps(),
+            generation: 0,
         };
         // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
         // by the ATU; a bad one is an error event, never a touch outside the MD).
@@ -807,7 +833,7 @@ impl Hw {
                         )
                     };
                     if let Err(e) = r
-                        && let Some(x) = self.ixe.reqs.get_mut(rsp.handle as usize)
+                        && let Some(x) = self.ixe.get_mut(rsp.handle)
                     {
                         x.data_rc = Some(e);
                     }
@@ -849,7 +875,7 @@ impl Hw {
             .iter()
             .enumerate()
             .filter(|(_, r)| r.active && now.saturating_sub(r.at) >= limit)
-            .map(|(h, r)| (h as u32, *r))
+            .map(|(i, r)| (self.ixe.handle_of(i), *r))
             .collect();
         for (h, r) in expired {
             self.complete(
@@ -879,5 +905,35 @@ impl Hw {
     pub(crate) fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
         self.ixe.scan_armed = true;
         io.timer(SCAN_PERIOD, TOKEN_SCAN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reused_handles_change_generation_and_stale_ones_miss() {
+        let mut t = Ixe::new();
+        let r = Req {
+            active: true,
+            ..Req::default()
+        };
+        let a = t.alloc(r).unwrap();
+        let b = t.alloc(r).unwrap();
+        assert_ne!(a, b);
+        assert!(t.get(a).is_some());
+        t.release(a);
+        assert!(t.get(a).is_none());
+        let c = t.alloc(r).unwrap();
+        assert_eq!(c & 0xFFFF, a & 0xFFFF, "the entry is reused");
+        assert_ne!(c, a, "with a new generation");
+        assert!(
+            t.get(a).is_none(),
+            "a late response for the old request misses"
+        );
+        t.release(a);
+        assert!(t.get(c).is_some(), "and cannot release the new one");
+        assert!(c < 1 << 20, "handles fit the 20 wire bits");
     }
 }
