@@ -13,7 +13,7 @@
 //!
 //! For tests, demos and benchmarks: [`cluster`] builds a 3D-torus cluster of NICs on either
 //! engine, [`host`] programs a NIC through its registers as a driver and user library would,
-//! [`demo`] prints a short exchange, [`bench`] measures FMA put rate and BTE bandwidth.
+//! [`demo`] prints a short exchange, [`bench`](mod@bench) measures FMA put rate and BTE bandwidth.
 #![forbid(unsafe_code)]
 
 pub mod amo;
