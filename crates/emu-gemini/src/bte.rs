@@ -6,9 +6,9 @@
 //! `ghal_cpurx_desc_t` (`firmware_spec::gemini::bte`). Posting protocol and our readings:
 //! docs/gemini-programming.md ("BTE").
 //!
-//! A doorbell only arms a timer; the work happens in the BTE step (a timer handler), which issues at
-//! most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither the CPU
-//! that rang the doorbell nor the engine is held for long.
+//! A doorbell only arms a timer; the work happens in the BTE step (a timer handler), which
+//! issues at most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither
+//! the CPU that rang the doorbell nor the engine is held for long.
 
 use crate::device::{
     BTE_STREAM_BASE, Dest, Gemini, Landing, Owner, Req, TC_BTE, TC_FMA, TOKEN_BTE,
