@@ -213,25 +213,50 @@ impl EventQueue {
         Ok(self.event_size_at(self.rd)?.is_some())
     }
 
-    /// `cxi_eq_peek_event`: the next event without consuming it (NULL padding events are
-    /// consumed on the way), or `None` if there is none yet.
-    pub fn peek(&mut self) -> Result<Option<Event>> {
+    /// The complete event at the read offset (NULL padding events consumed on the way) and
+    /// its size, or `None` if there is none yet.
+    fn read_event(&mut self) -> Result<Option<(Event, u64)>> {
         loop {
-            let Some(size) = self.event_size_at(self.rd)? else {
+            // Bytes 8..16 hold `event_size` (bits 112..113) and, for 16 B events, the
+            // return code byte: that qword is written last for them, so it is loaded with
+            // acquire ordering before anything else is read.
+            let q1 = self.buf.load_u64_acquire(self.rd + 8)?;
+            let code = (q1 >> 48) & 3;
+            if code == 0 {
                 return Ok(None);
-            };
+            }
+            let size = 8u64 << code;
             let mut b = [0u8; 64];
-            let bytes = b
-                .get_mut(..size as usize)
-                .ok_or(CxiError::Invalid("event size"))?;
-            self.buf.read(self.rd, bytes)?;
-            let ev = Event::decode(bytes)?;
+            if size == 16 {
+                if (q1 >> 56) & 0x3F == 0 {
+                    return Ok(None);
+                }
+                let q0 = self.buf.read_u64(self.rd)?;
+                b[..8].copy_from_slice(&q0.to_le_bytes());
+                b[8..16].copy_from_slice(&q1.to_le_bytes());
+            } else {
+                let last = self.buf.load_u64_acquire(self.rd + size - 8)?;
+                if (last >> 56) & 0x3F == 0 {
+                    return Ok(None);
+                }
+                let bytes = b
+                    .get_mut(..size as usize)
+                    .ok_or(CxiError::Invalid("event size"))?;
+                self.buf.read(self.rd, bytes)?;
+            }
+            let ev = Event::decode(&b[..size as usize])?;
             if ev.event_type() == EventType::NullEvent {
                 self.advance(size);
                 continue;
             }
-            return Ok(Some(ev));
+            return Ok(Some((ev, size)));
         }
+    }
+
+    /// `cxi_eq_peek_event`: the next event without consuming it (NULL padding events are
+    /// consumed on the way), or `None` if there is none yet.
+    pub fn peek(&mut self) -> Result<Option<Event>> {
+        Ok(self.read_event()?.map(|(ev, _)| ev))
     }
 
     /// `cxi_eq_next_event`: consume the event [`EventQueue::peek`] returned.
@@ -245,11 +270,10 @@ impl EventQueue {
     /// `cxi_eq_get_event`: the next event, consumed (acknowledge with
     /// [`EventQueue::ack`]).
     pub fn get_event(&mut self) -> Result<Option<Event>> {
-        let ev = self.peek()?;
-        if ev.is_some() {
-            self.next_event()?;
-        }
-        Ok(ev)
+        Ok(self.read_event()?.map(|(ev, size)| {
+            self.advance(size);
+            ev
+        }))
     }
 
     /// `cxi_eq_ack_events`: zero every consumed byte and give the device the read pointer

@@ -32,7 +32,9 @@ pub fn poll_until<T>(
     timeout: Option<Duration>,
     mut f: impl FnMut() -> Result<Option<T>>,
 ) -> Result<T> {
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    // The clock is read only once the wait has lasted `CLOCK_EVERY` polls: a wait that
+    // succeeds at once (the common case on the fast path) never reads it.
+    let mut deadline: Option<Instant> = None;
     let mut spins = 0u32;
     let mut n = 0u32;
     loop {
@@ -47,10 +49,14 @@ pub fn poll_until<T>(
         }
         n = n.wrapping_add(1);
         if n.is_multiple_of(CLOCK_EVERY)
-            && let Some(d) = deadline
-            && Instant::now() >= d
+            && let Some(t) = timeout
         {
-            return Err(CxiError::Timeout);
+            let now = Instant::now();
+            match deadline {
+                None => deadline = Some(now.checked_add(t).unwrap_or(now)),
+                Some(d) if now >= d => return Err(CxiError::Timeout),
+                Some(_) => {}
+            }
         }
     }
 }
