@@ -132,7 +132,7 @@ fn ptag_cookie_and_mode_checks() {
         u.configure_job(j2.clone()),
         Err(KgniError::Permission(_))
     ));
-    let admin = node.kgni().open_privileged(u.space().clone());
+    let admin = node.kgni().open_with(true, Some(u.space().clone()));
     admin.configure_job(j2.clone()).unwrap();
     assert!(matches!(
         admin.configure_job(j2.clone()),

@@ -26,7 +26,7 @@ use super::driver::KgniDriver;
 use super::kgni::{Kgni, KgniClient, KgniConfig, Waiter};
 use super::uapi::JobConfig;
 use crate::emulated::EngineKind;
-use crate::mem::{EmulatedHostMemory, HostMem, UserSpace};
+use crate::mem::{EmulatedHostMemory, HostMem};
 use crate::pci::{
     BindState, DmaError, EmulatedFunction, HostRange, InterruptSink, PciAddress, PciBus, PciDriver,
     PciError, PciFunction,
@@ -279,7 +279,7 @@ impl GeminiClusterBuilder {
             reason: "no driver data".into(),
         })?;
         kgni.set_waiter(waiter.clone());
-        let launcher = kgni.open_privileged(UserSpace::new(Arc::clone(&host)));
+        let launcher = kgni.open_privileged();
         launcher
             .configure_job(job.clone())
             .map_err(|e| GeminiClusterError::Job {
@@ -354,7 +354,7 @@ impl GeminiNode {
 
     /// Open `/dev/kgni0` as a new process of this node.
     pub fn open(&self) -> KgniClient {
-        self.kgni.open(UserSpace::new(Arc::clone(&self.memory)))
+        self.kgni.open()
     }
 
     /// The job launcher's privileged client.

@@ -274,18 +274,26 @@ impl Kgni {
             .clone()
     }
 
-    /// Open the device as an ordinary process whose memory is `space`.
-    pub fn open(self: &Arc<Self>, space: UserSpace) -> KgniClient {
-        self.open_as(space, false)
+    /// The node's host memory (where clients' buffers and the rings live).
+    pub fn memory(&self) -> &Arc<dyn HostMem> {
+        &self.mem
     }
 
-    /// Open the device as a privileged process (the job launcher, a kernel service): it may
-    /// configure jobs, use reserved ptags and post physical-address RDMA.
-    pub fn open_privileged(self: &Arc<Self>, space: UserSpace) -> KgniClient {
-        self.open_as(space, true)
+    /// Open the device as a new ordinary process (a fresh address space).
+    pub fn open(self: &Arc<Self>) -> KgniClient {
+        self.open_with(false, None)
     }
 
-    fn open_as(self: &Arc<Self>, space: UserSpace, privileged: bool) -> KgniClient {
+    /// Open the device as a new privileged process (the job launcher, a kernel service): it
+    /// may configure and release jobs and use the reserved ptags.
+    pub fn open_privileged(self: &Arc<Self>) -> KgniClient {
+        self.open_with(true, None)
+    }
+
+    /// Open the device with an explicit privilege and address space (`None`: a fresh one;
+    /// a process that opens the device twice passes its space both times).
+    pub fn open_with(self: &Arc<Self>, privileged: bool, space: Option<UserSpace>) -> KgniClient {
+        let space = space.unwrap_or_else(|| UserSpace::new(Arc::clone(&self.mem)));
         let id = self.next_client.fetch_add(1, Ordering::Relaxed);
         self.lock().clients.insert(id);
         KgniClient {
