@@ -676,7 +676,13 @@ impl Gemini {
         c.inflight = c.inflight.saturating_sub(1);
         c.completed += 1;
         if let Some(f) = x.error {
-            tracing::debug!(target: "gemini::bte", channel = ch, pos = x.pos, fault = %f, "TXD failed");
+            tracing::debug!(
+                target: "gemini::bte",
+                channel = ch,
+                pos = x.pos,
+                fault = %f,
+                "TXD failed"
+            );
             c.err_rc = f.return_code().code();
         }
         let ring = c.regs.cpu_ring_addr;

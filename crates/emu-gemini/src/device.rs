@@ -240,7 +240,12 @@ impl Gemini {
                 }
             }
             Posted::Lost => {
-                tracing::debug!(target: "gemini::cq", nic = self.cfg.pe, cq = cqh, "event lost: CQ full (overrun)");
+                tracing::debug!(
+                    target: "gemini::cq",
+                    nic = self.cfg.pe,
+                    cq = cqh,
+                    "event lost: CQ full (overrun)"
+                );
                 self.count(counter::CQ_LOST, 1);
             }
             Posted::Dropped => self.count(counter::CQ_DROPPED, 1),
@@ -348,7 +353,12 @@ impl Gemini {
             tags.sort_unstable();
             for t in tags {
                 if let Some(r) = self.reqs.remove(&t) {
-                    tracing::debug!(target: "gemini::watchdog", nic = self.cfg.pe, tag = t, "request timed out");
+                    tracing::debug!(
+                        target: "gemini::watchdog",
+                        nic = self.cfg.pe,
+                        tag = t,
+                        "request timed out"
+                    );
                     self.count(counter::TIMEOUTS, 1);
                     self.answered(io, r, Some(Fault::Timeout), false);
                 }

@@ -258,7 +258,13 @@ impl Gemini {
     /// A request of descriptor `id` was refused locally: flag, `ERR_RC`, and the error on
     /// the open sequence (so its completion event reports it).
     fn fma_reject(&mut self, io: &mut DeviceIo<'_>, id: u8, fault: Fault) {
-        tracing::debug!(target: "gemini::fma", nic = self.cfg.pe, fma = id, %fault, "request rejected");
+        tracing::debug!(
+            target: "gemini::fma",
+            nic = self.cfg.pe,
+            fma = id,
+            %fault,
+            "request rejected"
+        );
         self.count(counter::ERRORS, 1);
         if let Some(d) = self.fma.get_mut(usize::from(id)) {
             d.regs.flags |= u64::from(fault.fma_flag().bits());

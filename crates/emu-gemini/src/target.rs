@@ -110,7 +110,14 @@ impl Gemini {
         let status = match result {
             Ok(()) => HwStatus::Ok,
             Err(f) => {
-                tracing::debug!(target: "gemini::target", nic = self.cfg.pe, from = to, kind = ?req.kind, fault = %f, "remote request rejected");
+                tracing::debug!(
+                    target: "gemini::target",
+                    nic = self.cfg.pe,
+                    from = to,
+                    kind = ?req.kind,
+                    fault = %f,
+                    "remote request rejected"
+                );
                 self.count(counter::REMOTE_REJECTS, 1);
                 f.status()
             }
