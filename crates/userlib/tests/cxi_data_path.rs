@@ -186,7 +186,6 @@ fn rma_write_and_read_on_a_non_matching_ptlte() {
 }
 
 #[test]
-#[ignore = "the emulated device does not execute AMOs yet (COMMAND_FAILURE ILLEGAL_OP)"]
 fn fetching_atomic_sum_returns_the_old_value() {
     let c = cluster(DET);
     let mut a = Ep::new(&c, 0, 1 << 16);
