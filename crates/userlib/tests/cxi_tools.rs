@@ -3,9 +3,10 @@
 use std::time::Duration;
 
 use driver::emulated::EngineKind;
+use firmware_spec::cassini::amo::{AmoOp, AmoType};
 use userlib::cxi::tools::{
-    BwOptions, DumpOptions, LatOptions, StatOptions, dump_csrs, read_bw, read_lat, send_bw,
-    send_lat, stat, write_bw, write_lat,
+    BwOptions, DumpOptions, LatOptions, StatOptions, atomic_lat, dump_csrs, read_bw, read_lat,
+    send_bw, send_lat, stat, write_bw, write_lat,
 };
 
 fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
@@ -64,6 +65,18 @@ fn latency_tools_print_their_tables() {
         });
         assert!(s.contains("ReadNum  Latency[us]"), "{s}");
         assert_eq!(rows[0].1.count, 3);
+        for (fetching, idc) in [(false, true), (true, true), (true, false)] {
+            let a = LatOptions {
+                fetching,
+                idc,
+                atomic_op: AmoOp::Sum,
+                atomic_type: AmoType::Int32,
+                ..o.clone()
+            };
+            let s = text(|out| rows = atomic_lat(&a, out).unwrap());
+            assert!(s.contains("Atomic Type      : INT32_T"), "{s}");
+            assert_eq!((rows.len(), rows[0].0, rows[0].1.count), (1, 4, 20));
+        }
     }
 }
 
