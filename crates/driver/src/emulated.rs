@@ -517,7 +517,8 @@ impl fmt::Display for DeviceListing {
 }
 
 /// An engine device seen as a PCI function (the emulated backend's [`EmulatedFunction`]).
-struct EngineFunction {
+/// Shared by the Cassini cluster here and the Gemini cluster (`gemini::cluster`).
+pub(crate) struct EngineFunction {
     engine: Arc<dyn Engine>,
     dev: DeviceId,
     bars: Vec<Option<Arc<dyn Mmio>>>,
@@ -530,7 +531,11 @@ const CAP_PTR: u16 = 0x34;
 const CAP_MSIX: u32 = 0x11;
 
 impl EngineFunction {
-    fn new(engine: Arc<dyn Engine>, dev: DeviceId, iommu: Iommu) -> Result<Self, ClusterError> {
+    pub(crate) fn new(
+        engine: Arc<dyn Engine>,
+        dev: DeviceId,
+        iommu: Iommu,
+    ) -> Result<Self, EngineError> {
         let mut bars = Vec::with_capacity(6);
         for b in 0..6u8 {
             let size = engine.bar_size(dev, b)?;

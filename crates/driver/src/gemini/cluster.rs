@@ -12,25 +12,21 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use emu_core::dma::DmaPort;
+use emu_core::dma::{DmaPort, Iommu};
 use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::{Threaded, ThreadedConfig};
-use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
+use emu_core::engine::{Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
 use emu_core::memory::HostMemory;
-use emu_core::mmio::Mmio;
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
 
 use super::driver::KgniDriver;
 use super::kgni::{Kgni, KgniClient, KgniConfig, Waiter};
 use super::uapi::JobConfig;
-use crate::emulated::EngineKind;
+use crate::emulated::{EngineFunction, EngineKind};
 use crate::mem::{EmulatedHostMemory, HostMem};
-use crate::pci::{
-    BindState, DmaError, EmulatedFunction, HostRange, InterruptSink, PciAddress, PciBus, PciDriver,
-    PciError, PciFunction,
-};
+use crate::pci::{BindState, PciAddress, PciBus, PciDriver, PciError, PciFunction};
 
 /// The ptag of the job a cluster configures by default (in the user range).
 pub const DEFAULT_PTAG: u8 = 16;
@@ -246,12 +242,13 @@ impl GeminiClusterBuilder {
         })?;
         // The node's NIC reaches its RAM through a passthrough IOMMU (bus address = RAM
         // address, see `HostMem::bus_address`).
+        let iommu = Iommu::passthrough();
         let dev = engine.add_device(
             Box::new(model),
-            DmaPort::passthrough(memory.clone()),
+            DmaPort::new(memory.clone(), iommu.clone()),
             Some(PortId(pe)),
         )?;
-        let function = GeminiFunction::new(Arc::clone(engine), dev)?;
+        let function = EngineFunction::new(Arc::clone(engine), dev, iommu)?;
         let host: Arc<dyn HostMem> = Arc::new(EmulatedHostMemory::new(memory));
         let address = PciAddress::new(0, 0x3b, 0, 0).map_err(|e| GeminiClusterError::NotBound {
             node: index,
@@ -442,102 +439,5 @@ impl Drop for GeminiCluster {
         if let Some(t) = &self.threaded {
             t.shutdown();
         }
-    }
-}
-
-/// An engine device seen as a PCI function (the emulated backend's [`EmulatedFunction`]).
-struct GeminiFunction {
-    engine: Arc<dyn Engine>,
-    dev: DeviceId,
-    bars: Vec<Option<Arc<dyn Mmio>>>,
-    msix: u32,
-}
-
-impl GeminiFunction {
-    fn new(engine: Arc<dyn Engine>, dev: DeviceId) -> Result<Self, EngineError> {
-        let mut bars = Vec::with_capacity(6);
-        for b in 0..6u8 {
-            let size = engine.bar_size(dev, b)?;
-            bars.push(if size > 0 {
-                Some(engine.mmio(dev, b)?)
-            } else {
-                None
-            });
-        }
-        let mut f = GeminiFunction {
-            engine,
-            dev,
-            bars,
-            msix: 0,
-        };
-        f.msix = f.find_msix_vectors();
-        Ok(f)
-    }
-
-    /// Table size from the MSI-X capability (message control bits 0..11, N - 1).
-    fn find_msix_vectors(&self) -> u32 {
-        let mut ptr = (self.config_read(0x34) & 0xfc) as u16;
-        for _ in 0..48 {
-            if ptr == 0 {
-                break;
-            }
-            let dw = self.config_read(ptr);
-            if dw & 0xff == 0x11 {
-                return ((dw >> 16) & 0x7ff) + 1;
-            }
-            ptr = ((dw >> 8) & 0xfc) as u16;
-        }
-        0
-    }
-}
-
-impl EmulatedFunction for GeminiFunction {
-    fn config_read(&self, offset: u16) -> u32 {
-        self.engine
-            .config_read(self.dev, offset / 4)
-            .unwrap_or(u32::MAX)
-    }
-
-    fn config_write(&self, offset: u16, value: u32) {
-        if let Err(e) = self.engine.config_write(self.dev, offset / 4, value) {
-            tracing::warn!(offset, error = %e, "config write to an emulated Gemini failed");
-        }
-    }
-
-    fn bar(&self, index: u8) -> Option<Arc<dyn Mmio>> {
-        self.bars.get(usize::from(index)).cloned().flatten()
-    }
-
-    fn msix_vectors(&self) -> u32 {
-        self.msix
-    }
-
-    fn set_interrupt_sink(&self, sink: Option<InterruptSink>) {
-        let s: emu_core::engine::InterruptSink = match sink {
-            Some(s) => Arc::new(move |v: u16| {
-                if !s.fire(u32::from(v)) {
-                    tracing::debug!(vector = v, "interrupt to a vector that is not enabled");
-                }
-            }),
-            None => Arc::new(|_v: u16| {}),
-        };
-        if let Err(e) = self.engine.set_interrupt_sink(self.dev, s) {
-            tracing::warn!(error = %e, "cannot route interrupts of an emulated Gemini");
-        }
-    }
-
-    fn dma_map(&self, iova: u64, host: HostRange) -> Result<(), DmaError> {
-        // Passthrough IOMMU: only identity mappings describe it.
-        if iova == host.addr {
-            Ok(())
-        } else {
-            Err(DmaError::Rejected(
-                "the node's IOMMU is in passthrough mode".into(),
-            ))
-        }
-    }
-
-    fn dma_unmap(&self, _iova: u64, _len: u64) -> Result<(), DmaError> {
-        Ok(())
     }
 }
