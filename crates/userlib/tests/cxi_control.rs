@@ -385,3 +385,72 @@ fn a_bad_command_fails_the_queue_with_an_event() {
         e => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn alloc_md_filled_by_update_and_c_state_emitted_once() {
+    let c = cluster(DET);
+    let mut a = Ep::new(&c, 0, 4096);
+    let mut b = Ep::new(&c, 1, 4096);
+    // An IOVA range reserved with ALLOC_MD, filled later with cxil_update_md.
+    let late = b.dev.alloc_buffer(8192).unwrap();
+    let md = b
+        .lni
+        .map(
+            late.va(),
+            late.len(),
+            MapFlags::ALLOC_MD | MapFlags::READ | MapFlags::WRITE,
+        )
+        .unwrap();
+    assert!(md.contains(late.va(), late.len()));
+    assert_eq!(md.va_to_iova(late.va() + 100).unwrap(), md.iova() + 100);
+    assert_eq!(md.iova_to_va(md.iova() + 4096).unwrap(), late.va() + 4096);
+    assert!(md.va_to_iova(late.va() + late.len()).is_err());
+    md.update(late.va(), late.len(), MapFlags::READ | MapFlags::WRITE)
+        .unwrap();
+    let mr = b.portal(22, PtAllocOpts::empty());
+    let mut le = firmware_spec::cassini::cmd::TargetCmd {
+        opcode: firmware_spec::cassini::cmd::TgtOp::Append,
+        ptl_list: PtlList::Priority,
+        ptlte_index: mr.pte.index(),
+        buffer_id: 5,
+        lac: md.lac(),
+        start: md.iova(),
+        length: late.len(),
+        match_id: firmware_spec::cassini::dfa::CXI_MATCH_ID_ANY,
+        ..Default::default()
+    };
+    le.set_opts(LeFlags::OP_PUT);
+    b.tgq.emit_target(&le).unwrap();
+    b.tgq.ring().unwrap();
+    assert_eq!(b.event_of(EventType::Link).return_code(), ReturnCode::Ok);
+
+    let (dfa, index_ext) = b.dfa(22);
+    let cstate = CState {
+        initiator: a.match_id(),
+        index_ext,
+        eq: a.eq.eqn() as u16,
+        flags: DmaFlags {
+            event_send_disable: true,
+            ..DmaFlags::default()
+        },
+        ..CState::default()
+    };
+    let put = |off: u64, v: u8| IdcPut {
+        dfa,
+        remote_offset: off,
+        payload: Payload::new(&[v; 8]).unwrap(),
+    };
+    let w0 = a.txq.ring_state().wp32();
+    a.txq.emit_idc_put(&cstate, &put(4096, 0xa1)).unwrap();
+    // C_STATE (32 B) + the put (32 B).
+    assert_eq!(a.txq.ring_state().wp32(), w0 + 2);
+    a.txq.emit_idc_put(&cstate, &put(4104, 0xa2)).unwrap();
+    // Same C_STATE: only the put.
+    assert_eq!(a.txq.ring_state().wp32(), w0 + 3);
+    a.txq.ring().unwrap();
+    for _ in 0..2 {
+        assert_eq!(a.event_of(EventType::Ack).return_code(), ReturnCode::Ok);
+    }
+    assert_eq!(late.read_u64(4096).unwrap(), u64::from_le_bytes([0xa1; 8]));
+    assert_eq!(late.read_u64(4104).unwrap(), u64::from_le_bytes([0xa2; 8]));
+}
