@@ -1,0 +1,1 @@
+//! The bodies of the `nicemu gni-*` tools (being written).
