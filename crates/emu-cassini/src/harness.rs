@@ -26,8 +26,12 @@ use firmware_spec::cassini::event::{Event, EventType, peek_event};
 use firmware_spec::cassini::le::{PtAllocOpts, PtlteState};
 use firmware_spec::cassini::pci::{
     CQ_LAUNCH_PAGE_SIZE, CQ_LAUNCH_TGT_BASE, CSR_BASE, EE_SW_STATE_BASE, EE_SW_STATE_PAGE_SIZE,
+    TOU_BASE, TOU_LAUNCH_PAGE_SIZE,
 };
-use firmware_spec::cassini::status::{C_CQ_FIRST_WR_PTR, CqStatus, EqSwState, pad_slots32};
+use firmware_spec::cassini::status::{
+    C_CQ_FIRST_WR_PTR, CT_INC_FAILURE_OFFSET, CT_INC_SUCCESS_OFFSET, CT_RESET_FAILURE_OFFSET,
+    CT_RESET_SUCCESS_OFFSET, CqStatus, CtWriteback, EqSwState, pad_slots32,
+};
 use thiserror::Error;
 
 use crate::{Cassini, CassiniConfig};
@@ -124,12 +128,22 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
-/// Bytes of host memory per node.
-const NODE_MEM: u64 = 64 << 20;
+/// Bytes of host memory per node (unless a constructor says otherwise).
+pub const NODE_MEM: u64 = 64 << 20;
 
 impl Cluster {
     /// `n` NICs on the deterministic engine (virtual time) with `seed`.
     pub fn deterministic(n: u32, seed: u64) -> Result<Cluster, HarnessError> {
+        Self::deterministic_with_memory(n, seed, NODE_MEM)
+    }
+
+    /// `n` NICs on the deterministic engine with `node_mem` bytes of host memory each
+    /// (mapped lazily: untouched pages cost nothing).
+    pub fn deterministic_with_memory(
+        n: u32,
+        seed: u64,
+        node_mem: u64,
+    ) -> Result<Cluster, HarnessError> {
         let fabric = Fabric::new(FabricConfig::new(Topology::SingleSwitch {
             ports: n.max(2),
         }))
@@ -142,7 +156,7 @@ impl Cluster {
             threaded: None,
             nodes: Vec::new(),
         };
-        c.add_nodes(n)?;
+        c.add_nodes(n, node_mem)?;
         Ok(c)
     }
 
@@ -166,13 +180,13 @@ impl Cluster {
             threaded: Some(t),
             nodes: Vec::new(),
         };
-        c.add_nodes(n)?;
+        c.add_nodes(n, NODE_MEM)?;
         Ok(c)
     }
 
-    fn add_nodes(&mut self, n: u32) -> Result<(), HarnessError> {
+    fn add_nodes(&mut self, n: u32, node_mem: u64) -> Result<(), HarnessError> {
         for nid in 0..n {
-            let mem = HostMemory::new(NODE_MEM).map_err(mem_err)?;
+            let mem = HostMemory::new(node_mem).map_err(mem_err)?;
             let dma = DmaPort::passthrough(mem.clone());
             let dev = self.engine.add_device(
                 Box::new(Cassini::new(CassiniConfig {
@@ -456,6 +470,7 @@ impl Node {
         Ok(eq)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn alloc_cq(
         &mut self,
         tgt: bool,
@@ -463,6 +478,7 @@ impl Node {
         slots: u32,
         eq: u16,
         lcid: u8,
+        trig_pool: Option<u8>,
     ) -> Result<CmdQueue, HarnessError> {
         let bytes = u64::from(slots) * 64;
         let host = self.alloc_host(bytes)?;
@@ -496,7 +512,17 @@ impl Node {
                     (t::MEM_Q_RGID, u64::from(RGID)),
                     (t::MEM_Q_LCID, u64::from(lcid)),
                     (t::MEM_Q_ACID, u64::from(AC_KERNEL)),
+                    // A trigger CQ draws its TLEs from pool `mem_q_pfq` (cass_cq.c).
+                    (t::MEM_Q_PFQ, u64::from(trig_pool.unwrap_or(0))),
                 ],
+            )?;
+            self.csr_write(
+                csr::C_CQ_TXQ_TC_TABLE,
+                u32::from(n),
+                &[(
+                    f::c_cq_txq_tc_table::MEM_Q_TRIG,
+                    u64::from(trig_pool.is_some()),
+                )],
             )?;
             self.csr_write(
                 csr::C_CQ_TXQ_ENABLE,
@@ -523,12 +549,137 @@ impl Node {
         eq: u16,
         lcid: u8,
     ) -> Result<CmdQueue, HarnessError> {
-        self.alloc_cq(false, n, slots, eq, lcid)
+        self.alloc_cq(false, n, slots, eq, lcid, None)
+    }
+
+    /// Trigger CQ `n` (`CXI_CQ_TX_WITH_TRIG_CMDS`: CT commands only, LCID 0) whose pending
+    /// triggered operations take TLEs from pool `tle_pool`.
+    pub fn alloc_trig_txq(
+        &mut self,
+        n: u16,
+        slots: u32,
+        eq: u16,
+        tle_pool: u8,
+    ) -> Result<CmdQueue, HarnessError> {
+        self.alloc_cq(false, n, slots, eq, 0, Some(tle_pool & 3))
     }
 
     /// Target CQ `n`.
     pub fn alloc_tgq(&mut self, n: u16, slots: u32, eq: u16) -> Result<CmdQueue, HarnessError> {
-        self.alloc_cq(true, n, slots, eq, 0)
+        self.alloc_cq(true, n, slots, eq, 0, None)
+    }
+
+    /// Counting event `ct` (`cxil_alloc_ct`): counts zeroed (`c_cq_cfg_init_ct_hw_state`
+    /// init), RGID 1, written back to the first 8 bytes of `wb` (or never), enabled.
+    pub fn alloc_ct(&self, ct: u16, wb: Option<&Md>) -> Result<Ct, HarnessError> {
+        use f::c_cq_cfg_ct_wb_mem_addr as w;
+        self.csr_write(
+            csr::C_CQ_CFG_INIT_CT_HW_STATE,
+            0,
+            &[
+                (f::c_cq_cfg_init_ct_hw_state::CT_HANDLE, u64::from(ct)),
+                (f::c_cq_cfg_init_ct_hw_state::INIT, 1),
+            ],
+        )?;
+        self.csr_write(csr::C_CQ_CFG_INIT_CT_HW_STATE, 0, &[])?;
+        self.csr_write(
+            csr::C_CQ_CFG_CT_RGID_TABLE,
+            u32::from(ct),
+            &[(f::c_cq_cfg_ct_rgid_table::RGID, u64::from(RGID))],
+        )?;
+        let (ctx, addr) = wb.map_or((0, 0), |m| (u64::from(AC_USER), m.iova >> 3));
+        self.csr_write(
+            csr::C_CQ_CFG_CT_WB_MEM_ADDR,
+            u32::from(ct),
+            &[(w::WB_MEM_CONTEXT, ctx), (w::WB_MEM_ADDR, addr)],
+        )?;
+        self.csr_write(
+            csr::C_CQ_CFG_CT_ENABLE,
+            u32::from(ct),
+            &[(f::c_cq_cfg_ct_enable::CT_ENABLE, 1)],
+        )?;
+        Ok(Ct {
+            n: ct,
+            wb_host: wb.map(|m| m.host),
+        })
+    }
+
+    /// TLE pool `pool` (`c_cq_cfg_tle_pool`): `num_reserved` of its own, at most `max_alloc`.
+    pub fn set_tle_pool(
+        &self,
+        pool: u8,
+        num_reserved: u16,
+        max_alloc: u16,
+    ) -> Result<(), HarnessError> {
+        use f::c_cq_cfg_tle_pool as t;
+        self.csr_write(
+            csr::C_CQ_CFG_TLE_POOL,
+            u32::from(pool),
+            &[
+                (t::NUM_RESERVED, u64::from(num_reserved)),
+                (t::MAX_ALLOC, u64::from(max_alloc)),
+            ],
+        )
+    }
+
+    /// The shared TLE reserve (`c_cq_cfg_sts_tle_shared.num_shared`).
+    pub fn set_tle_shared(&self, num_shared: u16) -> Result<(), HarnessError> {
+        self.csr_write(
+            csr::C_CQ_CFG_STS_TLE_SHARED,
+            0,
+            &[(
+                f::c_cq_cfg_sts_tle_shared::NUM_SHARED,
+                u64::from(num_shared),
+            )],
+        )
+    }
+
+    /// The ack counter of transmit CQ `n` (`CXI_OP_CQ_ACK_COUNTER`): its triggered
+    /// operations still pending.
+    pub fn ack_counter(&self, n: u16) -> Result<u64, HarnessError> {
+        self.csr_field(
+            csr::C_CQ_TXQ_ACK_CTR,
+            u32::from(n),
+            f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR,
+        )
+    }
+
+    /// Rendezvous Gets as the driver programs them (`c_lpe_cfg_get_ctrl`): to index
+    /// `rdzv_get_idx` 255 of the initiator's PID granule, transaction type 0xF, issued by
+    /// the NIC if `enable` (`rdzv_get_en`).
+    pub fn set_rendezvous_gets(&self, enable: bool) -> Result<(), HarnessError> {
+        use f::c_lpe_cfg_get_ctrl as g;
+        let (d, ext) = build_dfa(0, 0, PidBits::DEFAULT, 255);
+        self.csr_write(
+            csr::C_LPE_CFG_GET_CTRL,
+            0,
+            &[
+                (g::GET_INDEX, u64::from(d & 0xFFF)),
+                (g::GET_INDEX_EXT, u64::from(ext)),
+                (g::TRANSACTION_TYPE, 0xF),
+                (g::GET_EN, u64::from(enable)),
+            ],
+        )
+    }
+
+    /// Limits of LE pool `pool` of processing engine `pe` (`c_lpe_cfg_pe_le_pools`); the
+    /// harness's PtlTEs use PE 0, pool 0.
+    pub fn set_le_pool(
+        &self,
+        pe: u8,
+        pool: u8,
+        num_reserved: u32,
+        max_alloc: u32,
+    ) -> Result<(), HarnessError> {
+        use f::c_lpe_cfg_pe_le_pools as l;
+        self.csr_write(
+            csr::C_LPE_CFG_PE_LE_POOLS,
+            u32::from(pe) * 16 + u32::from(pool),
+            &[
+                (l::NUM_RESERVED, u64::from(num_reserved)),
+                (l::MAX_ALLOC, u64::from(max_alloc)),
+            ],
+        )
     }
 
     /// PtlTE `pt` (DISABLED, options `opts`, events to `eq`), reachable at (`vni`, `pid`,
@@ -565,6 +716,14 @@ impl Node {
                 (p::IS_MATCHING, o(PtAllocOpts::IS_MATCHING)),
                 (p::DO_SPACE_CHECK, o(PtAllocOpts::DO_SPACE_CHECK)),
                 (p::EN_SW_HW_ST_CHNG, o(PtAllocOpts::EN_SW_HW_ST_CHNG)),
+                (
+                    p::EN_RESTRICTED_UNICAST_LM,
+                    o(PtAllocOpts::EN_RESTRICTED_UNICAST_LM),
+                ),
+                (p::SIGNAL_INVALID, o(PtAllocOpts::SIGNAL_INVALID)),
+                (p::SIGNAL_UNDERFLOW, o(PtAllocOpts::SIGNAL_UNDERFLOW)),
+                (p::SIGNAL_OVERFLOW, o(PtAllocOpts::SIGNAL_OVERFLOW)),
+                (p::SIGNAL_INEXACT, o(PtAllocOpts::SIGNAL_INEXACT)),
                 (p::PTL_STATE, u64::from(u8::from(PtlteState::Disabled))),
             ],
         )?;
@@ -609,6 +768,59 @@ impl Node {
     pub fn cq_status(&self, q: &CmdQueue) -> Result<CqStatus, HarnessError> {
         let b = self.read_host(q.host, 8)?;
         CqStatus::decode(&b).map_err(|e| HarnessError::Invalid(e.to_string()))
+    }
+}
+
+/// Software's side of a counting event ([`Node::alloc_ct`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ct {
+    /// CT number.
+    pub n: u16,
+    /// Host address of the write-back buffer, if any.
+    pub wb_host: Option<u64>,
+}
+
+impl Ct {
+    fn doorbell(&self, node: &Node, offset: u64, value: u64) -> Result<(), HarnessError> {
+        let at = TOU_BASE + u64::from(self.n) * TOU_LAUNCH_PAGE_SIZE + offset;
+        node.bar.write_u64(at, value).map_err(Into::into)
+    }
+
+    /// `cxi_ct_inc_success`: a doorbell store adding `v` to the success count.
+    pub fn inc_success(&self, node: &Node, v: u64) -> Result<(), HarnessError> {
+        self.doorbell(node, CT_INC_SUCCESS_OFFSET as u64, v)
+    }
+
+    /// `cxi_ct_inc_failure`.
+    pub fn inc_failure(&self, node: &Node, v: u64) -> Result<(), HarnessError> {
+        self.doorbell(node, CT_INC_FAILURE_OFFSET as u64, v)
+    }
+
+    /// `cxi_ct_reset_success`.
+    pub fn reset_success(&self, node: &Node) -> Result<(), HarnessError> {
+        self.doorbell(node, CT_RESET_SUCCESS_OFFSET as u64, 0)
+    }
+
+    /// `cxi_ct_reset_failure`.
+    pub fn reset_failure(&self, node: &Node) -> Result<(), HarnessError> {
+        self.doorbell(node, CT_RESET_FAILURE_OFFSET as u64, 0)
+    }
+
+    /// The write-back buffer as it is in host memory now.
+    pub fn writeback(&self, node: &Node) -> Result<CtWriteback, HarnessError> {
+        let host = self
+            .wb_host
+            .ok_or_else(|| HarnessError::Invalid("CT without write-back".into()))?;
+        CtWriteback::decode(&node.read_host(host, 8)?)
+            .map_err(|e| HarnessError::Invalid(e.to_string()))
+    }
+
+    /// Zero the write-back buffer (software clearing `ct_writeback` before waiting).
+    pub fn clear_writeback(&self, node: &Node) -> Result<(), HarnessError> {
+        match self.wb_host {
+            Some(h) => node.write_host(h, &[0u8; 8]),
+            None => Ok(()),
+        }
     }
 }
 

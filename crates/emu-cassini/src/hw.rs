@@ -149,7 +149,7 @@ impl Hw {
         } else if is(c, csr::C_CQ_CFG_CT_ENABLE) {
             let en = self.ct.state(entry as u16).is_some_and(|s| s.enabled);
             f::c_cq_cfg_ct_enable::CT_ENABLE.set(image, u64::from(en));
-        } else {
+        } else if !(self.tou_reflect(c, entry, image) || self.lpe_reflect(c, entry, image)) {
             self.counters.reflect(self, c, entry, image);
         }
     }
@@ -238,7 +238,10 @@ impl Hw {
             || is(c, csr::C_CQ_CFG_CT_ENABLE)
             || is(c, csr::C_CQ_CFG_INIT_CT_HW_STATE)
         {
-            self.ct_config_written(csrs, c, n);
+            self.ct_config_written(csrs, io, c, n);
+        } else {
+            // TLE pools, CQ error flags, LE pools, rendezvous Gets.
+            let _ = self.tou_csr_written(csrs, p, data) || self.lpe_csr_written(csrs, c, n);
         }
     }
 

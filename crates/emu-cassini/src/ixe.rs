@@ -12,9 +12,11 @@
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{PortId, TrafficClass};
 use emu_core::time::SimDuration;
+use firmware_spec::cassini::amo::AmoType;
 use firmware_spec::cassini::cmd::{
-    Command, CqOp, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
+    Command, CqOp, DmaAmo, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
 };
+use firmware_spec::cassini::dfa::match_id;
 use firmware_spec::cassini::event::{EventType, InitiatorLong, InitiatorShort};
 use firmware_spec::cassini::le::PtlList;
 use firmware_spec::cassini::rc::ReturnCode;
@@ -22,7 +24,11 @@ use firmware_spec::cassini::rc::ReturnCode;
 use crate::cq::{Exec, Fail, is_noop_header};
 use crate::ee::EventClass;
 use crate::hw::Hw;
+use crate::lpe::{CtUpdate, RendezvousGet};
 use crate::wire::{self, AmoPayload, Fab, MTU, Request, Response, RspKind};
+
+/// The `cq` of a request no command queue launched (a rendezvous Get the NIC issues).
+const NO_CQ: u32 = u32::MAX;
 
 /// Outstanding requests the initiator can track (handles are 20 bits on the wire).
 const MAX_REQUESTS: usize = 1 << INDEX_BITS;
@@ -65,6 +71,10 @@ pub(crate) struct Req {
     at: u64,
     /// Generation of the table entry (see [`INDEX_BITS`]).
     generation: u32,
+    /// A rendezvous Get the NIC issued: its REPLY event has `rendezvous` set.
+    rendezvous: bool,
+    /// The receiving entry's counting event, applied when the rendezvous Get completes.
+    rdzv_ct: Option<CtUpdate>,
 }
 
 /// How long a request waits for its ACK or REPLY before it completes with UNDELIVERABLE
@@ -172,6 +182,15 @@ struct Launch<'a> {
     /// Atomics: the 40 B AMO descriptor is the whole payload of the one request packet, and
     /// a fetching AMO's old value goes to (LAC, address).
     amo: Option<(AmoPayload, Option<(u8, u64)>)>,
+    /// RENDEZVOUS_PUT: bytes sent with the put (the rest is pulled by the target).
+    eager_length: u32,
+    /// RENDEZVOUS_PUT: `rendezvous_id`.
+    rendezvous_id: u8,
+}
+
+/// Operand size of an AMO type code (16 for a code that names no type: the target refuses it).
+fn amo_size(ty: u8) -> u32 {
+    AmoType::try_from(ty).map_or(16, |t| t.size() as u32)
 }
 
 /// A 16-byte operand from its two words.
@@ -254,6 +273,8 @@ impl Hw {
                     small: false,
                     nomatch: false,
                     amo: None,
+                    eager_length: 0,
+                    rendezvous_id: 0,
                 };
                 self.launch(io, n, &l)
             }
@@ -277,6 +298,8 @@ impl Hw {
                     small: true,
                     nomatch: false,
                     amo: None,
+                    eager_length: 0,
+                    rendezvous_id: 0,
                 };
                 self.launch(io, n, &l)
             }
@@ -317,6 +340,8 @@ impl Hw {
                     small: false,
                     nomatch: false,
                     amo: Some((amo, fetching.then_some((cs.write_lac, c.local_addr)))),
+                    eager_length: 0,
+                    rendezvous_id: 0,
                 };
                 self.launch(io, n, &l)
             }
@@ -342,82 +367,101 @@ impl Hw {
                     flags: cs.flags,
                     eq: cs.eq,
                     ct: cs.ct,
-                    len: c.atomic_type.size() as u32,
+                    // One 8-byte operand travels: a 16-byte type arrives short and the
+                    // target answers AMO_LENGTH_ERROR.
+                    len: (c.atomic_type.size() as u32).min(8),
                     src: Source::Inline(&[]),
                     small: false,
                     nomatch: false,
                     amo: Some((amo, None)),
+                    eager_length: 0,
+                    rendezvous_id: 0,
                 };
                 self.launch(io, n, &l)
             }
             Command::DmaAmo(c) => {
                 self.counters.num_dma_cmds += 1;
-                let fetching = c.opcode == DmaOp::FetchingAtomic;
-                let size = c.atomic_type.size();
-                // Operand 1 comes from local memory (cxi_cq_emit_dma_amo).
-                let ac = self.tables.lac_ac(q.ring.rgid, c.lac);
-                let mut b = [0u8; 16];
-                if let Err(rc) = self
-                    .atu
-                    .read(io.dma(), ac, c.local_read_addr, &mut b[..size])
-                {
-                    self.count_local_error(rc);
-                    let req = Req {
-                        active: false,
-                        kind: if fetching {
-                            ReqKind::FetchAmo
-                        } else {
-                            ReqKind::Amo
-                        },
-                        cq: n,
-                        eq: c.eq,
-                        ct: c.ct,
-                        user_ptr: c.user_ptr,
-                        flags: c.flags,
-                        ..Req::default()
-                    };
-                    self.complete(io, &req, rc, 0, PtlList::Priority, false);
-                    return Ok(Exec::Next);
-                }
-                let amo = AmoPayload {
-                    op: c.atomic_op as u8,
-                    ty: c.atomic_type as u8,
-                    cswap: c.cswap_op as u8,
-                    op1: u128::from_le_bytes(b),
-                    op2: words(c.op2_word1, c.op2_word2),
-                };
-                let l = Launch {
-                    opcode: c.opcode,
-                    dfa: c.dfa,
-                    index_ext: c.index_ext,
-                    remote_offset: c.remote_offset,
-                    initiator: c.initiator,
-                    match_bits: c.match_bits,
-                    header_data: c.header_data,
-                    user_ptr: c.user_ptr,
-                    flags: c.flags,
-                    eq: c.eq,
-                    ct: c.ct,
-                    len: size as u32,
-                    src: Source::Inline(&[]),
-                    small: false,
-                    nomatch: false,
-                    amo: Some((amo, fetching.then_some((c.write_lac, c.local_write_addr)))),
-                };
-                self.launch(io, n, &l)
+                self.launch_dma_amo(io, n, &c)
             }
             _ => Err(ReturnCode::IllegalOp),
         }
     }
 
-    /// Launch a full DMA command (PUT or GET) from CQ `n` (also a fired CT_TRIG_DMA).
+    /// Launch a DMA AMO from CQ `n` (also a fired CT_TRIG_DMA): operand 1 is read from
+    /// local memory (`cxi_cq_emit_dma_amo`), `request_len` travels as it is (the target
+    /// answers AMO_LENGTH_ERROR unless it is the operand size).
+    pub(crate) fn launch_dma_amo(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        c: &DmaAmo,
+    ) -> Result<Exec, Fail> {
+        let fetching = c.opcode == DmaOp::FetchingAtomic;
+        let size = c.atomic_type.size();
+        let rgid = self.cqs.tx.get(n as usize).map_or(0, |q| q.ring.rgid);
+        let ac = self.tables.lac_ac(rgid, c.lac);
+        let mut b = [0u8; 16];
+        if let Err(rc) = self
+            .atu
+            .read(io.dma(), ac, c.local_read_addr, &mut b[..size])
+        {
+            self.count_local_error(rc);
+            let req = Req {
+                active: false,
+                kind: if fetching {
+                    ReqKind::FetchAmo
+                } else {
+                    ReqKind::Amo
+                },
+                cq: n,
+                eq: c.eq,
+                ct: c.ct,
+                user_ptr: c.user_ptr,
+                flags: c.flags,
+                ..Req::default()
+            };
+            self.complete(io, &req, rc, 0, PtlList::Priority, false);
+            return Ok(Exec::Next);
+        }
+        let amo = AmoPayload {
+            op: c.atomic_op as u8,
+            ty: c.atomic_type as u8,
+            cswap: c.cswap_op as u8,
+            op1: u128::from_le_bytes(b),
+            op2: words(c.op2_word1, c.op2_word2),
+        };
+        let l = Launch {
+            opcode: c.opcode,
+            dfa: c.dfa,
+            index_ext: c.index_ext,
+            remote_offset: c.remote_offset,
+            initiator: c.initiator,
+            match_bits: c.match_bits,
+            header_data: c.header_data,
+            user_ptr: c.user_ptr,
+            flags: c.flags,
+            eq: c.eq,
+            ct: c.ct,
+            len: c.request_len,
+            src: Source::Inline(&[]),
+            small: false,
+            nomatch: false,
+            amo: Some((amo, fetching.then_some((c.write_lac, c.local_write_addr)))),
+            eager_length: 0,
+            rendezvous_id: 0,
+        };
+        self.launch(io, n, &l)
+    }
+
+    /// Launch a full DMA command (PUT, GET or RENDEZVOUS_PUT) from CQ `n` (also a fired
+    /// CT_TRIG_DMA).
     pub(crate) fn launch_full(
         &mut self,
         io: &mut DeviceIo<'_>,
         n: u32,
         d: &FullDma,
     ) -> Result<Exec, Fail> {
-        if !matches!(d.opcode, DmaOp::Put | DmaOp::Get) {
+        if !d.is_valid_opcode() {
             return Err(ReturnCode::IllegalOp);
         }
         let l = Launch {
@@ -440,6 +484,8 @@ impl Hw {
             small: false,
             nomatch: false,
             amo: None,
+            eager_length: d.eager_length,
+            rendezvous_id: d.rendezvous_id,
         };
         self.launch(io, n, &l)
     }
@@ -471,6 +517,8 @@ impl Hw {
             small: false,
             nomatch: true,
             amo: None,
+            eager_length: 0,
+            rendezvous_id: 0,
         };
         self.launch(io, n, &l)
     }
@@ -505,12 +553,15 @@ impl Hw {
             user_ptr: l.user_ptr,
             flags: l.flags,
             nomatch: l.nomatch,
-            rlength: l.len,
+            // A fetching AMO's reply carries the operand (whatever `request_len` said).
+            rlength: l.amo.map_or(l.len, |(a, _)| amo_size(a.ty)),
             local_ac: 0,
             local_addr: 0,
             data_rc: None,
             at: io.now().as_ps(),
             generation: 0,
+            rendezvous: false,
+            rdzv_ct: None,
         };
         // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
         // by the ATU; a bad one is an error event, never a touch outside the MD).
@@ -532,10 +583,11 @@ impl Hw {
             source = Source::Ac { ac, addr };
         }
         // A fetching AMO's result buffer is checked the same way.
-        if let Some((_, Some((lac, addr)))) = l.amo {
+        if let Some((a, Some((lac, addr)))) = l.amo {
             let ac = self.tables.lac_ac(q.ring.rgid, lac);
             let w = emu_core::dma::Perm::WRITE;
-            if let Err(rc) = self.atu.check(io.dma(), ac, addr, u64::from(l.len), w) {
+            let size = u64::from(amo_size(a.ty));
+            if let Err(rc) = self.atu.check(io.dma(), ac, addr, size, w) {
                 self.count_local_error(rc);
                 self.complete(io, &req, rc, 0, PtlList::Priority, false);
                 return Ok(Exec::Next);
@@ -575,6 +627,14 @@ impl Hw {
             sfa: self.nid << 12,
             dfa: l.dfa,
         };
+        // A rendezvous put carries only its eager bytes; the target pulls the rest
+        // (cassini.md §6).
+        let rdzv = l.opcode == DmaOp::RendezvousPut;
+        let wire_len = if rdzv {
+            l.eager_length.min(l.len)
+        } else {
+            l.len
+        };
         let r = Request {
             opcode: l.opcode as u8,
             index_ext: l.index_ext,
@@ -586,10 +646,13 @@ impl Hw {
             handle,
             small: l.small,
             restricted: l.flags.restricted,
+            eager_length: if rdzv { wire_len } else { 0 },
+            rendezvous_id: if rdzv { l.rendezvous_id } else { 0 },
+            use_offset_for_get: rdzv && l.flags.use_offset_for_get,
         };
         let tc = TrafficClass(cp.tc);
         let dst = PortId(port);
-        let first = if get { 0 } else { (l.len as usize).min(MTU) };
+        let first = if get { 0 } else { (wire_len as usize).min(MTU) };
         let mut data = if let Some((amo, _)) = l.amo {
             let mut d = wire::request(&fab, &r, wire::AMO_PAYLOAD);
             d.extend_from_slice(&amo.encode());
@@ -615,7 +678,11 @@ impl Hw {
             self.counters.ptl_tx_put_msgs += 1;
             self.counters.ptl_tx_put_pkts += 1;
             let mut off = first;
-            let total = if l.amo.is_some() { 0 } else { l.len as usize };
+            let total = if l.amo.is_some() {
+                0
+            } else {
+                wire_len as usize
+            };
             while off < total {
                 let len = (total - off).min(MTU);
                 let c = wire::Continuation {
@@ -655,6 +722,111 @@ impl Hw {
         }
         self.cqs.tx[n as usize].outstanding += 1;
         Ok(Exec::Next)
+    }
+
+    /// Issue the Get that pulls the rest of a rendezvous put (cassini.md §6): to the source's
+    /// PtlTE at index `rdzv_get_idx` of its PID granule (`c_lpe_cfg_get_ctrl`), match bits
+    /// `cxi_rdzv_match_bits` {rendezvous_id, transaction_type, the put's top 16 match bits},
+    /// landing in the receiving entry. Its REPLY event (`rendezvous` set, `user_ptr` =
+    /// `cxi_rdzv_user_ptr`) goes to the PtlTE's EQ; `ct` is applied when it completes.
+    /// `put` is the fabric header the put arrived with.
+    pub(crate) fn launch_rendezvous_get(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        g: &RendezvousGet,
+        put: &Fab,
+        tc: TrafficClass,
+        ct: Option<CtUpdate>,
+    ) {
+        let eq = self.lpe.ptlte_config(g.ptlte_index).map_or(0, |c| c.eq);
+        let ac = self
+            .tables
+            .lac_ac(self.tables.ptlte_rgid(g.ptlte_index), g.dest_lac);
+        let user_ptr = (u64::from(g.source_nid) & 0xF_FFFF)
+            | ((u64::from(g.source_pid) & 0x1FF) << 20)
+            | ((u64::from(g.ptlte_index) & 0x7FF) << 29)
+            | (u64::from(g.rendezvous_id) << 40)
+            | (u64::from(g.buffer_id) << 48);
+        let len = g.length.min(u64::from(u32::MAX)) as u32;
+        let req = Req {
+            active: true,
+            kind: ReqKind::Get,
+            cq: NO_CQ,
+            eq,
+            user_ptr,
+            rlength: len,
+            local_ac: ac,
+            local_addr: g.dest_start,
+            at: io.now().as_ps(),
+            rendezvous: true,
+            rdzv_ct: ct,
+            ..Req::default()
+        };
+        let w = emu_core::dma::Perm::WRITE;
+        if let Err(rc) = self
+            .atu
+            .check(io.dma(), ac, g.dest_start, u64::from(len), w)
+        {
+            self.complete(io, &req, rc, 0, PtlList::Priority, false);
+            return;
+        }
+        let Some(port) = g.source_nid.checked_sub(self.nid_base) else {
+            self.complete(
+                io,
+                &req,
+                ReturnCode::Undeliverable,
+                0,
+                PtlList::Priority,
+                false,
+            );
+            return;
+        };
+        if !self.ixe.scan_armed {
+            self.ixe.scan_armed = true;
+            io.timer(SCAN_PERIOD, TOKEN_SCAN);
+        }
+        let Some(handle) = self.ixe.alloc(req) else {
+            self.complete(
+                io,
+                &req,
+                ReturnCode::ResourceBusy,
+                0,
+                PtlList::Priority,
+                false,
+            );
+            return;
+        };
+        let gc = self.tgt.rdzv_get;
+        let pid_bits = self.lpe.config().pid_bits;
+        // The PID of the put's destination endpoint: the NIC issuing the Get.
+        let my_pid = (put.dfa & 0xFFF) & pid_bits.pid_mask();
+        let fab = Fab {
+            vni: put.vni,
+            sfa: self.nid << 12,
+            dfa: ((g.source_nid & 0xF_FFFF) << 12)
+                | (u32::from(gc.index).wrapping_add(g.source_pid) & 0xFFF),
+        };
+        let r = Request {
+            opcode: DmaOp::Get as u8,
+            index_ext: gc.index_ext,
+            remote_offset: g.source_offset,
+            request_len: len,
+            initiator: match_id(pid_bits, my_pid, self.nid),
+            match_bits: u64::from(g.rendezvous_id)
+                | (u64::from(gc.transaction_type & 0xF) << 8)
+                | (g.put_match_bits & (0xFFFF << 48)),
+            header_data: 0,
+            handle,
+            ..Request::default()
+        };
+        let src = io.port().unwrap_or_default();
+        io.send(wire::packet(
+            src,
+            PortId(port),
+            tc,
+            wire::request(&fab, &r, 0),
+        ));
+        self.counters.ptl_tx_get_msgs += 1;
     }
 
     /// Append `len` bytes of the request source at `off` to `data`.
@@ -719,7 +891,7 @@ impl Hw {
                 user_ptr: req.user_ptr,
                 mlength,
                 ptl_list: list,
-                rendezvous: false,
+                rendezvous: req.rendezvous,
                 retry: false,
                 tgt_error,
                 event_type: ty,
@@ -740,7 +912,7 @@ impl Hw {
                 user_ptr: req.user_ptr,
                 mlength,
                 ptl_list: list,
-                rendezvous: false,
+                rendezvous: req.rendezvous,
                 retry: false,
                 tgt_error,
                 event_type: ty,
@@ -772,6 +944,14 @@ impl Hw {
             ReqKind::Get | ReqKind::FetchAmo => (EventType::Reply, req.flags.event_ct_reply),
         };
         self.initiator_event(io, req, ty, rc, mlength, list, tgt_error);
+        if let Some(u) = req.rdzv_ct {
+            // The receiving entry's counting event: the transfer is complete now.
+            if rc == ReturnCode::Ok {
+                self.ct_event(io, u.ct, u.success_increment, 0);
+            } else {
+                self.ct_event(io, u.ct, 0, 1);
+            }
+        }
         if req.ct != 0 && (ct_flag || rc != ReturnCode::Ok) {
             if rc == ReturnCode::Ok {
                 let inc = if req.flags.event_ct_bytes {

@@ -60,11 +60,38 @@ struct PendingGet {
     amo: Option<(AmoPayload, bool)>,
 }
 
+/// Where the NIC sends the Gets of rendezvous puts (`c_lpe_cfg_get_ctrl`, cassini.md §6):
+/// endpoint `index` + the source PID, `index_ext`, and the `transaction_type` put in the
+/// Get's match bits. `get_en` is the LPE's `rdzv_get_en`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GetCtrl {
+    pub(crate) index: u16,
+    pub(crate) index_ext: u8,
+    pub(crate) transaction_type: u8,
+}
+
+impl Default for GetCtrl {
+    /// What the cxi driver programs with the default `pid_bits` 9: index `rdzv_get_idx` 255
+    /// of the PID granule (`cxi_build_dfa`: endpoint (255 >> 5) << 9, index_ext 255 & 31),
+    /// transaction type 0xF.
+    fn default() -> Self {
+        GetCtrl {
+            index: (255 >> 5) << 9,
+            index_ext: 0x1F,
+            transaction_type: 0xF,
+        }
+    }
+}
+
 /// Target state between packets.
 #[derive(Debug, Default)]
 pub(crate) struct Tgt {
     msgs: FastMap<(u32, u32), InMsg>,
     pending_gets: FastMap<u64, PendingGet>,
+    /// Rendezvous puts waiting as unexpected headers: the fabric header and traffic class
+    /// they arrived with (for the Get an append will start).
+    pending_rdzv: FastMap<u64, (Fab, TrafficClass)>,
+    pub(crate) rdzv_get: GetCtrl,
 }
 
 /// The PtlTE options of a `c_lpe_cfg_ptl_table` entry as `cxi_pt_alloc_opts` bits.
@@ -168,6 +195,68 @@ pub(crate) fn reflect_ptl_table(lpe: &Lpe, n: u32, image: &mut [u8]) {
     f::OVF_APPEND_DISABLED.set(image, u64::from(lpe.append_disabled(pt, PtlList::Overflow)));
 }
 
+fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
+    c.offset == which.offset && c.name == which.name
+}
+
+impl Hw {
+    /// LPE configuration written by the driver: `c_lpe_cfg_get_ctrl` (rendezvous Gets),
+    /// `c_lpe_cfg_pe_le_pools` / `c_lpe_cfg_pe_le_shared` (list-entry pool limits). Returns
+    /// whether `c` was one of them.
+    pub(crate) fn lpe_csr_written(&mut self, csrs: &CsrFile, c: &'static csr::Csr, n: u32) -> bool {
+        use csr::fields as f;
+        if same(c, csr::C_LPE_CFG_GET_CTRL) {
+            let g = |fld| csrs.field(c, 0, fld);
+            self.tgt.rdzv_get = GetCtrl {
+                index: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX) & 0xFFF) as u16,
+                index_ext: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX_EXT) & 0x1F) as u8,
+                transaction_type: (g(f::c_lpe_cfg_get_ctrl::TRANSACTION_TYPE) & 0xF) as u8,
+            };
+            self.lpe
+                .set_rdzv_get_en(g(f::c_lpe_cfg_get_ctrl::GET_EN) != 0);
+        } else if same(c, csr::C_LPE_CFG_PE_LE_POOLS) {
+            let limits = crate::lpe::PoolLimits {
+                num_reserved: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::NUM_RESERVED) as u32,
+                max_alloc: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::MAX_ALLOC) as u32,
+            };
+            let per_pe = crate::lpe::POOLS_PER_PE as u32;
+            let _ = self
+                .lpe
+                .set_pool_limits((n / per_pe) as u8, (n % per_pe) as u8, limits);
+        } else if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
+            let limits = crate::lpe::PeLimits {
+                num_shared: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_SHARED) as u32,
+                num_total: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_TOTAL) as u32,
+            };
+            let _ = self.lpe.set_pe_limits(n as u8, limits);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Patch the hardware-owned fields of the LPE configuration CSRs; false if `c` is not
+    /// one of them.
+    pub(crate) fn lpe_reflect(&self, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
+        use csr::fields as f;
+        if same(c, csr::C_LPE_CFG_GET_CTRL) {
+            let g = self.tgt.rdzv_get;
+            f::c_lpe_cfg_get_ctrl::GET_INDEX.set(image, u64::from(g.index));
+            f::c_lpe_cfg_get_ctrl::GET_INDEX_EXT.set(image, u64::from(g.index_ext));
+            f::c_lpe_cfg_get_ctrl::TRANSACTION_TYPE.set(image, u64::from(g.transaction_type));
+            let en = self.lpe.config().rdzv_get_en;
+            f::c_lpe_cfg_get_ctrl::GET_EN.set(image, u64::from(en));
+        } else if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
+            let (shared, total) = self.lpe.pe_usage(entry as u8);
+            f::c_lpe_cfg_pe_le_shared::NUM_SHARED_ALLOCATED.set(image, u64::from(shared));
+            f::c_lpe_cfg_pe_le_shared::NUM_TOTAL_ALLOCATED.set(image, u64::from(total));
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
 /// Encode a target event (short 32 B or long 64 B) into `out`; returns its length.
 /// `rc` overrides the LPE's return code (a data-movement error).
 fn encode_target(
@@ -233,6 +322,11 @@ fn encode_target(
         out[..32].copy_from_slice(&e.encode());
         32
     }
+}
+
+/// Whether a request is a rendezvous put.
+fn op_is_rendezvous(req: &Request) -> bool {
+    req.opcode == DmaOp::RendezvousPut as u8
 }
 
 /// Communication events (the ones that report a data movement).
@@ -342,6 +436,7 @@ impl Hw {
         }
         let op = match DmaOp::try_from(req.opcode) {
             Ok(DmaOp::Put | DmaOp::SmallMessage | DmaOp::NomatchPut) => NetOp::Put,
+            Ok(DmaOp::RendezvousPut) => NetOp::RendezvousPut,
             Ok(DmaOp::Get | DmaOp::NomatchGet) => NetOp::Get,
             Ok(DmaOp::Atomic) => NetOp::Atomic,
             Ok(DmaOp::FetchingAtomic) => NetOp::FetchAtomic,
@@ -393,12 +488,14 @@ impl Hw {
                     wire::UNRESTRICTED_HDR
                 }) as u64,
             eq_full,
+            eager_length: u64::from(req.eager_length),
+            rendezvous_id: req.rendezvous_id,
+            use_offset_for_get: req.use_offset_for_get,
             atomic: amo.map_or(AtomicInfo::default(), |a| AtomicInfo {
                 op: a.op,
                 ty: a.ty,
                 cswap_op: a.cswap,
             }),
-            ..IncomingRequest::default()
         };
         let outcome = self.lpe.incoming(pt, incoming);
         if let Some(a) = amo {
@@ -494,7 +591,17 @@ impl Hw {
                 }
             }
         }
-        let rlength = u64::from(req.request_len);
+        if op_is_rendezvous(req)
+            && let Some(id) = outcome.unexpected
+        {
+            self.tgt.pending_rdzv.insert(id, (*fab, tc));
+        }
+        // Bytes that travel with the request: a rendezvous put carries its eager part only.
+        let rlength = if op_is_rendezvous(req) {
+            u64::from(req.eager_length.min(req.request_len))
+        } else {
+            u64::from(req.request_len)
+        };
         if rlength > payload.len() as u64 && outcome.return_code == ReturnCode::Ok {
             self.counters.rx_ptl_multi_msgs += 1;
             let m = InMsg {
@@ -559,7 +666,13 @@ impl Hw {
     ) {
         let failed = data_rc != ReturnCode::Ok;
         self.post_target_events(io, &outcome.events, failed.then_some(data_rc));
-        self.apply_ct(io, outcome.ct, failed);
+        // A rendezvous whose Get the NIC issues counts when the Get completes.
+        let pull = outcome
+            .rendezvous
+            .filter(|g| !failed && g.get_issued && g.length > 0);
+        if pull.is_none() {
+            self.apply_ct(io, outcome.ct, failed);
+        }
         let rc = if outcome.return_code == ReturnCode::Ok && failed {
             data_rc
         } else {
@@ -579,6 +692,9 @@ impl Hw {
             },
         };
         self.respond(io, fab, tc, &r, &[]);
+        if let Some(g) = pull {
+            self.launch_rendezvous_get(io, &g, fab, tc, outcome.ct);
+        }
     }
 
     /// A Get: read the matched data and send it back in MTU segments.
@@ -733,8 +849,14 @@ impl Hw {
         for u in &out.ct {
             self.ct_event(io, u.ct, u.success_increment, 0);
         }
-        for id in &out.released_ules {
-            self.tgt.pending_gets.remove(id);
+        // Rendezvous puts completed by an append: the NIC pulls the rest.
+        for g in &out.rendezvous {
+            let Some((fab, tc)) = g.ule_id.and_then(|id| self.tgt.pending_rdzv.remove(&id)) else {
+                continue;
+            };
+            if g.get_issued && g.length > 0 {
+                self.launch_rendezvous_get(io, g, &fab, tc, None);
+            }
         }
         for d in &out.delayed {
             let Some(g) = self.tgt.pending_gets.remove(&d.ule_id) else {
@@ -756,6 +878,11 @@ impl Hw {
                     self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
                 }
             }
+        }
+        // Headers deleted without being matched (search-and-delete): software takes over.
+        for id in &out.released_ules {
+            self.tgt.pending_gets.remove(id);
+            self.tgt.pending_rdzv.remove(id);
         }
     }
 

@@ -5,22 +5,42 @@
 //! launched as commands of their trigger CQ.
 //!
 //! A CT command the block cannot accept yet (no free triggered-list entry) stalls its CQ at
-//! that command; the CQ is run again after the next CT operation that fired something.
+//! that command; the CQ is run again after the next CT operation that freed an entry (a
+//! firing or a cancel). That is our reading of the sources: libfabric documents that, without
+//! `FI_CXI_ENABLE_TRIG_OP_LIMIT`, exceeding the triggered-operation limit can *deadlock*
+//! `fi_control(FI_QUEUE_WORK)` ("applications must prevent deadlock by ensuring triggered op
+//! limit is not exceeded"), i.e. the trigger CQ stops consuming commands rather than failing
+//! them. Software sees the refusal as a ring that no longer drains (`cxi_cq_emit_*` returns
+//! -ENOSPC once it is full); the device also sets `c_cq_err_flg.tle_oversubscribed`
+//! (cleared through `c_cq_err_clr`).
+//!
+//! The TLE pools follow the driver's CSRs: `c_cq_cfg_tle_pool[4]` {`num_reserved`,
+//! `max_alloc`}, `c_cq_cfg_sts_tle_shared.num_shared`; the status fields (`in_use`,
+//! `num_shared_allocated`, `num_total_allocated`, `c_cq_sts_tle_in_use`,
+//! `c_cq_sts_max_tle_in_use` — written to reset the high-water mark) and the ack counters
+//! (`c_cq_txq_ack_ctr`, `c_cq_tgq_ack_ctr`: triggered operations of that CQ still pending)
+//! read back the block's state.
 
 use emu_core::engine::DeviceIo;
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::ct::EmbeddedDma;
 
 use crate::cq::{Exec, Fail};
-use crate::csr::CsrFile;
-use crate::ct::{CmdSource, CtAction, CtCommand, Effects, WbAddr};
+use crate::csr::{CsrFile, Piece};
+use crate::ct::{CmdSource, CtAction, CtCommand, Effects, TlePoolConfig, WbAddr};
 use crate::ee::EventClass;
 use crate::hw::Hw;
 
+/// Bit of `tle_oversubscribed` in `c_cq_err_flg` / `c_cq_err_clr`.
+const TLE_OVERSUBSCRIBED_BIT: u32 = 33;
+
+fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
+    c.offset == which.offset && c.name == which.name
+}
+
 impl Hw {
     /// Carry out the CT block's effects in order.
-    fn ct_effects(&mut self, io: &mut DeviceIo<'_>, fx: Effects) {
-        let mut fired = false;
+    fn ct_effects(&mut self, io: &mut DeviceIo<'_>, fx: Effects, tles_before: usize) {
         for a in fx.actions {
             match a {
                 CtAction::Writeback(w) => {
@@ -30,7 +50,6 @@ impl Hw {
                         .write(io.dma(), w.target.context, w.target.addr, &w.bytes());
                 }
                 CtAction::FireEvent(e) => {
-                    fired = true;
                     let ev = e.event().encode();
                     self.ee.post(
                         &mut self.atu,
@@ -42,16 +61,14 @@ impl Hw {
                     );
                 }
                 CtAction::FireDma(d) => {
-                    fired = true;
                     let cq = u32::from(d.from_cq);
-                    // A triggered command that fails is reported like a failed command of its
-                    // trigger CQ.
+                    // The embedded command runs through the initiator as a command of its
+                    // trigger CQ; one that fails is reported like a failed command of that CQ.
                     let r = match d.command() {
                         Ok(EmbeddedDma::Full(c)) => self.launch_full(io, cq, &c),
                         Ok(EmbeddedDma::Nomatch(c)) => self.launch_nomatch(io, cq, &c),
-                        Ok(EmbeddedDma::Amo(_)) | Err(_) => {
-                            Err(firmware_spec::cassini::rc::ReturnCode::IllegalOp)
-                        }
+                        Ok(EmbeddedDma::Amo(c)) => self.launch_dma_amo(io, cq, &c),
+                        Err(_) => Err(firmware_spec::cassini::rc::ReturnCode::IllegalOp),
                     };
                     if let Err(rc) = r {
                         let cur = self.cqs.tx.get(cq as usize).map_or(0, |q| q.ring.rd32);
@@ -60,11 +77,18 @@ impl Hw {
                 }
             }
         }
-        if fired {
-            let stalled = std::mem::take(&mut self.cqs.stalled);
-            for cq in stalled {
-                self.run_ring(io, false, cq);
-            }
+        self.wake_stalled(io, tles_before);
+    }
+
+    /// Run the trigger CQs stalled for lack of a TLE again if entries were freed since
+    /// `tles_before` were in use.
+    fn wake_stalled(&mut self, io: &mut DeviceIo<'_>, tles_before: usize) {
+        if self.cqs.stalled.is_empty() || self.ct.tles_in_use() >= tles_before {
+            return;
+        }
+        let stalled = std::mem::take(&mut self.cqs.stalled);
+        for cq in stalled {
+            self.run_ring(io, false, cq);
         }
     }
 
@@ -73,8 +97,9 @@ impl Hw {
         if ct == 0 {
             return;
         }
+        let before = self.ct.tles_in_use();
         if let Ok(fx) = self.ct.event_increment(ct, success, failure) {
-            self.ct_effects(io, fx);
+            self.ct_effects(io, fx, before);
         }
     }
 
@@ -85,8 +110,9 @@ impl Hw {
         };
         let mut q = [0u8; 8];
         q.copy_from_slice(data);
+        let before = self.ct.tles_in_use();
         if let Ok(fx) = self.ct.doorbell(ct, off as usize, u64::from_le_bytes(q)) {
-            self.ct_effects(io, fx);
+            self.ct_effects(io, fx, before);
         }
     }
 
@@ -104,9 +130,10 @@ impl Hw {
             cq: n as u16,
             tle_pool: pool,
         };
+        let before = self.ct.tles_in_use();
         match self.ct.command(&cmd, src) {
             Ok(fx) => {
-                self.ct_effects(io, fx);
+                self.ct_effects(io, fx, before);
                 Ok(Exec::Next)
             }
             Err(e) if e.is_stall() => {
@@ -120,11 +147,18 @@ impl Hw {
     }
 
     /// A CT configuration CSR was written.
-    pub(crate) fn ct_config_written(&mut self, csrs: &CsrFile, c: &'static csr::Csr, n: u32) {
+    pub(crate) fn ct_config_written(
+        &mut self,
+        csrs: &CsrFile,
+        io: &mut DeviceIo<'_>,
+        c: &'static csr::Csr,
+        n: u32,
+    ) {
         use csr::fields as f;
         let Ok(ct) = u16::try_from(n) else {
             return;
         };
+        let before = self.ct.tles_in_use();
         let wb = WbAddr::from_csr(csrs.entry_qword(csr::C_CQ_CFG_CT_WB_MEM_ADDR, n, 0));
         if c.offset == csr::C_CQ_CFG_CT_ENABLE.offset {
             let en = csrs.field(c, n, f::c_cq_cfg_ct_enable::CT_ENABLE) != 0;
@@ -144,6 +178,72 @@ impl Hw {
             if qw & (1 << 12) != 0 {
                 let _ = self.ct.cancel(handle);
             }
+            self.wake_stalled(io, before);
         }
+    }
+
+    /// The TLE pool and CQ error-flag CSRs (module docs); returns whether `c` was one of
+    /// them.
+    pub(crate) fn tou_csr_written(&mut self, csrs: &CsrFile, p: &Piece, data: &[u8]) -> bool {
+        use csr::fields as f;
+        let (c, n) = (p.csr, p.entry);
+        if same(c, csr::C_CQ_CFG_TLE_POOL) {
+            let cfg = TlePoolConfig {
+                num_reserved: csrs.field(c, n, f::c_cq_cfg_tle_pool::NUM_RESERVED) as u16,
+                max_alloc: csrs.field(c, n, f::c_cq_cfg_tle_pool::MAX_ALLOC) as u16,
+            };
+            let _ = self.ct.set_tle_pool(n as u8, cfg);
+        } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
+            let shared = csrs.field(c, 0, f::c_cq_cfg_sts_tle_shared::NUM_SHARED);
+            self.ct.set_tle_shared(shared as u16);
+        } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
+            self.ct.clear_tle_max(n as u8);
+        } else if same(c, csr::C_CQ_ERR_CLR) || same(c, csr::C_CQ_ERR_FLG) {
+            // Writing 1 to the bit in `c_cq_err_clr` (a strobe) or in `c_cq_err_flg`
+            // (write-1-to-clear) clears it.
+            let byte = (TLE_OVERSUBSCRIBED_BIT / 8) as usize;
+            let hit = byte
+                .checked_sub(p.byte)
+                .and_then(|i| data.get(i))
+                .is_some_and(|b| b & (1 << (TLE_OVERSUBSCRIBED_BIT % 8)) != 0);
+            if hit {
+                self.ct.clear_tle_oversubscribed();
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Patch the hardware-owned fields of the TLE, ack-counter and error-flag CSRs; false if
+    /// `c` is not one of them.
+    pub(crate) fn tou_reflect(&self, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
+        use csr::fields as f;
+        let pool = |e: u32| self.ct.tle_pool_status(e as u8).unwrap_or_default();
+        if same(c, csr::C_CQ_CFG_TLE_POOL) {
+            f::c_cq_cfg_tle_pool::IN_USE.set(image, u64::from(pool(entry).in_use));
+        } else if same(c, csr::C_CQ_STS_TLE_IN_USE) {
+            f::c_cq_sts_tle_in_use::COUNT.set(image, u64::from(pool(entry).in_use));
+        } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
+            f::c_cq_sts_max_tle_in_use::MAX.set(image, u64::from(pool(entry).max_in_use));
+        } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
+            let shared = u64::from(self.ct.tle_shared_allocated());
+            f::c_cq_cfg_sts_tle_shared::NUM_SHARED_ALLOCATED.set(image, shared);
+            let total = self.ct.tles_in_use() as u64;
+            f::c_cq_cfg_sts_tle_shared::NUM_TOTAL_ALLOCATED.set(image, total);
+        } else if same(c, csr::C_CQ_TXQ_ACK_CTR) {
+            let n = self.ct.pending(entry as u16);
+            f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
+        } else if same(c, csr::C_CQ_TGQ_ACK_CTR) {
+            let cq = firmware_spec::cassini::limits::C_NUM_TRANSMIT_CQS as u32 + entry;
+            let n = self.ct.pending(cq as u16);
+            f::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
+        } else if same(c, csr::C_CQ_ERR_FLG) {
+            let v = u64::from(self.ct.tle_oversubscribed());
+            f::c_cq_err_flg::TLE_OVERSUBSCRIBED.set(image, v);
+        } else {
+            return false;
+        }
+        true
     }
 }

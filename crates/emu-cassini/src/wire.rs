@@ -3,7 +3,8 @@
 //! destination fabric addresses, big-endian multi-byte fields), followed by one of:
 //!
 //! * a request header shaped after `c_port_unrestricted_hdr` (43 B: opcode, packet type,
-//!   index_ext, remote_offset, request_len, initiator, match_bits, header_data, eager length);
+//!   index_ext, remote_offset, request_len, initiator, match_bits, header_data, and for a
+//!   rendezvous put eager length, rendezvous id and `use_offset_for_get`);
 //! * a small-message header shaped after `c_port_small_msg_hdr` (29 B; IDC small messages);
 //! * an AMO descriptor (40 B, shaped after `c_port_amo_payload`) after the request header of
 //!   an atomic;
@@ -68,6 +69,12 @@ pub(crate) struct Request {
     pub(crate) small: bool,
     /// `restricted` packets (non-matching fast path); informational.
     pub(crate) restricted: bool,
+    /// RENDEZVOUS_PUT: bytes carried by the put (`eg_len`, 20 bits).
+    pub(crate) eager_length: u32,
+    /// RENDEZVOUS_PUT: `rendezvous_id` (8 bits, split in `rendezvous_id_hi/low`).
+    pub(crate) rendezvous_id: u8,
+    /// RENDEZVOUS_PUT: `use_offset_for_get`.
+    pub(crate) use_offset_for_get: bool,
 }
 
 /// A continuation packet.
@@ -244,13 +251,17 @@ pub(crate) fn request(fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
     } else {
         b.extend_from_slice(&r.remote_offset.to_be_bytes()[1..]);
         b.push(0); // msg_id
-        put_conn(&mut b, r.handle, 0);
-        b.push(0);
+        // Byte 14 low nibble: rendezvous_id_hi; byte 15: rendezvous_id_low (high nibble),
+        // src_error, use_offset_for_get (c_port_unrestricted_hdr).
+        put_conn(&mut b, r.handle, r.rendezvous_id >> 4);
+        b.push(((r.rendezvous_id & 0xF) << 4) | (u8::from(r.use_offset_for_get) << 2));
         b.extend_from_slice(&r.request_len.to_be_bytes());
         b.extend_from_slice(&r.initiator.to_be_bytes());
         b.extend_from_slice(&r.match_bits.to_be_bytes());
         b.extend_from_slice(&r.header_data.to_be_bytes());
-        b.extend_from_slice(&[0, 0, 0]);
+        // eg_len_hi, eg_len_mid, eg_len_low (high nibble): 20 bits.
+        let eg = r.eager_length & 0xF_FFFF;
+        b.extend_from_slice(&[(eg >> 12) as u8, (eg >> 4) as u8, ((eg & 0xF) << 4) as u8]);
     }
     b
 }
@@ -330,7 +341,7 @@ pub(crate) fn parse(b: &[u8]) -> Option<Parsed<'_>> {
             let p = h.get(..UNRESTRICTED_HDR)?;
             let mut ro = [0u8; 8];
             ro[1..].copy_from_slice(&p[2..9]);
-            let (handle, _) = get_conn(&p[10..15]);
+            let (handle, rid_hi) = get_conn(&p[10..15]);
             let r = Request {
                 opcode,
                 index_ext: p[1] & 0x1F,
@@ -342,6 +353,11 @@ pub(crate) fn parse(b: &[u8]) -> Option<Parsed<'_>> {
                 header_data: be64(&p[32..40]),
                 handle,
                 small: false,
+                eager_length: (u32::from(p[40]) << 12)
+                    | (u32::from(p[41]) << 4)
+                    | u32::from(p[42] >> 4),
+                rendezvous_id: (rid_hi << 4) | (p[15] >> 4),
+                use_offset_for_get: p[15] & 0x4 != 0,
             };
             Some(Parsed::Request(fab, r, &h[UNRESTRICTED_HDR..]))
         }
@@ -359,6 +375,7 @@ pub(crate) fn parse(b: &[u8]) -> Option<Parsed<'_>> {
                 header_data: be64(&p[2..10]),
                 handle,
                 small: true,
+                ..Request::default()
             };
             Some(Parsed::Request(fab, r, &h[SMALL_MSG_HDR..]))
         }
@@ -401,6 +418,9 @@ mod tests {
             handle: 0xF_ABCD,
             small: false,
             restricted: false,
+            eager_length: 0xA_BCDE,
+            rendezvous_id: 0xC3,
+            use_offset_for_get: true,
         };
         let mut b = request(&fab(), &r, 4);
         assert_eq!(b.len(), FAB_HDR + UNRESTRICTED_HDR);
@@ -419,6 +439,9 @@ mod tests {
             opcode: 7,
             request_len: 192,
             remote_offset: 0,
+            eager_length: 0,
+            rendezvous_id: 0,
+            use_offset_for_get: false,
             ..r
         };
         let b = request(&fab(), &s, 0);

@@ -432,12 +432,16 @@ fn trig_event_with_and_without_eq() {
 
 #[test]
 fn threshold_modes() {
-    let mut s = block(&[1]);
-    let mut p = block_with(
+    let mut s = block_with(
         CtConfig {
-            threshold_mode: ThresholdMode::SuccessPlusFailure,
+            threshold_mode: ThresholdMode::Success,
         },
         &[1],
+    );
+    let mut p = block(&[1]);
+    assert_eq!(
+        CtConfig::default().threshold_mode,
+        ThresholdMode::SuccessPlusFailure
     );
     for b in [&mut s, &mut p] {
         b.command(&trig_dma(1, 3, 1), SRC).unwrap();
@@ -760,6 +764,8 @@ proptest! {
     ) {
         let mut b = block(&[1]);
         let mut count = 0u64;
+        // The failure count (7 bits) counts too (Portals rule, the default).
+        let mut failures = 0u64;
         // (threshold, arrival id) of pending operations.
         let mut pending: Vec<(u64, u64)> = Vec::new();
         let mut fired_ever = std::collections::HashSet::new();
@@ -776,7 +782,10 @@ proptest! {
                     count += n;
                     b.event_increment(1, n, 0).unwrap()
                 }
-                Step::IncFailure(n) => b.event_increment(1, 0, n).unwrap(),
+                Step::IncFailure(n) => {
+                    failures = (failures + n) % 128;
+                    b.event_increment(1, 0, n).unwrap()
+                }
                 Step::Set(v) => {
                     count = v;
                     b.command(
@@ -792,10 +801,11 @@ proptest! {
                     .unwrap()
                 }
             };
-            // Expected: every pending op with threshold <= count, in (threshold, arrival)
-            // order.
+            // Expected: every pending op with threshold <= success + failure, in
+            // (threshold, arrival) order.
+            let total = count + failures;
             let mut due: Vec<(u64, u64)> =
-                pending.iter().copied().filter(|(t, _)| *t <= count).collect();
+                pending.iter().copied().filter(|(t, _)| *t <= total).collect();
             due.sort();
             let want: Vec<u64> = due.iter().map(|(_, id)| *id).collect();
             let got = fired_ids(&fx);
@@ -803,7 +813,7 @@ proptest! {
             for id in &got {
                 prop_assert!(fired_ever.insert(*id), "fired twice: {}", id);
             }
-            pending.retain(|(t, _)| *t > count);
+            pending.retain(|(t, _)| *t > total);
             prop_assert_eq!(b.pending(SRC.cq) as usize, pending.len());
             prop_assert_eq!(b.pending_on(1), pending.len());
             prop_assert_eq!(b.tles_in_use(), pending.len());

@@ -39,14 +39,14 @@
 //!
 //! # Readings where the sources are silent or disagree
 //!
-//! * **What is compared with the threshold.** The Portals 4 specification and reference
-//!   implementation fire when `success + failure >= threshold` (anchors.md §1.4, `ptl_ct.c`).
-//!   For Cassini our notes infer the success count alone (cassini.md §5): libfabric, whose
-//!   triggered operations are defined on `fi_cntr_read` (the success count), puts thresholds
-//!   on the CT unchanged, and its `fi_cntr_wait` spins on `success >= threshold` with a
-//!   separate early exit when the failure count moves. The default is therefore
-//!   [`ThresholdMode::Success`]; [`ThresholdMode::SuccessPlusFailure`] gives the Portals rule.
-//!   Both compare the counts as they are (after 48/7-bit wrap), and the 48-bit threshold.
+//! * **What is compared with the threshold.** Cassini implements Portals 4 counting events in
+//!   hardware, and the Portals 4 specification and reference implementation fire when
+//!   `success + failure >= threshold` (anchors.md §1.4, `ptl_ct.c`): the default is
+//!   [`ThresholdMode::SuccessPlusFailure`]. Our notes also record a reading of libfabric that
+//!   would compare the success count alone (cassini.md §5: `fi_cntr_wait` spins on
+//!   `success >= threshold` with a separate early exit when the failure count moves, which
+//!   holds under either rule); [`ThresholdMode::Success`] gives that rule. Both compare the
+//!   counts as they are (after 48/7-bit wrap) with the 48-bit threshold.
 //! * **Order of firing.** When a CT's count changes, its pending operations fire in threshold
 //!   order, equal thresholds in arrival order (the hardware keeps per-CT lists,
 //!   `c_cq_dbg_trig_ops_queue_st` / `c_cq_dbg_trig_ops_list_ptrs`, and one threshold per CT in
@@ -63,7 +63,9 @@
 //!   TLE or the ack counter, so it is accepted even when its pool is full.
 //! * **TLE exhaustion.** libfabric calls it "indeterminate behavior" and offers
 //!   `FI_CXI_ENABLE_TRIG_OP_LIMIT` because without it `fi_control(FI_QUEUE_WORK)` can
-//!   *deadlock*: we read that the trigger CQ stalls until an entry is freed. The block returns
+//!   *deadlock* ("applications must prevent deadlock by ensuring triggered op limit is not
+//!   exceeded", its parameter text): we read that the trigger CQ stalls until an entry is
+//!   freed, which is what the device does (`tou`). The block returns
 //!   [`CtError::TleExhausted`] without changing any state ([`CtError::is_stall`]); the CQ engine
 //!   leaves the command at the head of the queue and retries after an entry is freed (a firing
 //!   or a cancel). It also sets a sticky [`CtBlock::tle_oversubscribed`] indicator, our reading
@@ -117,10 +119,10 @@ pub const NUM_ACK_COUNTERS: usize = C_NUM_TRANSMIT_CQS + C_NUM_TARGET_CQS;
 /// Which counts a triggered operation's threshold is compared with (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ThresholdMode {
-    /// `success >= threshold` (our Cassini reading, the default).
-    #[default]
+    /// `success >= threshold`.
     Success,
-    /// `success + failure >= threshold` (Portals 4).
+    /// `success + failure >= threshold` (Portals 4; the default).
+    #[default]
     SuccessPlusFailure,
 }
 

@@ -144,6 +144,9 @@ pub struct RendezvousGet {
     pub use_offset_for_get: bool,
     /// Bytes to pull: matched length minus the eager bytes already delivered.
     pub length: u64,
+    /// Offset in the source's rendezvous LE to read from: the put's remote offset (with
+    /// `use_offset_for_get`, else 0) plus the eager bytes already delivered.
+    pub source_offset: u64,
     /// Where the pulled bytes go.
     pub dest_start: u64,
     /// LAC of `dest_start`.

@@ -256,13 +256,21 @@ fn landing_bytes(req: &IncomingRequest, list: PtlList) -> u64 {
     }
 }
 
-/// Offset of the request inside the entry.
+/// Offset of the request inside the entry. A rendezvous put with `use_offset_for_get`
+/// carries the source's offset (for the Get), not a target offset: it lands at offset 0.
 fn entry_offset(e: &LinkedLe, req: &IncomingRequest) -> u64 {
     if e.le.has(LeFlags::MANAGE_LOCAL) {
         e.local_offset
+    } else if req.op == NetOp::RendezvousPut && req.use_offset_for_get {
+        0
     } else {
         req.remote_offset
     }
+}
+
+/// Source offset a rendezvous Get starts from, before the eager bytes.
+pub(crate) fn get_base(use_offset_for_get: bool, remote_offset: u64) -> u64 {
+    if use_offset_for_get { remote_offset } else { 0 }
 }
 
 /// Whether `bytes` at the request's offset fit in the entry.
@@ -623,6 +631,8 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
             remote_offset: req.remote_offset,
             use_offset_for_get: req.use_offset_for_get,
             length: plan.matched - plan.placed,
+            source_offset: get_base(req.use_offset_for_get, req.remote_offset)
+                .wrapping_add(plan.placed),
             dest_start: plan.start.wrapping_add(plan.placed),
             dest_lac: le.lac,
             get_issued: cx.config.rdzv_get_en,

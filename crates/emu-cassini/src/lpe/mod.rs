@@ -103,11 +103,13 @@
 //!   search-and-delete to the first header. The per-header events carry the command's buffer
 //!   id. Deleted rendezvous or delayed headers start nothing: their ids are returned in
 //!   `released_ules` and software takes over (as libfabric's onload does).
-//! * **Rendezvous** (§6, hooks only): a RENDEZVOUS_PUT matching a PRIORITY entry delivers its
+//! * **Rendezvous** (§6): a RENDEZVOUS_PUT matching a PRIORITY entry delivers its
 //!   eager bytes, reports PUT (rendezvous=1, mlength = full matched length) and RENDEZVOUS
 //!   (initiator = source DFA, `get_issued` = `rdzv_get_en`), and returns a [`RendezvousGet`] for
-//!   the rest. On the OVERFLOW list only the eager bytes are stored and the header remembers the
-//!   rendezvous; the append that consumes it returns the `RendezvousGet`.
+//!   the rest (the target block issues it). On the OVERFLOW list only the eager bytes are stored
+//!   and the header remembers the rendezvous; the append that consumes it returns the
+//!   `RendezvousGet`. With `use_offset_for_get` the put's remote offset is the source's (where
+//!   the Get reads); the data lands at offset 0 of an entry that is not locally managed.
 //! * Accepted but without effect: `clr_remote_offset`, `lossless`, `en_align_lm`,
 //!   `en_match_on_vni`, the `signal_*` options (AMO unit), `unrestricted_*_ro` (passed through
 //!   in [`Delivery`]), `current_addr` of SETSTATE, ETHERNET state (requests to it get
@@ -266,6 +268,12 @@ impl Lpe {
     /// Device-wide settings.
     pub fn config(&self) -> &LpeConfig {
         &self.config
+    }
+
+    /// Whether the NIC issues rendezvous Gets itself (`c_lpe_cfg_get_ctrl.get_en`): later
+    /// RENDEZVOUS events and [`RendezvousGet`]s carry it as `get_issued`.
+    pub fn set_rdzv_get_en(&mut self, en: bool) {
+        self.config.rdzv_get_en = en;
     }
 
     /// Hardware counters.

@@ -507,7 +507,7 @@ fn consume_unexpected(
         let offset = if manage_local {
             linked.local_offset
         } else {
-            ule.remote_offset
+            ule_target_offset(&ule)
         };
         let room = le.length.saturating_sub(offset);
         let total = ule.rlength.min(room);
@@ -549,6 +549,8 @@ fn consume_unexpected(
                 remote_offset: ule.remote_offset,
                 use_offset_for_get: r.use_offset_for_get,
                 length: total - eager,
+                source_offset: super::incoming::get_base(r.use_offset_for_get, ule.remote_offset)
+                    .wrapping_add(eager),
                 dest_start: dest.wrapping_add(eager),
                 dest_lac: le.lac,
                 get_issued: cx.config.rdzv_get_en,
@@ -597,9 +599,18 @@ fn ule_room(e: &LinkedLe, ule: &UnexpectedHeader) -> Option<u64> {
     let offset = if e.le.has(LeFlags::MANAGE_LOCAL) {
         e.local_offset
     } else {
-        ule.remote_offset
+        ule_target_offset(ule)
     };
     e.le.length.checked_sub(offset)
+}
+
+/// Target offset of a header's data in a non-locally-managed entry: its remote offset, or 0
+/// for a rendezvous put whose remote offset is the source's (`use_offset_for_get`).
+fn ule_target_offset(ule: &UnexpectedHeader) -> u64 {
+    match ule.rendezvous {
+        Some(r) if r.use_offset_for_get => 0,
+        _ => ule.remote_offset,
+    }
 }
 
 /// Takes a pool entry and links; NO_SPACE (or, with `en_sw_hw_st_chng` on an ENABLED PtlTE's
