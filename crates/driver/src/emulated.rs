@@ -401,19 +401,15 @@ impl Cluster {
         for node in &self.nodes {
             node.with_bus(|bus| {
                 for f in bus.functions() {
-                    let binding = bus.binding(f.address());
                     let dev = bus.drvdata::<CxiDevice>(f.address());
-                    out.push(EmulatedDevice {
-                        node: node.index,
-                        address: f.address(),
-                        id: f.id(),
-                        kind: f.nic_kind(),
-                        revision: f.revision(),
-                        driver: binding.and_then(|b| b.driver().map(str::to_string)),
-                        nid: dev.as_ref().map(|d| d.info().nid),
-                        version: dev.as_ref().map(|d| format!("{:?}", d.info().version)),
-                        platform: dev.as_ref().map(|d| format!("{:?}", d.info().platform)),
-                    });
+                    out.push(EmulatedDevice::describe(
+                        node.index,
+                        bus,
+                        f,
+                        dev.as_ref().map(|d| d.info().nid),
+                        dev.as_ref().map(|d| format!("{:?}", d.info().version)),
+                        dev.as_ref().map(|d| format!("{:?}", d.info().platform)),
+                    ));
                 }
             });
         }
@@ -452,6 +448,33 @@ pub struct EmulatedDevice {
     pub platform: Option<String>,
 }
 
+impl EmulatedDevice {
+    /// The listing entry of function `f` on `bus` of node `node`; the driver-specific facts
+    /// (NID, chip version, platform) come from whoever probed it.
+    pub(crate) fn describe(
+        node: usize,
+        bus: &PciBus,
+        f: &PciFunction,
+        nid: Option<u32>,
+        version: Option<String>,
+        platform: Option<String>,
+    ) -> Self {
+        EmulatedDevice {
+            node,
+            address: f.address(),
+            id: f.id(),
+            kind: f.nic_kind(),
+            revision: f.revision(),
+            driver: bus
+                .binding(f.address())
+                .and_then(|b| b.driver().map(str::to_string)),
+            nid,
+            version,
+            platform,
+        }
+    }
+}
+
 /// What `nicemu devices` shows: a cluster's emulated devices and the real NICs in sysfs.
 #[derive(Debug)]
 pub struct DeviceListing {
@@ -464,8 +487,17 @@ pub struct DeviceListing {
 /// List the emulated devices of `cluster` (if any) and the real NICs under `sysfs_root`
 /// (normally `/sys`).
 pub fn list_devices(cluster: Option<&Cluster>, sysfs_root: &Path) -> DeviceListing {
+    list_emulated_and_real(
+        cluster.map(Cluster::devices).unwrap_or_default(),
+        sysfs_root,
+    )
+}
+
+/// A listing of the given emulated devices (of any clusters) and the real NICs under
+/// `sysfs_root`.
+pub fn list_emulated_and_real(emulated: Vec<EmulatedDevice>, sysfs_root: &Path) -> DeviceListing {
     DeviceListing {
-        emulated: cluster.map(Cluster::devices).unwrap_or_default(),
+        emulated,
         real: crate::pci::list_real_devices(sysfs_root),
     }
 }

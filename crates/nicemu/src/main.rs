@@ -9,6 +9,7 @@
 mod bench;
 mod cxi_tools;
 mod demo;
+mod devices;
 mod spec;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     Spec(spec::SpecArgs),
     /// Run the emulated clusters with built-in defaults and print results (the main job).
     Demo(demo::DemoArgs),
+    /// List emulated NICs (probed by the driver) and real Cassini/Gemini functions in sysfs.
+    Devices(devices::DevicesArgs),
     /// Measure the emulation and print OSU-style tables.
     Bench(bench::BenchArgs),
     /// Cassini devices of an emulated pair, like cxi_stat.
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Spec(args) => spec::run(args, &mut out),
         Command::Demo(args) => demo::run(args, &mut out),
+        Command::Devices(args) => devices::run(args, &mut out),
         Command::Bench(args) => bench::run(args, &mut out),
         Command::Stat(args) => cxi_tools::stat(args, &mut out),
         Command::DumpCsrs(args) => cxi_tools::dump_csrs(args, &mut out),

@@ -415,6 +415,26 @@ impl GeminiCluster {
         &self.kind
     }
 
+    /// The cluster's PCI functions, for `nicemu devices` (NID = the node's PE).
+    pub fn devices(&self) -> Vec<crate::emulated::EmulatedDevice> {
+        let mut out = Vec::new();
+        for node in &self.nodes {
+            node.with_bus(|bus| {
+                for f in bus.functions() {
+                    out.push(crate::emulated::EmulatedDevice::describe(
+                        node.pe as usize,
+                        bus,
+                        f,
+                        Some(node.pe),
+                        Some("Gemini".to_string()),
+                        Some("emulated".to_string()),
+                    ));
+                }
+            });
+        }
+        out
+    }
+
     /// Progress: engine work plus every node's interrupt-handler work.
     pub fn progress(&self) -> Arc<dyn Progress> {
         Arc::clone(&self.progress) as Arc<dyn Progress>
