@@ -39,7 +39,7 @@ pub fn run(args: DevicesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     if args.gemini > 0 {
         anyhow::ensure!(
-            args.gemini % 2 == 0,
+            args.gemini.is_multiple_of(2),
             "--gemini must be even: two NICs share a Gemini router"
         );
         let g = GeminiCluster::builder()
