@@ -178,20 +178,8 @@ impl RefState {
             last: None,
         }
     }
-}
 
-/// Payload of request `seq`: never zero, different for every request and position.
-fn payload(seq: u64, len: u64) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((seq.wrapping_mul(37) + i * 7) % 251) as u8 + 1)
-        .collect()
-}
-
-fn round_up(v: u64, to: u64) -> u64 {
-    v.div_ceil(to) * to
-}
-
-impl RefState {
+    /// The next request (numbered `seq + 1`) from initiator `from`.
     fn request(
         &self,
         op: Op,
@@ -215,6 +203,17 @@ impl RefState {
             },
         }
     }
+}
+
+/// Payload of request `seq`: never zero, varying with the request and the position.
+fn payload(seq: u64, len: u64) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((seq.wrapping_mul(37) + i * 7) % 251) as u8 + 1)
+        .collect()
+}
+
+fn round_up(v: u64, to: u64) -> u64 {
+    v.div_ceil(to) * to
 }
 
 /// The small set match bits are drawn from, so that matches happen.
@@ -818,7 +817,7 @@ impl Sut {
     }
 }
 
-/// A decoded target event, reduced to what the model may fix.
+/// The long target event `ev` is, if it is one (the PtlTE asks for long events).
 fn target_event(ev: &Event) -> Option<TargetLong> {
     match ev {
         Event::TargetLong(t) => Some(*t),
