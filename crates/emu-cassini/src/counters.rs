@@ -1,8 +1,9 @@
 //! Hardware counters under their public names (`cassini_cntr_defs.h` / the `c_*_cntrs` views
 //! of `csr_defs.json`). The counters are plain fields of the blocks; software reads them
 //! through the per-block event-counter arrays (`c_cq_sts_event_cnts`, `c_lpe_sts_event_cnts`,
-//! ...), at the offset the public view gives the counter's name. To expose another counter,
-//! add a line to [`COUNTERS`].
+//! ...), at the offset the public view gives the counter's name; counter arrays (one 64-bit
+//! counter per traffic class, ...) at that offset + 8 per element. To expose another
+//! counter, add a line to [`COUNTERS`] or [`COUNTER_ARRAYS`].
 
 use firmware_spec::cassini::csr::{self, Csr};
 
@@ -47,6 +48,22 @@ pub(crate) struct Counters {
     pub(crate) err_no_translation: u64,
     pub(crate) err_invalid_ac: u64,
     pub(crate) err_page_perm: u64,
+    /// IXE: packets dropped by the PCT (duplicates, stale or out-of-window sequence numbers).
+    pub(crate) rx_pkt_drop_pct: u64,
+    /// IXE: PCT connection-management frames (standalone acknowledgements and NACKs).
+    pub(crate) rx_ptl_connmgmt_pkt: u64,
+    /// IXE: restricted (unsequenced) request packets.
+    pub(crate) rx_ptl_restricted_pkt: u64,
+    /// HNI: frames sent (all good: the model never poisons a frame).
+    pub(crate) tx_ok_opt: u64,
+    /// HNI: frames received with a good CRC.
+    pub(crate) rx_ok_opt: u64,
+    /// HNI: frames received with a bad CRC (dropped at the port).
+    pub(crate) rx_bad_opt: u64,
+    /// HNI: frames sent, by traffic class.
+    pub(crate) pkts_sent_by_tc: [u64; 8],
+    /// HNI: good frames received, by traffic class.
+    pub(crate) pkts_recv_by_tc: [u64; 8],
 }
 
 type Getter = fn(&Hw) -> u64;
@@ -192,6 +209,104 @@ pub(crate) const COUNTERS: &[(&str, &str, Getter)] = &[
     ("c1_oxe_cntrs", "ptl_tx_put_pkts_tsc", |h| {
         h.counters.ptl_tx_put_pkts
     }),
+    // Reliability (pct.rs; docs/cassini-reliability.md).
+    ("c_pct_cntrs", "req_ordered", |h| h.pct.counters.req_ordered),
+    ("c_pct_cntrs", "req_unordered", |h| {
+        h.pct.counters.req_unordered
+    }),
+    ("c_pct_cntrs", "ptls_response", |h| {
+        h.pct.counters.ptls_response
+    }),
+    ("c_pct_cntrs", "responses_received", |h| {
+        h.pct.counters.responses_received
+    }),
+    ("c_pct_cntrs", "conn_sct_open", |h| {
+        h.pct.counters.conn_sct_open
+    }),
+    ("c_pct_cntrs", "conn_tct_open", |h| {
+        h.pct.counters.conn_tct_open
+    }),
+    ("c_pct_cntrs", "bad_seq_nacks", |h| {
+        h.pct.counters.bad_seq_nacks
+    }),
+    ("c_pct_cntrs", "spt_timeouts", |h| {
+        h.pct.counters.spt_timeouts
+    }),
+    ("c_pct_cntrs", "sct_timeouts", |h| {
+        h.pct.counters.sct_timeouts
+    }),
+    ("c_pct_cntrs", "retry_srb_requests", |h| {
+        h.pct.counters.retry_srb_requests
+    }),
+    ("c_pct_cntrs", "rsp_dropped_inactive", |h| {
+        h.pct.counters.rsp_dropped_inactive
+    }),
+    ("c_ixe_cntrs", "rx_pkt_drop_pct", |h| {
+        h.counters.rx_pkt_drop_pct
+    }),
+    ("c_ixe_cntrs", "rx_ptl_connmgmt_pkt", |h| {
+        h.counters.rx_ptl_connmgmt_pkt
+    }),
+    ("c_ixe_cntrs", "rx_ptl_restricted_pkt", |h| {
+        h.counters.rx_ptl_restricted_pkt
+    }),
+    // Every RMU rejection is answered with a NACK in this model ("with response").
+    ("c_ixe_cntrs", "rx_pkt_drop_rmu_wrsp", |h| {
+        h.rmu.counters.ptl_invld_vni_cntr + h.rmu.counters.ptl_no_ptlte_cntr
+    }),
+    ("c_hni_cntrs", "tx_ok_opt", |h| h.counters.tx_ok_opt),
+    ("c_hni_cntrs", "rx_ok_opt", |h| h.counters.rx_ok_opt),
+    ("c_hni_cntrs", "rx_bad_opt", |h| h.counters.rx_bad_opt),
+    // LPE drops by reason (lpe/counters.rs).
+    ("c_lpe_cntrs", "err_pt_disabled_eq_full", |h| {
+        h.lpe.counters().err_pt_disabled_eq_full
+    }),
+    ("c_lpe_cntrs", "err_pt_disabled_req_empty", |h| {
+        h.lpe.counters().err_pt_disabled_req_empty
+    }),
+    (
+        "c_lpe_cntrs",
+        "err_pt_disabled_cant_alloc_unexpected",
+        |h| h.lpe.counters().err_pt_disabled_cant_alloc_unexpected,
+    ),
+    ("c_lpe_cntrs", "err_pt_disabled_no_match_in_overflow", |h| {
+        h.lpe.counters().err_pt_disabled_no_match_in_overflow
+    }),
+    ("c_lpe_cntrs", "err_entry_not_found_eq_full", |h| {
+        h.lpe.counters().err_entry_not_found_eq_full
+    }),
+    ("c_lpe_cntrs", "err_entry_not_found_req_empty", |h| {
+        h.lpe.counters().err_entry_not_found_req_empty
+    }),
+    (
+        "c_lpe_cntrs",
+        "err_entry_not_found_no_match_in_overflow",
+        |h| h.lpe.counters().err_entry_not_found_no_match_in_overflow,
+    ),
+    (
+        "c_lpe_cntrs",
+        "err_entry_not_found_cant_alloc_unexpected",
+        |h| h.lpe.counters().err_entry_not_found_cant_alloc_unexpected,
+    ),
+    ("c_lpe_cntrs", "err_no_space_net", |h| {
+        h.lpe.counters().err_no_space_net
+    }),
+    ("c_lpe_cntrs", "err_restricted_unicast", |h| {
+        h.lpe.counters().err_restricted_unicast
+    }),
+];
+
+type ArrayGetter = fn(&Hw, usize) -> u64;
+
+/// (view, counter array name, value of element `i`) of the counter arrays software can
+/// read: one 64-bit counter per element, element `i` at the array's offset + 8·i.
+pub(crate) const COUNTER_ARRAYS: &[(&str, &str, ArrayGetter)] = &[
+    ("c_hni_cntrs", "pkts_sent_by_tc", |h, i| {
+        h.counters.pkts_sent_by_tc.get(i).copied().unwrap_or(0)
+    }),
+    ("c_hni_cntrs", "pkts_recv_by_tc", |h, i| {
+        h.counters.pkts_recv_by_tc.get(i).copied().unwrap_or(0)
+    }),
 ];
 
 /// CSR-region offset of counter `name` of view `view`.
@@ -201,10 +316,27 @@ pub(crate) fn offset_of(view: &str, name: &str) -> Option<u64> {
     Some(v.offset + u64::from(f.bit / 8))
 }
 
+/// CSR-region offset and width in bits of counter (array) `name` of view `view`.
+fn span_of(view: &str, name: &str) -> Option<(u64, u32)> {
+    let v = csr::lookup(view)?;
+    let f = v.field(name)?;
+    Some((v.offset + u64::from(f.bit / 8), f.width))
+}
+
 impl Counters {
-    /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`], put its value into
-    /// `image`.
+    /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`] or
+    /// [`COUNTER_ARRAYS`], put its value into `image`; the PCT's table-occupancy status
+    /// registers read the model's connection counts.
     pub(crate) fn reflect(&self, hw: &Hw, c: &'static Csr, entry: u32, image: &mut [u8]) {
+        use csr::fields as f;
+        if c.offset == csr::C_PCT_PRF_SCT_STATUS.offset {
+            f::c_pct_prf_sct_status::SCT_IN_USE.set(image, hw.pct.sct_in_use());
+            return;
+        }
+        if c.offset == csr::C_PCT_PRF_TCT_STATUS.offset {
+            f::c_pct_prf_tct_status::TCT_IN_USE.set(image, hw.pct.tct_in_use());
+            return;
+        }
         if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
             return;
         }
@@ -212,6 +344,16 @@ impl Counters {
         for (view, name, get) in COUNTERS {
             if offset_of(view, name) == Some(off) {
                 image[..8].copy_from_slice(&get(hw).to_le_bytes());
+                return;
+            }
+        }
+        for (view, name, get) in COUNTER_ARRAYS {
+            let Some((base, bits)) = span_of(view, name) else {
+                continue;
+            };
+            if off >= base && off < base + u64::from(bits / 8) {
+                let i = ((off - base) / 8) as usize;
+                image[..8].copy_from_slice(&get(hw, i).to_le_bytes());
                 return;
             }
         }
@@ -224,6 +366,13 @@ mod tests {
 
     #[test]
     fn every_counter_name_is_public_and_lies_in_an_event_counter_array() {
+        for (view, name, _) in COUNTER_ARRAYS {
+            let (off, bits) = span_of(view, name).unwrap_or_else(|| panic!("{view}.{name}"));
+            assert_eq!(bits % 64, 0, "{view}.{name} is an array of 64-bit counters");
+            let hit = csr::at_offset(csr::Generation::Cassini1, off + u64::from(bits / 8) - 8)
+                .unwrap_or_else(|| panic!("{view}.{name} at {off:#x}"));
+            assert!(hit.csr.name.ends_with("_sts_event_cnts"), "{view}.{name}");
+        }
         for (view, name, _) in COUNTERS {
             let off = offset_of(view, name).unwrap_or_else(|| panic!("{view}.{name}"));
             let hit = csr::at_offset(csr::Generation::Cassini1, off)

@@ -91,6 +91,8 @@ pub(crate) struct Hw {
     pub(crate) tgt: Tgt,
     pub(crate) ct: CtBlock,
     pub(crate) counters: Counters,
+    /// Reliability layer between the blocks above and the fabric (pct.rs).
+    pub(crate) pct: crate::pct::Pct,
 }
 
 fn is(c: &'static Csr, which: &'static Csr) -> bool {
@@ -114,6 +116,7 @@ impl Hw {
             tgt: Tgt::default(),
             ct: CtBlock::new(),
             counters: Counters::default(),
+            pct: crate::pct::Pct::new(),
         }
     }
 
@@ -234,6 +237,8 @@ impl Hw {
             || is(c, csr::C_RMU_CFG_PORTAL_INDEX_TABLE)
         {
             self.rmu.written(csrs, c, n, data);
+        } else if is(c, csr::C_PCT_CFG_TIMING) {
+            self.pct.timing_written(csrs);
         } else if is(c, csr::C_CQ_CFG_CT_WB_MEM_ADDR)
             || is(c, csr::C_CQ_CFG_CT_ENABLE)
             || is(c, csr::C_CQ_CFG_INIT_CT_HW_STATE)
@@ -297,11 +302,16 @@ impl Hw {
 
     /// A packet arrived from the fabric.
     pub(crate) fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
-        self.receive(io, pkt);
+        // The PCT checks the CRC and sequence, then hands it to `receive` (tgt.rs).
+        self.pct_receive(io, pkt);
     }
 
     /// A timer fired.
     pub(crate) fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        if crate::pct::is_token(token) {
+            self.pct_timer(io, token);
+            return;
+        }
         if token == crate::ixe::TOKEN_SCAN {
             self.scan_timeouts(io);
         }

@@ -671,7 +671,7 @@ impl Hw {
             return Ok(Exec::Next);
         }
         let src = io.port().unwrap_or_default();
-        io.send(wire::packet(src, dst, tc, data));
+        self.pct_send(io, wire::packet(src, dst, tc, data));
         if get {
             self.counters.ptl_tx_get_msgs += 1;
         } else {
@@ -695,7 +695,7 @@ impl Hw {
                     // The buffer was checked; it can only fail if host memory vanished.
                     break;
                 }
-                io.send(wire::packet(src, dst, tc, data));
+                self.pct_send(io, wire::packet(src, dst, tc, data));
                 self.counters.ptl_tx_put_pkts += 1;
                 off += len;
             }
@@ -820,12 +820,10 @@ impl Hw {
             ..Request::default()
         };
         let src = io.port().unwrap_or_default();
-        io.send(wire::packet(
-            src,
-            PortId(port),
-            tc,
-            wire::request(&fab, &r, 0),
-        ));
+        self.pct_send(
+            io,
+            wire::packet(src, PortId(port), tc, wire::request(&fab, &r, 0)),
+        );
         self.counters.ptl_tx_get_msgs += 1;
     }
 
@@ -1027,6 +1025,16 @@ impl Hw {
             }
             _ => {}
         }
+    }
+
+    /// The PCT gave up on a packet of request `handle` (its connection was declared dead,
+    /// pct.rs): the request completes with `rc` now instead of at its timeout.
+    pub(crate) fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
+        let Some(req) = self.ixe.get(handle).copied() else {
+            return;
+        };
+        self.complete(io, &req, rc, 0, PtlList::Priority, false);
+        self.finish(io, handle, req.cq);
     }
 
     /// Release `handle`; let a FENCE on CQ `cq` go if it was the last one.

@@ -13,8 +13,9 @@
 //! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
 //! (register file, access classes), `hw` (the blocks together, CSR write hooks), `cq`
 //! (command queues), `ixe` (initiator: transmit commands, segmentation, ACK/REPLY), `tgt`
-//! (target: incoming packets, data placement, target commands, portal table), `rmu` (VNI and
-//! portal TCAMs), `atu` (address translation), `ee` (event queues), `tou` (CT glue), `wire`
+//! (target: incoming packets, data placement, target commands, portal table), `pct`
+//! (reliability: connections, sequence numbers, retransmission), `rmu` (VNI and portal
+//! TCAMs), `atu` (address translation), `ee` (event queues), `tou` (CT glue), `wire`
 //! (packet headers), `counters` (hardware counters by public name).
 #![forbid(unsafe_code)]
 
@@ -32,6 +33,7 @@ pub mod harness;
 mod hw;
 mod ixe;
 pub mod lpe;
+mod pct;
 pub mod perf;
 mod rmu;
 mod tgt;

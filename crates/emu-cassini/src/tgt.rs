@@ -386,7 +386,7 @@ impl Hw {
         let mut b = wire::response(&back, r, data.len());
         b.extend_from_slice(data);
         let src = io.port().unwrap_or_default();
-        io.send(wire::packet(src, PortId(port), tc, b));
+        self.pct_send(io, wire::packet(src, PortId(port), tc, b));
     }
 
     fn nack(
@@ -794,7 +794,7 @@ impl Hw {
                 self.respond(io, fab, tc, &rsp, &[]);
                 return rc;
             }
-            io.send(wire::packet(src, PortId(port), tc, b));
+            self.pct_send(io, wire::packet(src, PortId(port), tc, b));
             off += n as u64;
         }
         ReturnCode::Ok

@@ -181,6 +181,15 @@ fn put_fab(b: &mut Vec<u8>, fab: &Fab, total: usize) {
     b.extend_from_slice(&fab.dfa.to_be_bytes());
 }
 
+/// A fabric header alone, for frames the PCT builds itself (connection management).
+pub(crate) fn fab_header(fab: &Fab, total: usize) -> [u8; FAB_HDR] {
+    let mut b = Vec::with_capacity(FAB_HDR);
+    put_fab(&mut b, fab, total);
+    let mut out = [0u8; FAB_HDR];
+    out.copy_from_slice(&b);
+    out
+}
+
 fn pkt_type(opcode: u8, ty: u8, req: bool) -> u8 {
     (opcode & 0xF) | ((ty & 7) << 4) | (u8::from(req) << 7)
 }

@@ -292,7 +292,18 @@ fn one_mib_dma_put_is_segmented_and_every_byte_lands() {
             .all(|&b| b == 0)
     );
     let pkts = p.c.engine.fabric_counters().injected - pkts_before;
-    assert_eq!(pkts, (LEN / 2048) as u64 + 1, "512 MTU packets and one ACK");
+    // Besides them, each PCT acknowledged the packets it received
+    // (docs/cassini-reliability.md): connection-management frames the other side counts.
+    let v = firmware_spec::cassini::csr::lookup("c_ixe_cntrs").unwrap();
+    let f = v.field("rx_ptl_connmgmt_pkt").unwrap();
+    let off = firmware_spec::cassini::pci::CSR_BASE + v.offset + u64::from(f.bit / 8);
+    let acks = p.init().bar.read_u64(off).unwrap() + p.tgt().bar.read_u64(off).unwrap();
+    assert!(acks > 0);
+    assert_eq!(
+        pkts - acks,
+        (LEN / 2048) as u64 + 1,
+        "512 MTU packets and one ACK"
+    );
 }
 
 #[test]

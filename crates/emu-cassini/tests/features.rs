@@ -539,9 +539,12 @@ fn lost_requests_complete_undeliverable() {
     p.c.settle();
     let r = init_fields(&p.wait_tx());
     assert_eq!((r.0, r.1), (EventType::Ack, ReturnCode::Undeliverable));
+    // The PCT retransmitted it until its connection was declared dead, well before the
+    // initiator's 100 ms request timeout (docs/cassini-reliability.md).
+    let waited = p.c.engine.now().as_ns() - before.as_ns();
     assert!(
-        p.c.engine.now().as_ns() - before.as_ns() >= 100_000_000,
-        "after the request timeout"
+        (1_000_000..100_000_000).contains(&waited),
+        "after the retries, before the request timeout: {waited} ns"
     );
     // The CQ is not stuck: a FENCE after it passes, and later traffic works.
     let fence = CqCmd {

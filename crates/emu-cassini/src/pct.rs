@@ -1,0 +1,775 @@
+//! Packet connection tracking (PCT): the reliability layer between the blocks that build
+//! packets (IXE/OXE, TGT) and the fabric. Every packet the NIC sends goes through
+//! [`Hw::pct_send`]; every packet it receives goes through [`Hw::pct_receive`] before the
+//! target and response paths see it. The protocol is ours (cassini.md §11: the PCT/retry
+//! protocol is not public); it borrows Cassini's names and counters
+//! (`c_pct_cntrs`, `c_pct_cfg_timing`, the SCT/TCT/SRB tables of `csr_defs.json`).
+//! docs/cassini-reliability.md describes it; in short:
+//!
+//! * A **connection** joins this NIC to a peer fabric port on one (VNI, traffic class). Its
+//!   sending half is the **SCT** (source connection: epoch, next sequence number, the
+//!   **SRB** source retry buffer of unacknowledged packets, a backlog waiting for window);
+//!   its receiving half the **TCT** (target connection: the peer's epoch, the expected
+//!   sequence number, out-of-order packets held for in-order delivery).
+//! * Unrestricted requests (first packets, small messages, continuations) and all responses
+//!   carry a sequence number in the **PCT tag** appended to the frame; the receiver
+//!   delivers them in order and exactly once, drops duplicates, holds packets that arrive
+//!   early (NACKing the gap once) and acknowledges cumulatively, piggybacked on its own
+//!   traffic to that peer or in a standalone acknowledgement after [`ACK_DELAY`].
+//! * The sender retransmits the oldest unacknowledged packet when it times out
+//!   (`c_pct_cfg_timing.spt_timeout_epoch_sel`) and the NACKed packet at once; after
+//!   [`MAX_TRIES`] transmissions of one packet the connection is declared dead
+//!   (`sct_timeouts`), its packets are discarded and their requests complete with
+//!   UNDELIVERABLE.
+//! * Restricted requests are sent once, unsequenced (cassini.md §2: no ordering, no
+//!   connection): they may be lost, duplicated or reordered; a lost one completes through
+//!   the initiator's request timeout.
+//! * A frame that fails its CRC is dropped at the port and counted (`c_hni_cntrs.rx_bad_opt`).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use emu_core::engine::DeviceIo;
+use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::time::SimDuration;
+use firmware_spec::cassini::cmd::DmaOp;
+use firmware_spec::cassini::csr;
+use firmware_spec::cassini::rc::ReturnCode;
+
+use crate::csr::CsrFile;
+use crate::fasthash::FastMap;
+use crate::hw::Hw;
+use crate::wire::{self, Parsed};
+
+/// Timer token of the retransmission scan.
+pub(crate) const TOKEN_SCAN: u64 = 0x5043_5400_0000_0001;
+/// Timer token of the delayed acknowledgements.
+pub(crate) const TOKEN_ACK: u64 = 0x5043_5400_0000_0002;
+
+/// Whether `token` is one of the PCT's timers.
+pub(crate) fn is_token(token: u64) -> bool {
+    matches!(token, TOKEN_SCAN | TOKEN_ACK)
+}
+
+/// Unacknowledged packets a connection may have in flight (`req_pend_cnt` of
+/// `c_pct_cfg_sct_ram0` is 11 bits wide, so Cassini allows up to 2047). Later packets wait
+/// in the connection's backlog. Also the receiver's reorder window.
+pub(crate) const WINDOW: u32 = 1024;
+/// Transmissions of one packet before its connection is declared dead.
+pub(crate) const MAX_TRIES: u8 = 8;
+/// A receiver acknowledges at the latest this long after a delivery (unless traffic back to
+/// the sender carried the acknowledgement earlier).
+pub(crate) const ACK_DELAY: SimDuration = SimDuration::from_ns(2_000);
+/// ... or at once after this many unacknowledged deliveries.
+pub(crate) const ACK_EVERY: u32 = 32;
+
+/// Reset value of `c_pct_cfg_timing.spt_timeout_epoch_sel`.
+const EPOCH_SEL_RESET: u8 = 16;
+/// Accepted range of `spt_timeout_epoch_sel` (values outside are clamped): 2^10..2^22 ns
+/// timeouts, so that [`MAX_TRIES`] of the longest stay below the initiator's 100 ms
+/// request timeout.
+const EPOCH_SEL_MIN: u8 = 6;
+const EPOCH_SEL_MAX: u8 = 18;
+
+/// The retransmission timeout selected by `spt_timeout_epoch_sel` (our reading: an epoch of
+/// 2^(sel + 4) ns; the reset value 16 gives about 1 ms).
+pub(crate) fn rto_of(sel: u8) -> SimDuration {
+    SimDuration::from_ns(1u64 << (u32::from(sel.clamp(EPOCH_SEL_MIN, EPOCH_SEL_MAX)) + 4))
+}
+
+/// Bytes of the PCT tag at the end of every frame.
+pub(crate) const TAG: usize = 20;
+/// Tag flag: the frame carries a sequence number (`epoch`, `seq`).
+const F_SEQ: u8 = 1;
+/// Tag flag: `ack_epoch`/`ack` acknowledge every sequence number below `ack`.
+const F_ACK: u8 = 2;
+/// Tag flag: the receiver misses sequence number `ack` (implies [`F_ACK`]).
+const F_NACK: u8 = 4;
+/// Tag flag: connection management only, nothing for the blocks above.
+const F_CONN: u8 = 8;
+
+/// The PCT tag (our layout, big-endian): flags, try, 2 reserved bytes, epoch, seq,
+/// ack_epoch, ack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tag {
+    pub(crate) flags: u8,
+    /// Transmission count of this copy (1 = first).
+    pub(crate) tries: u8,
+    pub(crate) epoch: u32,
+    pub(crate) seq: u32,
+    pub(crate) ack_epoch: u32,
+    pub(crate) ack: u32,
+}
+
+impl Tag {
+    fn encode(&self) -> [u8; TAG] {
+        let mut b = [0u8; TAG];
+        b[0] = self.flags;
+        b[1] = self.tries;
+        b[4..8].copy_from_slice(&self.epoch.to_be_bytes());
+        b[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        b[12..16].copy_from_slice(&self.ack_epoch.to_be_bytes());
+        b[16..20].copy_from_slice(&self.ack.to_be_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Tag> {
+        let b = b.get(..TAG)?;
+        let w = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Some(Tag {
+            flags: b[0],
+            tries: b[1],
+            epoch: w(4),
+            seq: w(8),
+            ack_epoch: w(12),
+            ack: w(16),
+        })
+    }
+}
+
+/// Bytes 2..4 of the fabric header: the frame's total length.
+fn set_total_len(data: &mut [u8], len: usize) {
+    if let Some(b) = data.get_mut(2..4) {
+        b.copy_from_slice(&(len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+    }
+}
+
+/// Append `tag` to a frame (the fabric header's length grows with it).
+fn push_tag(data: &mut Vec<u8>, tag: &Tag) {
+    data.extend_from_slice(&tag.encode());
+    let n = data.len();
+    set_total_len(data, n);
+}
+
+/// Rewrite the tag at the end of a frame.
+fn rewrite_tag(data: &mut [u8], tag: &Tag) {
+    let n = data.len();
+    if let Some(b) = n.checked_sub(TAG).and_then(|at| data.get_mut(at..)) {
+        b.copy_from_slice(&tag.encode());
+    }
+}
+
+/// Remove the tag from a frame; `None` if the frame is too short to carry one.
+fn pop_tag(data: &mut Vec<u8>) -> Option<Tag> {
+    let at = data.len().checked_sub(TAG)?;
+    if at < wire::FAB_HDR {
+        return None;
+    }
+    let tag = Tag::decode(&data[at..])?;
+    data.truncate(at);
+    set_total_len(data, at);
+    Some(tag)
+}
+
+/// VNI of a frame (fabric header bytes 4..6).
+fn vni_of(data: &[u8]) -> Option<u16> {
+    data.get(4..6).map(|b| u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// Whether a frame is a request (`req_not_rsp`, the top bit of the first byte after the
+/// fabric header).
+fn is_request(data: &[u8]) -> bool {
+    data.get(wire::FAB_HDR).is_some_and(|b| b & 0x80 != 0)
+}
+
+/// `a < b` in sequence space.
+fn before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a);
+    d != 0 && d < 1 << 31
+}
+
+/// PCT counters under their `c_pct_cntrs` names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PctCounters {
+    /// Sequenced (ordered) request packets sent, first transmissions.
+    pub(crate) req_ordered: u64,
+    /// Restricted (unordered) request packets sent.
+    pub(crate) req_unordered: u64,
+    /// Response packets sent, first transmissions.
+    pub(crate) ptls_response: u64,
+    /// Response packets received and passed on.
+    pub(crate) responses_received: u64,
+    /// Source connections opened (first use, or after one was declared dead).
+    pub(crate) conn_sct_open: u64,
+    /// Target connections opened (first packet of a new peer epoch).
+    pub(crate) conn_tct_open: u64,
+    /// NACKs generated for a sequence gap.
+    pub(crate) bad_seq_nacks: u64,
+    /// Packets that timed out waiting for their acknowledgement.
+    pub(crate) spt_timeouts: u64,
+    /// Connections declared dead after [`MAX_TRIES`].
+    pub(crate) sct_timeouts: u64,
+    /// Retransmissions from the SRB (timeouts and NACKs).
+    pub(crate) retry_srb_requests: u64,
+    /// Acknowledgements that name no open connection or an old epoch.
+    pub(crate) rsp_dropped_inactive: u64,
+}
+
+/// A packet in the source retry buffer.
+#[derive(Debug)]
+struct SrbEntry {
+    seq: u32,
+    /// The frame as sent (with its tag).
+    pkt: Packet,
+    /// Last transmission (ps).
+    sent_at: u64,
+    tries: u8,
+}
+
+/// Sending half of a connection.
+#[derive(Debug, Default)]
+struct Sct {
+    open: bool,
+    epoch: u32,
+    next_seq: u32,
+    srb: VecDeque<SrbEntry>,
+    /// Frames (without tag) waiting for room in the window.
+    backlog: VecDeque<Packet>,
+}
+
+/// Receiving half of a connection.
+#[derive(Debug, Default)]
+struct Tct {
+    open: bool,
+    /// The peer SCT's epoch.
+    epoch: u32,
+    /// Next sequence number to deliver.
+    exp: u32,
+    /// Frames that arrived early, by sequence number (tag removed, CRC resealed).
+    held: BTreeMap<u32, Packet>,
+    /// The gap last NACKed.
+    nacked: Option<u32>,
+    /// Deliveries since the last acknowledgement.
+    unacked: u32,
+    /// An acknowledgement is owed.
+    ack_due: bool,
+}
+
+/// A connection to (peer port, VNI, traffic class).
+#[derive(Debug)]
+struct Conn {
+    port: u32,
+    vni: u16,
+    tc: u8,
+    sct: Sct,
+    tct: Tct,
+    /// Listed for the delayed-acknowledgement timer.
+    ack_listed: bool,
+}
+
+/// The PCT block.
+#[derive(Debug)]
+pub(crate) struct Pct {
+    conns: Vec<Conn>,
+    index: FastMap<(u32, u16, u8), usize>,
+    /// Epoch of the next SCT opened (never reused, so a peer can tell a new connection
+    /// from late packets of an old one).
+    next_epoch: u32,
+    rto: SimDuration,
+    scan_armed: bool,
+    ack_armed: bool,
+    ack_list: Vec<usize>,
+    /// Handles of restricted put messages whose continuations are still to be sent.
+    restricted_msgs: FastMap<u32, ()>,
+    pub(crate) counters: PctCounters,
+}
+
+impl Default for Pct {
+    fn default() -> Self {
+        Pct::new()
+    }
+}
+
+impl Pct {
+    pub(crate) fn new() -> Self {
+        Pct {
+            conns: Vec::new(),
+            index: FastMap::default(),
+            next_epoch: 1,
+            rto: rto_of(EPOCH_SEL_RESET),
+            scan_armed: false,
+            ack_armed: false,
+            ack_list: Vec::new(),
+            restricted_msgs: FastMap::default(),
+            counters: PctCounters::default(),
+        }
+    }
+
+    /// `c_pct_cfg_timing` was written.
+    pub(crate) fn timing_written(&mut self, csrs: &CsrFile) {
+        let sel = csrs.field(
+            csr::C_PCT_CFG_TIMING,
+            0,
+            csr::fields::c_pct_cfg_timing::SPT_TIMEOUT_EPOCH_SEL,
+        );
+        self.rto = rto_of(sel.min(63) as u8);
+    }
+
+    /// Open source connections.
+    pub(crate) fn sct_in_use(&self) -> u64 {
+        self.conns.iter().filter(|c| c.sct.open).count() as u64
+    }
+
+    /// Open target connections.
+    pub(crate) fn tct_in_use(&self) -> u64 {
+        self.conns.iter().filter(|c| c.tct.open).count() as u64
+    }
+
+    fn conn(&mut self, key: (u32, u16, u8)) -> usize {
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.conns.len();
+        self.conns.push(Conn {
+            port: key.0,
+            vni: key.1,
+            tc: key.2,
+            sct: Sct::default(),
+            tct: Tct::default(),
+            ack_listed: false,
+        });
+        self.index.insert(key, i);
+        i
+    }
+
+    /// Put the acknowledgement owed on connection `ci` into `tag`.
+    fn piggyback(&mut self, ci: usize, tag: &mut Tag) {
+        let t = &mut self.conns[ci].tct;
+        if t.open {
+            tag.flags |= F_ACK;
+            tag.ack_epoch = t.epoch;
+            tag.ack = t.exp;
+            t.ack_due = false;
+            t.unacked = 0;
+        }
+    }
+
+    /// Whether a frame (without tag) travels unsequenced: a restricted request, or a
+    /// continuation of a restricted put.
+    fn unordered(&mut self, data: &[u8]) -> bool {
+        match wire::parse(data) {
+            Some(Parsed::Request(_, r, payload)) if r.restricted => {
+                let put = matches!(
+                    DmaOp::try_from(r.opcode),
+                    Ok(DmaOp::Put | DmaOp::NomatchPut)
+                );
+                if put && !r.small && r.request_len as usize > payload.len() {
+                    self.restricted_msgs.insert(r.handle, ());
+                }
+                true
+            }
+            Some(Parsed::Continuation(_, c, _)) => {
+                let restricted = self.restricted_msgs.contains_key(&c.handle);
+                if restricted && c.eom {
+                    self.restricted_msgs.remove(&c.handle);
+                }
+                restricted
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Hw {
+    /// Count a frame handed to the port.
+    fn pct_count_tx(&mut self, pkt: &Packet) {
+        self.counters.tx_ok_opt += 1;
+        self.counters.pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+    }
+
+    /// Send a frame built by the blocks above (no tag yet): sequenced on its connection, or
+    /// once and unsequenced for restricted requests.
+    pub(crate) fn pct_send(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
+        let request = is_request(&pkt.data);
+        let vni = vni_of(&pkt.data).unwrap_or(0);
+        let key = (pkt.dst.0, vni, pkt.tc.0);
+        if request && self.pct.unordered(&pkt.data) {
+            self.pct.counters.req_unordered += 1;
+            let mut tag = Tag {
+                tries: 1,
+                ..Tag::default()
+            };
+            if let Some(&ci) = self.pct.index.get(&key) {
+                self.pct.piggyback(ci, &mut tag);
+            }
+            push_tag(&mut pkt.data, &tag);
+            self.pct_count_tx(&pkt);
+            io.send(pkt);
+            return;
+        }
+        if request {
+            self.pct.counters.req_ordered += 1;
+        } else {
+            self.pct.counters.ptls_response += 1;
+        }
+        let ci = self.pct.conn(key);
+        let s = &mut self.pct.conns[ci].sct;
+        if !s.open {
+            s.open = true;
+            s.epoch = self.pct.next_epoch;
+            s.next_seq = 0;
+            self.pct.next_epoch = self.pct.next_epoch.wrapping_add(1).max(1);
+            self.pct.counters.conn_sct_open += 1;
+        }
+        let s = &mut self.pct.conns[ci].sct;
+        if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
+            s.backlog.push_back(pkt);
+            return;
+        }
+        self.pct_transmit(io, ci, pkt);
+    }
+
+    /// First transmission of a sequenced frame on connection `ci`.
+    fn pct_transmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, mut pkt: Packet) {
+        let s = &mut self.pct.conns[ci].sct;
+        let seq = s.next_seq;
+        s.next_seq = seq.wrapping_add(1);
+        let mut tag = Tag {
+            flags: F_SEQ,
+            tries: 1,
+            epoch: s.epoch,
+            seq,
+            ..Tag::default()
+        };
+        self.pct.piggyback(ci, &mut tag);
+        push_tag(&mut pkt.data, &tag);
+        self.pct.conns[ci].sct.srb.push_back(SrbEntry {
+            seq,
+            pkt: pkt.clone(),
+            sent_at: io.now().as_ps(),
+            tries: 1,
+        });
+        self.pct_count_tx(&pkt);
+        io.send(pkt);
+        self.pct_arm_scan(io);
+    }
+
+    /// Retransmit SRB entry `i` of connection `ci` (with a fresh acknowledgement).
+    fn pct_retransmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, i: usize) {
+        let mut tag = Tag::default();
+        self.pct.piggyback(ci, &mut tag);
+        let now = io.now().as_ps();
+        let Some(e) = self.pct.conns[ci].sct.srb.get_mut(i) else {
+            return;
+        };
+        e.tries = e.tries.saturating_add(1);
+        e.sent_at = now;
+        let n = e.pkt.data.len();
+        let mut full = e
+            .pkt
+            .data
+            .get(n.saturating_sub(TAG)..)
+            .and_then(Tag::decode)
+            .unwrap_or_default();
+        full.flags = (full.flags & F_SEQ) | (tag.flags & F_ACK);
+        full.tries = e.tries;
+        full.ack_epoch = tag.ack_epoch;
+        full.ack = tag.ack;
+        rewrite_tag(&mut e.pkt.data, &full);
+        let pkt = e.pkt.clone();
+        self.pct.counters.retry_srb_requests += 1;
+        self.pct_count_tx(&pkt);
+        io.send(pkt);
+    }
+
+    fn pct_arm_scan(&mut self, io: &mut DeviceIo<'_>) {
+        if !self.pct.scan_armed {
+            self.pct.scan_armed = true;
+            let period = SimDuration::from_ps((self.pct.rto.as_ps() / 4).max(1));
+            io.timer(period, TOKEN_SCAN);
+        }
+    }
+
+    /// A standalone acknowledgement (or NACK of `exp`) on connection `ci`.
+    fn pct_send_ack(&mut self, io: &mut DeviceIo<'_>, ci: usize, nack: bool) {
+        let mut tag = Tag {
+            flags: F_CONN,
+            tries: 1,
+            ..Tag::default()
+        };
+        self.pct.piggyback(ci, &mut tag);
+        if tag.flags & F_ACK == 0 {
+            return;
+        }
+        if nack {
+            tag.flags |= F_NACK;
+        }
+        let c = &self.pct.conns[ci];
+        let fab = wire::Fab {
+            vni: c.vni,
+            sfa: self.nid << 12,
+            dfa: c.port.wrapping_add(self.nid_base) << 12,
+        };
+        let mut data = Vec::with_capacity(wire::FAB_HDR + TAG);
+        data.extend_from_slice(&wire::fab_header(&fab, wire::FAB_HDR));
+        push_tag(&mut data, &tag);
+        let src = io.port().unwrap_or_default();
+        let pkt = wire::packet(src, PortId(c.port), TrafficClass(c.tc), data);
+        self.pct_count_tx(&pkt);
+        io.send(pkt);
+    }
+
+    /// A frame arrived from the fabric.
+    pub(crate) fn pct_receive(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
+        if !pkt.crc_ok() {
+            self.counters.rx_bad_opt += 1;
+            return;
+        }
+        self.counters.rx_ok_opt += 1;
+        self.counters.pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        let (Some(tag), Some(vni)) = (pop_tag(&mut pkt.data), vni_of(&pkt.data)) else {
+            self.counters.rx_unrecognized_pkt += 1;
+            return;
+        };
+        let key = (pkt.src.0, vni, pkt.tc.0);
+        if tag.flags & (F_ACK | F_NACK) != 0 {
+            self.pct_acked(io, key, &tag);
+        }
+        if tag.flags & F_CONN != 0 {
+            self.counters.rx_ptl_connmgmt_pkt += 1;
+            return;
+        }
+        pkt.seal();
+        if tag.flags & F_SEQ == 0 {
+            if is_request(&pkt.data) {
+                self.counters.rx_ptl_restricted_pkt += 1;
+            }
+            self.pct_deliver(io, pkt);
+            return;
+        }
+        let ci = self.pct.conn(key);
+        let t = &mut self.pct.conns[ci].tct;
+        if !t.open || before(t.epoch, tag.epoch) {
+            *t = Tct {
+                open: true,
+                epoch: tag.epoch,
+                ..Tct::default()
+            };
+            self.pct.counters.conn_tct_open += 1;
+        } else if t.epoch != tag.epoch {
+            // A late packet of a connection the peer has abandoned.
+            self.counters.rx_pkt_drop_pct += 1;
+            return;
+        }
+        let t = &mut self.pct.conns[ci].tct;
+        if before(tag.seq, t.exp) {
+            // Seen before: our acknowledgement was lost or is late. Say it again now.
+            self.counters.rx_pkt_drop_pct += 1;
+            t.ack_due = true;
+            self.pct_send_ack(io, ci, false);
+            return;
+        }
+        if tag.seq != t.exp {
+            if tag.seq.wrapping_sub(t.exp) >= WINDOW || t.held.contains_key(&tag.seq) {
+                self.counters.rx_pkt_drop_pct += 1;
+                return;
+            }
+            t.held.insert(tag.seq, pkt);
+            if t.nacked != Some(t.exp) {
+                t.nacked = Some(t.exp);
+                t.ack_due = true;
+                self.pct.counters.bad_seq_nacks += 1;
+                self.pct_send_ack(io, ci, true);
+            }
+            return;
+        }
+        let mut next = Some(pkt);
+        while let Some(p) = next {
+            let t = &mut self.pct.conns[ci].tct;
+            t.exp = t.exp.wrapping_add(1);
+            t.unacked += 1;
+            t.ack_due = true;
+            next = t.held.remove(&t.exp);
+            self.pct_deliver(io, p);
+        }
+        self.pct_ack_later(io, ci);
+    }
+
+    /// Hand a frame to the target and response paths.
+    fn pct_deliver(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        if !is_request(&pkt.data) {
+            self.pct.counters.responses_received += 1;
+        }
+        self.receive(io, pkt);
+    }
+
+    /// Acknowledge connection `ci` now if enough is owed, else within [`ACK_DELAY`].
+    fn pct_ack_later(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
+        let c = &mut self.pct.conns[ci];
+        if !c.tct.ack_due {
+            return;
+        }
+        if c.tct.unacked >= ACK_EVERY {
+            self.pct_send_ack(io, ci, false);
+            return;
+        }
+        if !c.ack_listed {
+            c.ack_listed = true;
+            self.pct.ack_list.push(ci);
+        }
+        if !self.pct.ack_armed {
+            self.pct.ack_armed = true;
+            io.timer(ACK_DELAY, TOKEN_ACK);
+        }
+    }
+
+    /// An acknowledgement (or NACK) for our SCT towards `key`.
+    fn pct_acked(&mut self, io: &mut DeviceIo<'_>, key: (u32, u16, u8), tag: &Tag) {
+        let Some(&ci) = self.pct.index.get(&key) else {
+            self.pct.counters.rsp_dropped_inactive += 1;
+            return;
+        };
+        let s = &mut self.pct.conns[ci].sct;
+        if !s.open || s.epoch != tag.ack_epoch {
+            self.pct.counters.rsp_dropped_inactive += 1;
+            return;
+        }
+        while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
+            s.srb.pop_front();
+        }
+        if tag.flags & F_NACK != 0 && s.srb.front().is_some_and(|e| e.seq == tag.ack) {
+            if s.srb.front().is_some_and(|e| e.tries >= MAX_TRIES) {
+                self.pct_fail(io, ci);
+                return;
+            }
+            self.pct_retransmit(io, ci, 0);
+        }
+        while self.pct.conns[ci].sct.srb.len() < WINDOW as usize {
+            let Some(p) = self.pct.conns[ci].sct.backlog.pop_front() else {
+                break;
+            };
+            self.pct_transmit(io, ci, p);
+        }
+    }
+
+    /// Connection `ci` is dead: discard its packets and complete their requests with
+    /// UNDELIVERABLE.
+    fn pct_fail(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
+        self.pct.counters.sct_timeouts += 1;
+        let s = std::mem::take(&mut self.pct.conns[ci].sct);
+        let mut handles: Vec<u32> = Vec::new();
+        let frames = s.srb.into_iter().map(|e| e.pkt).chain(s.backlog);
+        for p in frames {
+            let h = match wire::parse(&p.data) {
+                Some(Parsed::Request(_, r, _)) => r.handle,
+                Some(Parsed::Continuation(_, c, _)) => c.handle,
+                _ => continue,
+            };
+            if !handles.contains(&h) {
+                handles.push(h);
+            }
+        }
+        tracing::debug!(
+            target: "emu_cassini::pct",
+            port = self.pct.conns[ci].port,
+            requests = handles.len(),
+            "connection declared dead"
+        );
+        for h in handles {
+            self.request_lost(io, h, ReturnCode::Undeliverable);
+        }
+    }
+
+    /// A PCT timer fired.
+    pub(crate) fn pct_timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        match token {
+            TOKEN_SCAN => self.pct_scan(io),
+            TOKEN_ACK => {
+                self.pct.ack_armed = false;
+                let list = std::mem::take(&mut self.pct.ack_list);
+                for ci in list {
+                    self.pct.conns[ci].ack_listed = false;
+                    if self.pct.conns[ci].tct.ack_due {
+                        self.pct_send_ack(io, ci, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The retransmission scan: the oldest unacknowledged packet of each connection that
+    /// has waited a full timeout is sent again (or its connection declared dead).
+    fn pct_scan(&mut self, io: &mut DeviceIo<'_>) {
+        self.pct.scan_armed = false;
+        let now = io.now().as_ps();
+        let rto = self.pct.rto.as_ps();
+        for ci in 0..self.pct.conns.len() {
+            let Some(e) = self.pct.conns[ci].sct.srb.front() else {
+                continue;
+            };
+            if now.saturating_sub(e.sent_at) < rto {
+                continue;
+            }
+            self.pct.counters.spt_timeouts += 1;
+            if e.tries >= MAX_TRIES {
+                self.pct_fail(io, ci);
+                continue;
+            }
+            self.pct_retransmit(io, ci, 0);
+        }
+        if self.pct.conns.iter().any(|c| !c.sct.srb.is_empty()) {
+            self.pct_arm_scan(io);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_round_trip_and_frame_length() {
+        let t = Tag {
+            flags: F_SEQ | F_ACK,
+            tries: 3,
+            epoch: 7,
+            seq: 0xDEAD_BEEF,
+            ack_epoch: 9,
+            ack: 42,
+        };
+        let fab = wire::Fab {
+            vni: 10,
+            sfa: 1 << 12,
+            dfa: 2 << 12,
+        };
+        let mut data = wire::fab_header(&fab, wire::FAB_HDR).to_vec();
+        data.extend_from_slice(&[1, 2, 3]);
+        push_tag(&mut data, &t);
+        assert_eq!(data.len(), wire::FAB_HDR + 3 + TAG);
+        assert_eq!(
+            u16::from_be_bytes([data[2], data[3]]) as usize,
+            data.len(),
+            "the fabric header's length covers the tag"
+        );
+        let mut again = t;
+        again.tries = 4;
+        rewrite_tag(&mut data, &again);
+        assert_eq!(pop_tag(&mut data), Some(again));
+        assert_eq!(data.len(), wire::FAB_HDR + 3);
+        assert_eq!(u16::from_be_bytes([data[2], data[3]]) as usize, data.len());
+        assert_eq!(vni_of(&data), Some(10));
+        let mut short = vec![0u8; TAG + 3];
+        assert_eq!(pop_tag(&mut short), None);
+    }
+
+    #[test]
+    fn sequence_space_wraps() {
+        assert!(before(1, 2));
+        assert!(!before(2, 2));
+        assert!(!before(3, 2));
+        assert!(before(u32::MAX, 0));
+        assert!(!before(0, u32::MAX));
+    }
+
+    #[test]
+    fn timeout_follows_the_epoch_select_and_is_clamped() {
+        assert_eq!(rto_of(16).as_ns(), 1 << 20);
+        assert_eq!(rto_of(10).as_ns(), 1 << 14);
+        assert_eq!(rto_of(0), rto_of(EPOCH_SEL_MIN));
+        assert_eq!(rto_of(63), rto_of(EPOCH_SEL_MAX));
+        assert!(
+            rto_of(63).as_ns() * u64::from(MAX_TRIES) < 100_000_000,
+            "the PCT gives up before the initiator's request timeout"
+        );
+    }
+}
