@@ -3,13 +3,15 @@
 //! One subcommand group per module: `spec` ([`spec`]) prints the hardware contract from
 //! `firmware-spec`; `demo` ([`demo`]) runs the main job; `bench` ([`bench`]) prints
 //! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
-//! run the Cassini user tools over an emulated pair.
+//! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
+//! Gemini ones.
 #![forbid(unsafe_code)]
 
 mod bench;
 mod cxi_tools;
 mod demo;
 mod devices;
+mod gni_tools;
 mod spec;
 
 use std::process::ExitCode;
@@ -55,6 +57,20 @@ enum Command {
     WriteBw(cxi_tools::BwArgs),
     /// RDMA read bandwidth, like cxi_read_bw.
     ReadBw(cxi_tools::BwArgs),
+    /// SMSG send latency over an emulated Gemini pair.
+    GniSendLat(gni_tools::LatArgs),
+    /// Gemini RDMA write latency (FMA PUT, BTE above the threshold).
+    GniWriteLat(gni_tools::LatArgs),
+    /// Gemini RDMA read latency (FMA GET, BTE above the threshold).
+    GniReadLat(gni_tools::LatArgs),
+    /// Gemini AMO latency.
+    GniAtomicLat(gni_tools::AtomicLatArgs),
+    /// SMSG send bandwidth over an emulated Gemini pair.
+    GniSendBw(gni_tools::BwArgs),
+    /// Gemini RDMA write bandwidth.
+    GniWriteBw(gni_tools::BwArgs),
+    /// Gemini RDMA read bandwidth.
+    GniReadBw(gni_tools::BwArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +90,13 @@ fn main() -> ExitCode {
         Command::SendBw(args) => cxi_tools::bw(cxi_tools::Bw::Send, args, &mut out),
         Command::WriteBw(args) => cxi_tools::bw(cxi_tools::Bw::Write, args, &mut out),
         Command::ReadBw(args) => cxi_tools::bw(cxi_tools::Bw::Read, args, &mut out),
+        Command::GniSendLat(args) => gni_tools::lat(gni_tools::Lat::Send, args, &mut out),
+        Command::GniWriteLat(args) => gni_tools::lat(gni_tools::Lat::Write, args, &mut out),
+        Command::GniReadLat(args) => gni_tools::lat(gni_tools::Lat::Read, args, &mut out),
+        Command::GniAtomicLat(args) => gni_tools::atomic_lat(args, &mut out),
+        Command::GniSendBw(args) => gni_tools::bw(gni_tools::Bw::Send, args, &mut out),
+        Command::GniWriteBw(args) => gni_tools::bw(gni_tools::Bw::Write, args, &mut out),
+        Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -191,7 +191,9 @@ impl Pair {
     ) -> ToolResult<Pair> {
         let probe = mailbox_attr(0, 0, MemHandle::default(), smsg.credits, smsg.maxsize)?;
         let mbox_len = u64::from(probe.buff_size);
-        let memory = (2 * (buf_len + mbox_len) + (64 << 20)).max(128 << 20);
+        let memory = (2 * (buf_len + mbox_len) + (64 << 20))
+            .max(128 << 20)
+            .next_multiple_of(1 << 20);
         let cluster = GeminiCluster::builder()
             .engine(engine.clone())
             .memory_per_node(memory)

@@ -1,0 +1,240 @@
+//! The Gemini user tools (`userlib::gni::tools`) as subcommands: `gni-send-lat`,
+//! `gni-write-lat`, `gni-read-lat`, `gni-atomic-lat`, `gni-send-bw`, `gni-write-bw`,
+//! `gni-read-bw`, each over an emulated pair of Geminis, with options in the style of the
+//! Cassini tools.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use driver::emulated::EngineKind;
+use userlib::gni::tools::{self, BwOptions, LatOptions};
+use userlib::gni::{AmoCmd, DlvrMode};
+
+/// Which engine drives the emulated pair.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Engine {
+    /// Real time: device work inline in the caller or on engine threads.
+    Threaded,
+    /// Virtual time, one thread, seeded.
+    Deterministic,
+}
+
+/// Engine options shared by every tool.
+#[derive(Args, Clone, Debug)]
+pub struct EngineArgs {
+    /// Engine driving the emulated pair.
+    #[arg(long, value_enum, default_value_t = Engine::Threaded)]
+    engine: Engine,
+    /// Seed of the deterministic engine.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl EngineArgs {
+    fn kind(&self) -> EngineKind {
+        match self.engine {
+            Engine::Threaded => EngineKind::Threaded,
+            Engine::Deterministic => EngineKind::Deterministic { seed: self.seed },
+        }
+    }
+}
+
+fn parse_size(s: &str) -> Result<(u64, u64), String> {
+    tools::parse_size_range(s)
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("bad duration '{s}' (seconds)"))
+}
+
+fn parse_amo(s: &str) -> Result<AmoCmd, String> {
+    let want: String = s.chars().filter(|c| *c != '_').collect();
+    AmoCmd::ALL
+        .iter()
+        .copied()
+        .find(|c| format!("{c:?}").eq_ignore_ascii_case(&want))
+        .ok_or_else(|| format!("unknown Gemini AMO '{s}' (FADD, FAND, FOR, FXOR, FAX, CSWAP, ADD, AND, OR, XOR, AX, and _C variants)"))
+}
+
+fn dlvr(in_order: bool) -> DlvrMode {
+    if in_order {
+        DlvrMode::IN_ORDER
+    } else {
+        DlvrMode::PERFORMANCE
+    }
+}
+
+/// Options of the latency tools.
+#[derive(Args, Clone, Debug)]
+pub struct LatArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Iterations per size.
+    #[arg(short = 'n', long, default_value_t = 100)]
+    iters: u64,
+    /// Run each size for this many seconds instead.
+    #[arg(short = 'D', long, value_parser = parse_secs)]
+    duration: Option<Duration>,
+    /// Unmeasured iterations per size.
+    #[arg(long, default_value_t = 10)]
+    warmup: u64,
+    /// Microseconds between iterations.
+    #[arg(long, default_value_t = 0)]
+    latency_gap: u64,
+    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
+    #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
+    size: (u64, u64),
+    /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
+    #[arg(long, default_value_t = tools::RDMA_THRESHOLD)]
+    rdma_threshold: u64,
+    /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
+    #[arg(long)]
+    in_order: bool,
+    /// SMSG credits per mailbox (gni-send-lat).
+    #[arg(long, default_value_t = 16)]
+    credits: u16,
+    /// Print every measurement.
+    #[arg(long)]
+    report_all: bool,
+}
+
+impl LatArgs {
+    fn options(&self) -> LatOptions {
+        LatOptions {
+            engine: self.engine.kind(),
+            iters: self.iters,
+            duration: self.duration,
+            warmup: self.warmup,
+            gap: Duration::from_micros(self.latency_gap),
+            min_size: self.size.0,
+            max_size: self.size.1,
+            rdma_threshold: self.rdma_threshold,
+            dlvr: dlvr(self.in_order),
+            credits: self.credits,
+            report_all: self.report_all,
+            ..LatOptions::default()
+        }
+    }
+}
+
+/// Options of `gni-atomic-lat`.
+#[derive(Args, Clone, Debug)]
+pub struct AtomicLatArgs {
+    #[command(flatten)]
+    lat: LatArgs,
+    /// Gemini AMO command (FADD, FAND, FOR, FXOR, FAX, CSWAP, ADD, AND, OR, XOR, AX; _C for
+    /// the cached variants).
+    #[arg(long, value_parser = parse_amo, default_value = "FADD")]
+    amo: AmoCmd,
+}
+
+/// Options of the bandwidth tools.
+#[derive(Args, Clone, Debug)]
+pub struct BwArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Iterations per size (each `--list-size` operations).
+    #[arg(short = 'n', long, default_value_t = 10)]
+    iters: u64,
+    /// Run each size for this many seconds instead.
+    #[arg(short = 'D', long, value_parser = parse_secs)]
+    duration: Option<Duration>,
+    /// Size or MIN:MAX range, e.g. 64K or 1:4M (default 8K for sends, 64K otherwise).
+    #[arg(short = 's', long, value_parser = parse_size)]
+    size: Option<(u64, u64)>,
+    /// Operations posted before waiting for their completions.
+    #[arg(short = 'l', long, default_value_t = 256)]
+    list_size: u32,
+    /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
+    #[arg(long, default_value_t = tools::RDMA_THRESHOLD)]
+    rdma_threshold: u64,
+    /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
+    #[arg(long)]
+    in_order: bool,
+    /// SMSG credits per mailbox (gni-send-bw).
+    #[arg(long, default_value_t = 64)]
+    credits: u16,
+    /// Largest data buffer on each side (offsets wrap inside it).
+    #[arg(long, value_parser = parse_size, default_value = "64M")]
+    buf_sz: (u64, u64),
+    /// Alignment of operations in the buffers.
+    #[arg(long, default_value_t = 64)]
+    buf_align: u64,
+}
+
+impl BwArgs {
+    fn options(&self, default_size: u64) -> BwOptions {
+        let (min_size, max_size) = self.size.unwrap_or((default_size, default_size));
+        BwOptions {
+            engine: self.engine.kind(),
+            iters: self.iters,
+            duration: self.duration,
+            min_size,
+            max_size,
+            list_size: self.list_size,
+            rdma_threshold: self.rdma_threshold,
+            dlvr: dlvr(self.in_order),
+            credits: self.credits,
+            buf_size: self.buf_sz.1,
+            buf_align: self.buf_align,
+        }
+    }
+}
+
+/// Which latency tool.
+#[derive(Clone, Copy, Debug)]
+pub enum Lat {
+    /// `gni-send-lat`.
+    Send,
+    /// `gni-write-lat`.
+    Write,
+    /// `gni-read-lat`.
+    Read,
+}
+
+/// `nicemu gni-send-lat` / `gni-write-lat` / `gni-read-lat`.
+pub fn lat(which: Lat, args: LatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = args.options();
+    match which {
+        Lat::Send => tools::send_lat(&o, out)?,
+        Lat::Write => tools::write_lat(&o, out)?,
+        Lat::Read => tools::read_lat(&o, out)?,
+    };
+    Ok(())
+}
+
+/// `nicemu gni-atomic-lat`.
+pub fn atomic_lat(args: AtomicLatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = LatOptions {
+        amo: args.amo,
+        ..args.lat.options()
+    };
+    tools::atomic_lat(&o, out)?;
+    Ok(())
+}
+
+/// Which bandwidth tool.
+#[derive(Clone, Copy, Debug)]
+pub enum Bw {
+    /// `gni-send-bw`.
+    Send,
+    /// `gni-write-bw`.
+    Write,
+    /// `gni-read-bw`.
+    Read,
+}
+
+/// `nicemu gni-send-bw` / `gni-write-bw` / `gni-read-bw`.
+pub fn bw(which: Bw, args: BwArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    match which {
+        Bw::Send => tools::send_bw(&args.options(8192), out)?,
+        Bw::Write => tools::write_bw(&args.options(65536), out)?,
+        Bw::Read => tools::read_bw(&args.options(65536), out)?,
+    };
+    Ok(())
+}
