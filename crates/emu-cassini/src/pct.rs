@@ -15,7 +15,7 @@
 //!   carry a sequence number in the **PCT tag** appended to the frame; the receiver
 //!   delivers them in order and exactly once, drops duplicates, holds packets that arrive
 //!   early (NACKing the gap once) and acknowledges cumulatively, piggybacked on its own
-//!   traffic to that peer or in a standalone acknowledgement after [`ACK_DELAY`].
+//!   traffic to that peer or in a standalone acknowledgement at the next scan.
 //! * The sender retransmits the oldest unacknowledged packet when it times out
 //!   (`c_pct_cfg_timing.spt_timeout_epoch_sel`) and the NACKed packet at once; after
 //!   [`MAX_TRIES`] transmissions of one packet the connection is declared dead
@@ -40,14 +40,12 @@ use crate::fasthash::FastMap;
 use crate::hw::Hw;
 use crate::wire::{self, Parsed};
 
-/// Timer token of the retransmission scan.
+/// Timer token of the PCT scan (delayed acknowledgements, retransmissions).
 pub(crate) const TOKEN_SCAN: u64 = 0x5043_5400_0000_0001;
-/// Timer token of the delayed acknowledgements.
-pub(crate) const TOKEN_ACK: u64 = 0x5043_5400_0000_0002;
 
 /// Whether `token` is one of the PCT's timers.
 pub(crate) fn is_token(token: u64) -> bool {
-    matches!(token, TOKEN_SCAN | TOKEN_ACK)
+    token == TOKEN_SCAN
 }
 
 /// Unacknowledged packets a connection may have in flight (`req_pend_cnt` of
@@ -56,10 +54,10 @@ pub(crate) fn is_token(token: u64) -> bool {
 pub(crate) const WINDOW: u32 = 1024;
 /// Transmissions of one packet before its connection is declared dead.
 pub(crate) const MAX_TRIES: u8 = 8;
-/// A receiver acknowledges at the latest this long after a delivery (unless traffic back to
-/// the sender carried the acknowledgement earlier).
-pub(crate) const ACK_DELAY: SimDuration = SimDuration::from_ns(2_000);
-/// ... or at once after this many unacknowledged deliveries.
+/// A receiver acknowledges at once after this many unacknowledged deliveries; otherwise
+/// traffic back to the sender carries the acknowledgement, or the next scan (at most a
+/// quarter of the timeout later) sends it on its own. One timer serves both duties, so a
+/// busy connection arms none per packet.
 pub(crate) const ACK_EVERY: u32 = 32;
 
 /// Reset value of `c_pct_cfg_timing.spt_timeout_epoch_sel`.
@@ -78,6 +76,7 @@ pub(crate) fn rto_of(sel: u8) -> SimDuration {
 
 /// Bytes of the PCT tag at the end of every frame.
 pub(crate) const TAG: usize = 20;
+const _: () = assert!(TAG == wire::TAG_ROOM);
 /// Tag flag: the frame carries a sequence number (`epoch`, `seq`).
 const F_SEQ: u8 = 1;
 /// Tag flag: `ack_epoch`/`ack` acknowledge every sequence number below `ack`.
@@ -252,7 +251,7 @@ struct Conn {
     tc: u8,
     sct: Sct,
     tct: Tct,
-    /// Listed for the delayed-acknowledgement timer.
+    /// Listed in [`Pct::ack_list`].
     ack_listed: bool,
 }
 
@@ -266,7 +265,7 @@ pub(crate) struct Pct {
     next_epoch: u32,
     rto: SimDuration,
     scan_armed: bool,
-    ack_armed: bool,
+    /// Connections owing a standalone acknowledgement at the next scan.
     ack_list: Vec<usize>,
     /// Handles of restricted put messages whose continuations are still to be sent.
     restricted_msgs: FastMap<u32, ()>,
@@ -287,7 +286,6 @@ impl Pct {
             next_epoch: 1,
             rto: rto_of(EPOCH_SEL_RESET),
             scan_armed: false,
-            ack_armed: false,
             ack_list: Vec::new(),
             restricted_msgs: FastMap::default(),
             counters: PctCounters::default(),
@@ -592,7 +590,7 @@ impl Hw {
         self.receive(io, pkt);
     }
 
-    /// Acknowledge connection `ci` now if enough is owed, else within [`ACK_DELAY`].
+    /// Acknowledge connection `ci` now if enough is owed, else at the next scan.
     fn pct_ack_later(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
         let c = &mut self.pct.conns[ci];
         if !c.tct.ack_due {
@@ -606,10 +604,7 @@ impl Hw {
             c.ack_listed = true;
             self.pct.ack_list.push(ci);
         }
-        if !self.pct.ack_armed {
-            self.pct.ack_armed = true;
-            io.timer(ACK_DELAY, TOKEN_ACK);
-        }
+        self.pct_arm_scan(io);
     }
 
     /// An acknowledgement (or NACK) for our SCT towards `key`.
@@ -671,26 +666,23 @@ impl Hw {
 
     /// A PCT timer fired.
     pub(crate) fn pct_timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
-        match token {
-            TOKEN_SCAN => self.pct_scan(io),
-            TOKEN_ACK => {
-                self.pct.ack_armed = false;
-                let list = std::mem::take(&mut self.pct.ack_list);
-                for ci in list {
-                    self.pct.conns[ci].ack_listed = false;
-                    if self.pct.conns[ci].tct.ack_due {
-                        self.pct_send_ack(io, ci, false);
-                    }
-                }
-            }
-            _ => {}
+        if token == TOKEN_SCAN {
+            self.pct_scan(io);
         }
     }
 
-    /// The retransmission scan: the oldest unacknowledged packet of each connection that
+    /// The scan, every quarter timeout while anything is owed or unacknowledged: owed
+    /// acknowledgements go out; the oldest unacknowledged packet of each connection that
     /// has waited a full timeout is sent again (or its connection declared dead).
     fn pct_scan(&mut self, io: &mut DeviceIo<'_>) {
         self.pct.scan_armed = false;
+        let list = std::mem::take(&mut self.pct.ack_list);
+        for ci in list {
+            self.pct.conns[ci].ack_listed = false;
+            if self.pct.conns[ci].tct.ack_due {
+                self.pct_send_ack(io, ci, false);
+            }
+        }
         let now = io.now().as_ps();
         let rto = self.pct.rto.as_ps();
         for ci in 0..self.pct.conns.len() {

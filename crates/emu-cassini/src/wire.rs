@@ -33,6 +33,9 @@ pub(crate) const SMALL_MSG_HDR: usize = 29;
 pub(crate) const CONTINUATION_HDR: usize = 13;
 /// Our response header.
 pub(crate) const RESPONSE_HDR: usize = 16;
+/// Spare capacity of every frame buffer for the 20-byte tag the PCT appends (pct.rs), so
+/// appending it does not reallocate.
+pub(crate) const TAG_ROOM: usize = 20;
 
 /// `enum c_port_v4_pkt_type` values.
 const PKT_UNRESTRICTED: u8 = 0;
@@ -240,7 +243,7 @@ pub(crate) fn request(fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
         UNRESTRICTED_HDR
     };
     let total = FAB_HDR + hdr + payload_len;
-    let mut b = Vec::with_capacity(total);
+    let mut b = Vec::with_capacity(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     let ty = if r.small {
         PKT_SMALLMSG
@@ -278,7 +281,7 @@ pub(crate) fn request(fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
 /// Encode a continuation packet's headers (payload appended by the caller).
 pub(crate) fn continuation(fab: &Fab, c: &Continuation, payload_len: usize) -> Vec<u8> {
     let total = FAB_HDR + CONTINUATION_HDR + payload_len;
-    let mut b = Vec::with_capacity(total);
+    let mut b = Vec::with_capacity(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     b.push(pkt_type(0, PKT_CONTINUATION, true));
     b.push(u8::from(c.eom) << 4);
@@ -293,7 +296,7 @@ pub(crate) fn continuation(fab: &Fab, c: &Continuation, payload_len: usize) -> V
 /// Encode a response packet's headers (reply data appended by the caller).
 pub(crate) fn response(fab: &Fab, r: &Response, payload_len: usize) -> Vec<u8> {
     let total = FAB_HDR + RESPONSE_HDR + payload_len;
-    let mut b = Vec::with_capacity(total);
+    let mut b = Vec::with_capacity(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     let kind = match r.kind {
         RspKind::Ack => RSP_ACK,

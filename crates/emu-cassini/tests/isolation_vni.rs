@@ -229,6 +229,13 @@ fn each_traffic_class_travels_as_its_own_fabric_class() {
     for tc in 5..8 {
         assert_eq!(cntr_at(p.init(), "c_hni_cntrs", "pkts_sent_by_tc", tc), 0);
     }
+    // A clean fabric: nothing was ever retransmitted; each class had its own connection.
+    for n in [p.init(), p.tgt()] {
+        assert_eq!(cntr(n, "c_pct_cntrs", "spt_timeouts"), 0);
+        assert_eq!(cntr(n, "c_pct_cntrs", "retry_srb_requests"), 0);
+    }
+    assert_eq!(cntr(p.init(), "c_pct_cntrs", "conn_sct_open"), 5);
+    assert_eq!(cntr(p.tgt(), "c_pct_cntrs", "conn_tct_open"), 5);
 }
 
 /// A 256 KiB put on `bulk_tc`, then an 8-byte put on `small_tc` from another CQ: the
