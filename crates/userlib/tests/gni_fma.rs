@@ -259,6 +259,25 @@ fn post_fma_refuses_what_gemini_refuses() {
     );
     g.length = 0;
     assert_eq!(ep.post_fma(&g).unwrap_err().rc(), ReturnCode::InvalidParam);
+    // One FMA post moves at most 1 GiB.
+    let mut huge = put_desc(
+        PostType::FmaPut,
+        a.buf.va(),
+        a.mh,
+        b.buf.va(),
+        b.mh,
+        1 << 31,
+    );
+    assert_eq!(
+        ep.post_fma(&huge).unwrap_err().rc(),
+        ReturnCode::InvalidParam
+    );
+    huge.length = 64;
+    huge.local_addr = u64::MAX - 8;
+    assert_eq!(
+        ep.post_fma(&huge).unwrap_err().rc(),
+        ReturnCode::InvalidParam
+    );
     // RDMA types go through PostRdma.
     let r = put_desc(PostType::RdmaPut, a.buf.va(), a.mh, b.buf.va(), b.mh, 8);
     assert_eq!(ep.post_fma(&r).unwrap_err().rc(), ReturnCode::IllegalOp);

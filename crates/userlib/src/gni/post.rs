@@ -12,6 +12,7 @@
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::fma::SyncType;
 use firmware_spec::gemini::gni::{CqEventMode, CqEventType, DlvrMode, PostType, ReturnCode};
+use firmware_spec::gemini::limits;
 use firmware_spec::gemini::post::PostDescriptor;
 
 use super::cdm::lock;
@@ -47,7 +48,8 @@ impl Ep {
     /// answers. `GNI_RC_INVALID_PARAM`, `GNI_RC_ALIGNMENT_ERROR` (Gemini: GETs need
     /// 4-byte aligned addresses and length, AMO targets 8-byte alignment),
     /// `GNI_RC_ILLEGAL_OP` (an RDMA type), `GNI_RC_ERROR_RESOURCE` (too many transactions
-    /// in flight), `GNI_RC_INVALID_STATE` (not bound).
+    /// in flight), `GNI_RC_INVALID_STATE` (not bound). One post moves at most 1 GiB (the
+    /// chained-FMA limit of `gni_pub.h`; our bound for a single post).
     pub fn post_fma(&self, desc: &PostDescriptor) -> Result<()> {
         check(desc, false, self)?;
         if desc.post_type == PostType::CqWrite {
@@ -63,6 +65,12 @@ impl Ep {
         let events = local_events(desc.cq_mode);
         let cq = if events { Some(self.cq()?) } else { None };
         let t = desc.post_type;
+        if desc.length > limits::FMA_CHAIN_MAX {
+            return Err(GniError::param("FMA transfers are at most 1 GiB"));
+        }
+        if desc.local_addr.checked_add(desc.length).is_none() {
+            return Err(GniError::param("local range overflows"));
+        }
         let needs_local = t.is_get() || desc.amo().is_ok_and(|a| a.is_fetching());
         let local = if needs_local {
             let linfo = handle_info(&desc.local_mem_hndl)?;
@@ -71,7 +79,7 @@ impl Ep {
             let loff = offset_in(
                 &linfo,
                 desc.local_addr,
-                len + extra,
+                len.saturating_add(extra),
                 "local range outside its memory handle",
             )?;
             Some((linfo.mdh, loff))
