@@ -2,6 +2,12 @@
 //! a width of 1, 2, 4 or 8 bytes (`data.len()`), little-endian. The emulated backend implements
 //! it by calling a device model (trap-and-emulate); the vfio backend with volatile loads and
 //! stores on an mmap'd BAR. Userlib doorbells and driver CSR programming use nothing else.
+//!
+//! A block copy to a write-combining region (a low-latency command launch) is
+//! [`Mmio::write_burst`]: on a CPU the consecutive 64-bit stores fill a write-combining
+//! buffer that leaves as one PCIe write; an emulated region delivers the burst to the device
+//! model as one access ([`crate::engine::DeviceModel::mmio_write_burst`]) instead of one
+//! trap per store.
 
 use thiserror::Error;
 
@@ -22,6 +28,18 @@ pub enum MmioError {
     Misaligned { offset: u64, width: usize },
     #[error("the device is gone (reset, removed or shut down)")]
     DeviceGone,
+}
+
+/// Largest write-combined burst in bytes ([`Mmio::write_burst`]): two 64 B write-combining
+/// buffers, the largest low-latency command copy (Cassini's 128 B `ll_128` windows).
+pub const MAX_BURST: usize = 128;
+
+/// Check the shape of a burst: a multiple of 8 bytes, 8 to [`MAX_BURST`] of them.
+pub fn check_burst_len(offset: u64, len: usize) -> Result<(), MmioError> {
+    if len == 0 || len > MAX_BURST || !len.is_multiple_of(8) {
+        return Err(MmioError::BadWidth { offset, width: len });
+    }
+    Ok(())
 }
 
 /// A memory-mapped I/O region as seen from the CPU.
@@ -48,5 +66,20 @@ pub trait Mmio: Send + Sync {
     }
     fn write_u64(&self, offset: u64, v: u64) -> Result<(), MmioError> {
         self.write(offset, &v.to_le_bytes())
+    }
+
+    /// Store `data` at `offset` as one write-combined burst, the way a CPU copies a block to
+    /// a write-combining mapping with consecutive 64-bit stores. `data.len()` is a multiple
+    /// of 8 from 8 to [`MAX_BURST`] (else [`MmioError::BadWidth`]).
+    ///
+    /// The default issues the 64-bit stores in order, stopping at the first error: what
+    /// the CPU does, and what a region without a cheaper path (a real BAR) should do.
+    /// Emulated regions override it to hand the whole burst to the device in one access.
+    fn write_burst(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        check_burst_len(offset, data.len())?;
+        for (i, q) in data.chunks_exact(8).enumerate() {
+            self.write(offset + 8 * i as u64, q)?;
+        }
+        Ok(())
     }
 }

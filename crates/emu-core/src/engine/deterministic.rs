@@ -14,7 +14,7 @@
 
 use super::{
     DeviceId, DeviceIo, DeviceModel, Engine, EngineCounters, EngineError, EngineKind,
-    InterruptSink, NUM_BARS, Progress, bar_sizes, check_access, digest_mix, le_value,
+    InterruptSink, NUM_BARS, Progress, bar_sizes, check_access, check_burst, digest_mix, le_value,
 };
 use crate::dma::DmaPort;
 use crate::engine::Action;
@@ -401,6 +401,42 @@ impl Deterministic {
         })
     }
 
+    /// A write-combined burst (see [`Mmio::write_burst`]): one access to the device
+    /// ([`DeviceModel::mmio_write_burst`]), folded into the trace digest as the 64-bit stores
+    /// it is made of.
+    pub fn mmio_write_burst(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        self.with_core(|c| {
+            let now = c.now;
+            let e = c
+                .devices
+                .get_mut(dev.0 as usize)
+                .ok_or(EngineError::NoSuchDevice(dev))?;
+            check_burst(&e.bars, bar, offset, data.len())?;
+            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions);
+            let r = e.model.mmio_write_burst(&mut io, bar, offset, data);
+            c.counters.mmio_writes += 1;
+            for (i, q) in data.chunks_exact(8).enumerate() {
+                c.mix(&[
+                    now.0,
+                    K_MMIO_WRITE,
+                    u64::from(dev.0),
+                    u64::from(bar),
+                    offset + 8 * i as u64,
+                    8,
+                    le_value(q),
+                ]);
+            }
+            c.apply(dev.0);
+            r.map_err(EngineError::from)
+        })
+    }
+
     /// Read PCI configuration space.
     pub fn config_read(&self, dev: DeviceId, reg: u16) -> Result<u32, EngineError> {
         Ok(self.lock().entry(dev)?.model.config_read(reg))
@@ -552,6 +588,15 @@ impl Engine for Deterministic {
     ) -> Result<(), EngineError> {
         Deterministic::mmio_write(self, dev, bar, offset, data)
     }
+    fn mmio_write_burst(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        Deterministic::mmio_write_burst(self, dev, bar, offset, data)
+    }
     fn mmio(&self, dev: DeviceId, bar: u8) -> Result<Arc<dyn Mmio>, EngineError> {
         Deterministic::mmio(self, dev, bar)
     }
@@ -599,5 +644,10 @@ impl Mmio for DetMmio {
     }
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
         Ok(self.engine.mmio_write(self.dev, self.bar, offset, data)?)
+    }
+    fn write_burst(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        Ok(self
+            .engine
+            .mmio_write_burst(self.dev, self.bar, offset, data)?)
     }
 }

@@ -127,6 +127,26 @@ pub trait DeviceModel: Send {
         offset: u64,
         data: &[u8],
     ) -> Result<(), MmioError>;
+    /// A write-combined burst of CPU stores to BAR `bar` at `offset` ([`Mmio::write_burst`]):
+    /// `data.len()` is a multiple of 8 from 8 to [`crate::mmio::MAX_BURST`] bytes (the engine
+    /// checks it, and that the burst lies inside the BAR), delivered in one access.
+    ///
+    /// The default splits it into 64-bit [`DeviceModel::mmio_write`]s in order (what the
+    /// CPU's stores were), stopping at the first error. A model with write-combining regions
+    /// (low-latency command windows) overrides it to take the burst whole, as the hardware
+    /// receives one PCIe write of up to 64 B (or 128 B) there.
+    fn mmio_write_burst(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), MmioError> {
+        for (i, q) in data.chunks_exact(8).enumerate() {
+            self.mmio_write(io, bar, offset + 8 * i as u64, q)?;
+        }
+        Ok(())
+    }
     /// A packet arrived at this device's fabric port.
     fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
     /// A timer armed with [`DeviceIo::timer`] expired.
@@ -256,6 +276,21 @@ pub trait Engine: Progress {
         offset: u64,
         data: &[u8],
     ) -> Result<(), EngineError>;
+    /// A write-combined burst to BAR `bar` of `dev` (see [`Mmio::write_burst`]). The
+    /// default issues 64-bit [`Engine::mmio_write`]s in order.
+    fn mmio_write_burst(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        crate::mmio::check_burst_len(offset, data.len())?;
+        for (i, q) in data.chunks_exact(8).enumerate() {
+            self.mmio_write(dev, bar, offset + 8 * i as u64, q)?;
+        }
+        Ok(())
+    }
     /// A handle onto one BAR, for the driver and user library (`Arc<dyn Mmio>`).
     fn mmio(&self, dev: DeviceId, bar: u8) -> Result<Arc<dyn Mmio>, EngineError>;
     /// Read PCI configuration space dword `reg`.
@@ -303,6 +338,26 @@ pub(crate) fn check_access(
     Ok(())
 }
 
+/// Check a write-combined burst: its length (see [`crate::mmio::check_burst_len`]) and that
+/// it lies inside the BAR.
+pub(crate) fn check_burst(
+    bars: &[u64; NUM_BARS],
+    bar: u8,
+    offset: u64,
+    len: usize,
+) -> Result<(), MmioError> {
+    crate::mmio::check_burst_len(offset, len)?;
+    let size = bars.get(usize::from(bar)).copied().unwrap_or(0);
+    if offset.checked_add(len as u64).is_none_or(|end| end > size) {
+        return Err(MmioError::OutOfRange {
+            offset,
+            width: len,
+            size,
+        });
+    }
+    Ok(())
+}
+
 /// The BAR sizes of a model, read once when it is attached.
 pub(crate) fn bar_sizes(model: &dyn DeviceModel) -> [u64; NUM_BARS] {
     let mut bars = [0u64; NUM_BARS];
@@ -325,3 +380,6 @@ pub(crate) fn le_value(data: &[u8]) -> u64 {
     b[..n].copy_from_slice(&data[..n]);
     u64::from_le_bytes(b)
 }
+
+#[cfg(test)]
+mod burst_tests;

@@ -18,7 +18,7 @@
 
 use super::{
     Action, DeviceId, DeviceIo, DeviceModel, Engine, EngineCounters, EngineError, EngineKind,
-    InterruptSink, NUM_BARS, Progress, bar_sizes, check_access,
+    InterruptSink, NUM_BARS, Progress, bar_sizes, check_access, check_burst,
 };
 use crate::dma::DmaPort;
 use crate::fabric::{Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
@@ -28,7 +28,7 @@ use crate::time::{SimDuration, SimTime};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -77,9 +77,15 @@ impl Default for ThreadedConfig {
 /// Handler calls an engine thread runs before it looks at the scheduler again.
 const WORKER_BUDGET: usize = 256;
 
+/// Handler calls a work loop runs on one reading of the clock (see [`Shared::run`]).
+const CLOCK_EVERY: usize = 16;
+
 struct SlotState {
     model: Box<dyn DeviceModel>,
     rng: SimRng,
+    /// The time the device's last handler ran at: a device never sees time go backwards,
+    /// whichever thread runs it.
+    last: SimTime,
 }
 
 struct Slot {
@@ -89,11 +95,6 @@ struct Slot {
     port: Option<PortId>,
     sink: RwLock<Option<InterruptSink>>,
     bars: [u64; NUM_BARS],
-}
-
-struct Registry {
-    devices: Vec<Arc<Slot>>,
-    by_port: Vec<Option<Arc<Slot>>>,
 }
 
 struct Net {
@@ -152,6 +153,33 @@ struct Counters {
     deferred: AtomicU64,
 }
 
+/// Counts of one work loop, added to the shared [`Counters`] once when the loop ends (one
+/// atomic add per counter and loop instead of several per handler call).
+#[derive(Default)]
+struct Tally {
+    events: u64,
+    packets: u64,
+    timers: u64,
+    undeliverable: u64,
+}
+
+impl Tally {
+    fn flush(&self, c: &Counters, inline: bool) {
+        let add = |a: &AtomicU64, n: u64| {
+            if n > 0 {
+                a.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&c.events, self.events);
+        add(&c.packets, self.packets);
+        add(&c.timers, self.timers);
+        add(&c.undeliverable, self.undeliverable);
+        if inline {
+            add(&c.inline_calls, self.events);
+        }
+    }
+}
+
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
@@ -162,10 +190,52 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The buffers of one work loop (action list and work queue), kept per thread between
+/// loops so that the inline path allocates nothing once warm.
+#[derive(Default)]
+struct Scratch {
+    actions: Vec<Action>,
+    q: VecDeque<Work>,
+}
+
+/// Buffers above this capacity are not kept (a burst of thousands of packets should not
+/// pin its memory in every thread).
+const SCRATCH_KEEP: usize = 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
+
+impl Scratch {
+    /// This thread's buffers (empty), or new ones if they are in use (a re-entrant call
+    /// from an interrupt sink) or the thread has none yet.
+    fn take() -> Scratch {
+        SCRATCH
+            .try_with(|c| c.take())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Give the (drained) buffers back to this thread.
+    fn give(mut self) {
+        if self.actions.capacity() > SCRATCH_KEEP || self.q.capacity() > SCRATCH_KEEP {
+            return;
+        }
+        self.actions.clear();
+        self.q.clear();
+        let _ = SCRATCH.try_with(|c| c.set(Some(self)));
+    }
+}
+
 struct Shared {
     start: Instant,
     cfg: ThreadedConfig,
-    registry: RwLock<Registry>,
+    /// Devices by id (append-only).
+    devices: RwLock<Vec<Arc<Slot>>>,
+    /// Devices by fabric port: set once when a device is attached, then read without a
+    /// lock on every delivery.
+    by_port: Box<[OnceLock<Arc<Slot>>]>,
     net: Mutex<Net>,
     sched: Mutex<Sched>,
     cond: Condvar,
@@ -178,21 +248,20 @@ struct Shared {
 }
 
 impl Shared {
+    /// Real time since the engine started (one clock read).
     fn now(&self) -> SimTime {
         SimTime(SimDuration::from_std(self.start.elapsed()).0)
     }
 
     fn slot(&self, dev: DeviceId) -> Result<Arc<Slot>, EngineError> {
-        let r = self.registry.read().unwrap_or_else(|e| e.into_inner());
-        r.devices
-            .get(dev.0 as usize)
+        let r = self.devices.read().unwrap_or_else(|e| e.into_inner());
+        r.get(dev.0 as usize)
             .cloned()
             .ok_or(EngineError::NoSuchDevice(dev))
     }
 
-    fn slot_for_port(&self, port: PortId) -> Option<Arc<Slot>> {
-        let r = self.registry.read().unwrap_or_else(|e| e.into_inner());
-        r.by_port.get(port.0 as usize).cloned().flatten()
+    fn slot_for_port(&self, port: PortId) -> Option<&Arc<Slot>> {
+        self.by_port.get(port.0 as usize).and_then(OnceLock::get)
     }
 
     fn check_up(&self) -> Result<(), EngineError> {
@@ -203,17 +272,20 @@ impl Shared {
         }
     }
 
-    /// Run a handler of `slot` with its lock held (and nothing else). Returns its result and
-    /// the time it ran at (the time its actions take effect).
+    /// Run a handler of `slot` at `now` with its lock held (and nothing else). Returns its
+    /// result and the time it ran at (the time its actions take effect): `now`, or the
+    /// device's last time if another thread already ran it later.
     fn call<R>(
         &self,
         slot: &Slot,
+        now: SimTime,
         actions: &mut Vec<Action>,
         f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> R,
     ) -> (R, SimTime) {
-        let now = self.now();
         let mut g = lock(&slot.state);
-        let SlotState { model, rng } = &mut *g;
+        let SlotState { model, rng, last } = &mut *g;
+        let now = now.max(*last);
+        *last = now;
         let mut io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions);
         (f(model.as_mut(), &mut io), now)
     }
@@ -283,14 +355,15 @@ impl Shared {
         self.cond.notify_one();
     }
 
-    fn defer(&self, q: VecDeque<Work>) {
+    fn defer(&self, q: &mut VecDeque<Work>) {
         let n = q.len();
         {
             let mut s = lock(&self.sched);
             if s.shutdown {
+                q.clear();
                 return;
             }
-            s.deferred.extend(q);
+            s.deferred.extend(q.drain(..));
             self.pending.fetch_add(n, Ordering::AcqRel);
         }
         self.c.deferred.fetch_add(n as u64, Ordering::Relaxed);
@@ -314,37 +387,54 @@ impl Shared {
         w
     }
 
-    /// The work loop: run queued work, at most `budget` handler calls, then defer the rest.
-    fn run(&self, mut q: VecDeque<Work>, budget: usize, inline: bool, mut actions: Vec<Action>) {
+    /// The work loop: run the work in `sc.q`, at most `budget` handler calls, then defer the
+    /// rest. `now` is the time of the access or item that started the loop; the clock is
+    /// read again every [`CLOCK_EVERY`] handler calls (a packet delivered inline arrives
+    /// at the time it was sent, as the immediate fabric timing says; a long loop still
+    /// follows real time).
+    fn run(&self, sc: &mut Scratch, budget: usize, inline: bool, mut now: SimTime) {
+        let mut tally = Tally::default();
         let mut calls = 0usize;
-        while let Some(w) = q.pop_front() {
+        while let Some(w) = sc.q.pop_front() {
             if calls >= budget {
-                q.push_front(w);
-                self.defer(q);
-                return;
+                sc.q.push_front(w);
+                self.defer(&mut sc.q);
+                break;
+            }
+            if calls > 0 && calls.is_multiple_of(CLOCK_EVERY) {
+                now = now.max(self.now());
             }
             calls += 1;
-            bump(&self.c.events);
-            if inline {
-                bump(&self.c.inline_calls);
-            }
+            tally.events += 1;
             match w {
                 Work::Deliver(pkt) => {
                     let Some(slot) = self.slot_for_port(pkt.dst) else {
-                        bump(&self.c.undeliverable);
+                        tally.undeliverable += 1;
                         continue;
                     };
-                    bump(&self.c.packets);
-                    let ((), now) = self.call(&slot, &mut actions, |m, io| m.packet(io, pkt));
-                    self.apply(&slot, now, &mut actions, &mut q);
+                    tally.packets += 1;
+                    let ((), t) = self.call(slot, now, &mut sc.actions, |m, io| m.packet(io, pkt));
+                    self.apply(slot, t, &mut sc.actions, &mut sc.q);
                 }
                 Work::Timer { slot, token } => {
-                    bump(&self.c.timers);
-                    let ((), now) = self.call(&slot, &mut actions, |m, io| m.timer(io, token));
-                    self.apply(&slot, now, &mut actions, &mut q);
+                    tally.timers += 1;
+                    let ((), t) =
+                        self.call(&slot, now, &mut sc.actions, |m, io| m.timer(io, token));
+                    self.apply(&slot, t, &mut sc.actions, &mut sc.q);
                 }
             }
         }
+        tally.flush(&self.c, inline);
+    }
+
+    /// Run `work` (one item taken from the scheduler) and what follows from it, then mark it
+    /// done.
+    fn run_item(&self, work: Work, budget: usize, inline: bool, now: SimTime) {
+        let mut sc = Scratch::take();
+        sc.q.push_back(work);
+        self.run(&mut sc, budget, inline, now);
+        sc.give();
+        self.active.fetch_sub(1, Ordering::AcqRel);
     }
 
     fn mmio_read_slot(
@@ -357,12 +447,7 @@ impl Shared {
         self.check_up()?;
         check_access(&slot.bars, bar, offset, data.len())?;
         bump(&self.c.mmio_reads);
-        let mut actions = Vec::new();
-        let (r, now) = self.call(slot, &mut actions, |m, io| {
-            m.mmio_read(io, bar, offset, data)
-        });
-        self.finish_host_access(slot, now, actions);
-        Ok(r?)
+        self.host_access(slot, |m, io| m.mmio_read(io, bar, offset, data))
     }
 
     fn mmio_write_slot(
@@ -375,23 +460,40 @@ impl Shared {
         self.check_up()?;
         check_access(&slot.bars, bar, offset, data.len())?;
         bump(&self.c.mmio_writes);
-        let mut actions = Vec::new();
-        let (r, now) = self.call(slot, &mut actions, |m, io| {
-            m.mmio_write(io, bar, offset, data)
-        });
-        self.finish_host_access(slot, now, actions);
-        Ok(r?)
+        self.host_access(slot, |m, io| m.mmio_write(io, bar, offset, data))
     }
 
-    fn finish_host_access(&self, slot: &Arc<Slot>, now: SimTime, mut actions: Vec<Action>) {
-        if actions.is_empty() {
-            return;
+    /// A write-combined burst: one trap, one handler call ([`DeviceModel::mmio_write_burst`]).
+    fn mmio_burst_slot(
+        &self,
+        slot: &Arc<Slot>,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        self.check_up()?;
+        check_burst(&slot.bars, bar, offset, data.len())?;
+        bump(&self.c.mmio_writes);
+        self.host_access(slot, |m, io| m.mmio_write_burst(io, bar, offset, data))
+    }
+
+    /// Run a host access's handler now, then apply its actions and run what follows inline
+    /// (up to the inline budget).
+    fn host_access(
+        &self,
+        slot: &Arc<Slot>,
+        f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> Result<(), MmioError>,
+    ) -> Result<(), EngineError> {
+        let mut sc = Scratch::take();
+        let (r, now) = self.call(slot, self.now(), &mut sc.actions, f);
+        if !sc.actions.is_empty() {
+            self.apply(slot, now, &mut sc.actions, &mut sc.q);
+            if !sc.q.is_empty() {
+                self.run(&mut sc, self.cfg.inline_budget, true, now);
+            }
         }
-        let mut q = VecDeque::new();
-        self.apply(slot, now, &mut actions, &mut q);
-        if !q.is_empty() {
-            self.run(q, self.cfg.inline_budget, true, actions);
-        }
+        sc.give();
+        Ok(r?)
     }
 
     /// One unit of engine-owned work in the caller's thread (for [`Progress`]).
@@ -400,20 +502,14 @@ impl Shared {
             std::thread::yield_now();
             return false;
         }
+        let now = self.now();
         let w = {
             let mut s = lock(&self.sched);
-            let now = self.now();
             self.take_ready(&mut s, now)
         };
         match w {
             Some(w) => {
-                self.run(
-                    VecDeque::from([w]),
-                    self.cfg.inline_budget.max(1),
-                    true,
-                    Vec::new(),
-                );
-                self.active.fetch_sub(1, Ordering::AcqRel);
+                self.run_item(w, self.cfg.inline_budget.max(1), true, now);
                 true
             }
             None => {
@@ -431,7 +527,7 @@ impl Shared {
                 }
                 std::hint::spin_loop();
             }
-            let w = {
+            let (w, now) = {
                 let mut s = lock(&self.sched);
                 loop {
                     if s.shutdown {
@@ -442,7 +538,7 @@ impl Shared {
                         if !s.deferred.is_empty() {
                             self.cond.notify_one();
                         }
-                        break w;
+                        break (w, now);
                     }
                     s = match s.heap.peek().map(|t| t.time) {
                         Some(t) => {
@@ -456,8 +552,7 @@ impl Shared {
                     };
                 }
             };
-            self.run(VecDeque::from([w]), WORKER_BUDGET, false, Vec::new());
-            self.active.fetch_sub(1, Ordering::AcqRel);
+            self.run_item(w, WORKER_BUDGET, false, now);
         }
     }
 }
@@ -492,10 +587,8 @@ impl Threaded {
         let ports = fabric.ports() as usize;
         let shared = Arc::new(Shared {
             start: Instant::now(),
-            registry: RwLock::new(Registry {
-                devices: Vec::new(),
-                by_port: vec![None; ports],
-            }),
+            devices: RwLock::new(Vec::new()),
+            by_port: (0..ports).map(|_| OnceLock::new()).collect(),
             net: Mutex::new(Net { fabric, rng, root }),
             sched: Mutex::new(Sched::default()),
             cond: Condvar::new(),
@@ -545,10 +638,9 @@ impl Threaded {
         }
         let devices = self
             .shared
-            .registry
+            .devices
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .devices
             .clone();
         for d in devices {
             *d.sink.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -569,35 +661,46 @@ impl Threaded {
     ) -> Result<DeviceId, EngineError> {
         self.shared.check_up()?;
         let rng = lock(&self.shared.net).root.fork();
-        let mut r = self
+        // The device table's write lock also serialises attachments to ports.
+        let mut devices = self
             .shared
-            .registry
+            .devices
             .write()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = port {
-            let ports = r.by_port.len() as u32;
-            match r.by_port.get(p.0 as usize) {
-                None => return Err(EngineError::NoSuchPort { port: p.0, ports }),
-                Some(Some(_)) => return Err(EngineError::PortInUse(p.0)),
-                Some(None) => {}
+        let port_cell = match port {
+            Some(p) => {
+                let ports = self.shared.by_port.len() as u32;
+                match self.shared.by_port.get(p.0 as usize) {
+                    None => return Err(EngineError::NoSuchPort { port: p.0, ports }),
+                    Some(c) if c.get().is_some() => return Err(EngineError::PortInUse(p.0)),
+                    Some(c) => Some(c),
+                }
             }
-        }
+            None => None,
+        };
         let id = DeviceId(
-            u32::try_from(r.devices.len())
+            u32::try_from(devices.len())
                 .map_err(|_| EngineError::Setup("too many devices".into()))?,
         );
         let slot = Arc::new(Slot {
             id,
             bars: bar_sizes(model.as_ref()),
-            state: Mutex::new(SlotState { model, rng }),
+            state: Mutex::new(SlotState {
+                model,
+                rng,
+                last: SimTime::ZERO,
+            }),
             dma,
             port,
             sink: RwLock::new(None),
         });
-        if let Some(p) = port {
-            r.by_port[p.0 as usize] = Some(slot.clone());
+        if let Some(c) = port_cell
+            && let Some(p) = port
+            && c.set(slot.clone()).is_err()
+        {
+            return Err(EngineError::PortInUse(p.0));
         }
-        r.devices.push(slot);
+        devices.push(slot);
         Ok(id)
     }
 
@@ -636,6 +739,18 @@ impl Threaded {
     ) -> Result<(), EngineError> {
         let slot = self.shared.slot(dev)?;
         self.shared.mmio_write_slot(&slot, bar, offset, data)
+    }
+
+    /// A write-combined burst, handled inline as one access (see [`Mmio::write_burst`]).
+    pub fn mmio_write_burst(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        let slot = self.shared.slot(dev)?;
+        self.shared.mmio_burst_slot(&slot, bar, offset, data)
     }
 
     /// An [`Mmio`] handle for one BAR (holds the device directly: no lookup per access).
@@ -774,6 +889,15 @@ impl Engine for Threaded {
     ) -> Result<(), EngineError> {
         Threaded::mmio_write(self, dev, bar, offset, data)
     }
+    fn mmio_write_burst(
+        &self,
+        dev: DeviceId,
+        bar: u8,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), EngineError> {
+        Threaded::mmio_write_burst(self, dev, bar, offset, data)
+    }
     fn mmio(&self, dev: DeviceId, bar: u8) -> Result<Arc<dyn Mmio>, EngineError> {
         Threaded::mmio(self, dev, bar)
     }
@@ -835,5 +959,10 @@ impl Mmio for ThreadedMmio {
         Ok(self
             .shared
             .mmio_write_slot(&self.slot, self.bar, offset, data)?)
+    }
+    fn write_burst(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        Ok(self
+            .shared
+            .mmio_burst_slot(&self.slot, self.bar, offset, data)?)
     }
 }
