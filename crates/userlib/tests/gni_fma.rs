@@ -329,3 +329,49 @@ fn post_fma_refuses_what_gemini_refuses() {
     assert_eq!(done.rc, ReturnCode::TransactionError);
     assert_ne!(done.desc.status, 0);
 }
+
+#[test]
+fn endpoints_with_different_cqs_get_their_own_completions() {
+    let c = cluster(EngineKind::Threaded);
+    let a = side(&c, 0, 10);
+    let b = side(&c, 1, 20);
+    let other = a
+        .nic
+        .cq_create(64, 1, userlib::gni::CqMode::NOBLOCK)
+        .unwrap();
+    let e1 = bound(&a, &b);
+    let e2 = a.nic.ep_create(Some(&other)).unwrap();
+    e2.bind(b.pe, b.inst).unwrap();
+    a.buf.write(0, &pattern(512, 3)).unwrap();
+    for i in 0..20u64 {
+        // Alternate: the descriptor's CQ switches between the two every post.
+        let ep = if i % 2 == 0 { &e1 } else { &e2 };
+        let mut d = put_desc(
+            PostType::FmaPut,
+            a.buf.va(),
+            a.mh,
+            b.buf.va() + 512 * i,
+            b.mh,
+            512,
+        );
+        d.post_id = i;
+        ep.post_fma(&d).unwrap();
+    }
+    for i in 0..10u64 {
+        let ev = next_ok(&a.tx);
+        let done = a.tx.get_completed(&ev.cqe).unwrap();
+        assert_eq!(done.ep, e1.id().0);
+        assert_eq!(done.desc.post_id % 2, 0, "round {i}");
+        let ev = next_ok(&other);
+        let done = other.get_completed(&ev.cqe).unwrap();
+        assert_eq!(done.ep, e2.id().0);
+        assert_eq!(done.desc.post_id % 2, 1);
+    }
+    assert!(a.tx.get_event().unwrap().is_none());
+    assert!(other.get_event().unwrap().is_none());
+    for i in 0..20u64 {
+        let mut got = vec![0u8; 512];
+        b.buf.read(512 * i, &mut got).unwrap();
+        assert_eq!(got, pattern(512, 3));
+    }
+}
