@@ -73,6 +73,10 @@ impl Mmio for MmioWindow {
         let at = self.check(offset, data.len())?;
         self.bar.write(at, data)
     }
+    fn write_burst(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        let at = self.check(offset, data.len())?;
+        self.bar.write_burst(at, data)
+    }
 }
 
 /// What `mmap` of a token gives.

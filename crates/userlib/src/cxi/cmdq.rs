@@ -687,8 +687,9 @@ impl CmdQueue {
 
     /// `cxi_cq_ll_ring`: low-latency launch. When the commands since the last doorbell are
     /// one 64 B slot, or two slots not crossing the end of a window, they are copied with
-    /// 64-bit stores into the `ll_64` / `ll_128a` / `ll_128u` window at `LL_OFFSET`; the
-    /// device takes that as the doorbell. Anything else falls back to [`CmdQueue::ring`].
+    /// 64-bit stores into the `ll_64` / `ll_128a` / `ll_128u` window at `LL_OFFSET`, as one
+    /// write-combined burst ([`Mmio::write_burst`]); the device takes that as the doorbell.
+    /// Anything else falls back to [`CmdQueue::ring`].
     pub fn ll_ring(&mut self) -> Result<()> {
         self.ring.align_for_doorbell()?;
         let hw_slot = self.ring.hw_wp32() / 2;
@@ -706,9 +707,9 @@ impl CmdQueue {
         fence(Ordering::Release);
         let base = (window + ll_offset(self.ring.hw_wp32())) as u64;
         if let Some(bytes) = self.ring.pending_bytes() {
-            for (i, q) in bytes.chunks_exact(8).enumerate() {
-                self.launch.write(base + 8 * i as u64, q)?;
-            }
+            // One write-combined burst: 64-bit stores on a real mapping, one access on an
+            // emulated one.
+            self.launch.write_burst(base, bytes)?;
         }
         self.ring.rung();
         Ok(())

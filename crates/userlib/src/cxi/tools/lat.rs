@@ -474,3 +474,31 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
     writeln!(out, "{RULE}")?;
     Ok(results)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A low-latency launch is one write-combined burst: the engine sees one MMIO store per
+    /// launch, like a doorbell, instead of one per 64-bit word of the command.
+    #[test]
+    fn a_low_latency_launch_is_one_mmio_access() {
+        for engine in [EngineKind::Deterministic { seed: 3 }, EngineKind::Threaded] {
+            let opts = LatOptions {
+                engine: engine.clone(),
+                ..LatOptions::default()
+            };
+            let mut pair = Pair::new(&engine, 4096, 64).unwrap();
+            let op = build_op(Kind::Send, &opts, &pair, 8).unwrap();
+            let want = completion(Kind::Send, &opts);
+            let mut done = 0;
+            for ll in [true, false, true] {
+                let before = pair.cluster().engine().counters().mmio_writes;
+                iteration(&mut pair.client, &op, want, ll, &mut done).unwrap();
+                let after = pair.cluster().engine().counters().mmio_writes;
+                assert_eq!(after - before, 1, "ll {ll} on {engine:?}");
+            }
+            assert_eq!(done, 3);
+        }
+    }
+}

@@ -174,4 +174,10 @@ impl Pair {
             _cluster: cluster,
         })
     }
+
+    /// The emulated cluster (engine counters, for tests).
+    #[cfg(test)]
+    pub(crate) fn cluster(&self) -> &Cluster {
+        &self._cluster
+    }
 }
