@@ -346,3 +346,47 @@ fn restricted_requests_are_sent_once_and_may_be_lost() {
     assert_eq!(cntr(p.init(), "c_pct_cntrs", "req_unordered"), 4);
     assert_eq!(cntr(p.init(), "c_pct_cntrs", "req_ordered"), 0);
 }
+
+#[test]
+fn the_threaded_engine_retransmits_in_real_time() {
+    const PUTS: usize = 600;
+    const PER_RING: usize = 100;
+    let mut p = Pair::threaded();
+    let le = window(&mut p, (PUTS * SLOT) as u64);
+    let src = p.c.nodes[INIT]
+        .map((PUTS * SLOT) as u64, true, true)
+        .unwrap();
+    let data = pattern(PUTS * SLOT, 11);
+    p.init().write_host(src.host, &data).unwrap();
+    // The threaded engine applies drops, duplicates and corruption (not reorder delays).
+    p.c.engine.set_faults(FaultConfig {
+        drop: 0.05,
+        duplicate: 0.02,
+        corrupt: 0.05,
+        ..FaultConfig::none()
+    });
+    let mut acks = vec![0u32; PUTS];
+    for start in (0..PUTS).step_by(PER_RING) {
+        for i in start..start + PER_RING {
+            let off = (i * SLOT) as u64;
+            let cmd = put(&p, src.iova + off, off, SLOT as u32, i as u64);
+            p.txq.emit(&p.c.nodes[INIT], &cmd).unwrap();
+        }
+        p.txq.ring(&p.c.nodes[INIT]).unwrap();
+        for _ in 0..PER_RING {
+            let (ty, rc, _, up, _) = init_fields(&p.wait_tx());
+            assert_eq!((ty, rc), (EventType::Ack, ReturnCode::Ok), "put {up}");
+            acks[up as usize] += 1;
+        }
+        for _ in 0..PER_RING {
+            assert_eq!(tgt_fields(&p.wait_tgt()).1, ReturnCode::Ok);
+        }
+    }
+    p.c.settle();
+    assert!(acks.iter().all(|&n| n == 1));
+    assert!(p.poll_tx().is_none() && p.poll_tgt().is_none());
+    assert!(p.tgt().read_host(le.host, PUTS * SLOT).unwrap() == data);
+    assert_eq!(cntr(p.tgt(), "c_lpe_cntrs", "put_cmds"), PUTS as u64);
+    assert!(both(&p, "c_pct_cntrs", "retry_srb_requests") > 0);
+    assert_eq!(both(&p, "c_pct_cntrs", "sct_timeouts"), 0);
+}
