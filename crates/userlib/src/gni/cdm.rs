@@ -188,11 +188,15 @@ impl NicInner {
         self.cdm.modes
     }
 
+    /// The progress hook: the one set with [`Nic::set_progress`], else the kgni device's own
+    /// (`Kgni::progress`, which follows the engine the node assembly reported).
     pub(crate) fn hook(&self) -> Option<ProgressHook> {
-        self.hook
+        let set = self
+            .hook
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .clone();
+        Some(set.unwrap_or_else(|| Arc::clone(self.client.device()) as ProgressHook))
     }
 
     pub(crate) fn smsg_dlvr(&self) -> DlvrMode {

@@ -2,8 +2,8 @@
 //!
 //! Everything the Gemini produces for user space (CQ entries, SMSG mailbox slots, GET and
 //! AMO results) lands in host memory, so waiting is polling. What makes the same loop
-//! correct on both engines is the progress hook the node assembly offers
-//! (`driver::gemini::cluster::GeminiCluster::progress`), handed to a [`crate::gni::Nic`]
+//! correct on both engines is the progress hook of the kgni device (`Kgni::progress`, which
+//! follows the engine the node assembly reported), or one handed to a [`crate::gni::Nic`]
 //! with [`crate::gni::Nic::set_progress`]:
 //!
 //! - on the deterministic engine nothing happens unless the waiter runs the next device

@@ -48,7 +48,6 @@ pub fn side_with(
     let client = Arc::new(c.node(pe).expect("node").open());
     let cdm = Cdm::create(&client, inst, job.ptag, job.cookie, modes).expect("CdmCreate");
     let nic = cdm.attach(-1).expect("CdmAttach");
-    nic.set_progress(Some(c.progress()));
     let tx = nic
         .cq_create(cq_entries, 1, CqMode::NOBLOCK)
         .expect("tx CQ");

@@ -334,6 +334,18 @@ impl Kgni {
         self.lock().matcher.counters()
     }
 
+    /// Let the device make progress, as the node assembly's waiter says: on a deterministic
+    /// engine run its next event (and this driver's interrupt-handler work), on a threaded one
+    /// run a due item or yield, on real hardware only the handler work. True if anything
+    /// happened. Code that polls rings in host memory (the user library) calls this while it
+    /// waits, like `CxiDevice::progress` on Cassini.
+    pub fn progress(&self) -> bool {
+        match self.waiter() {
+            Waiter::Deterministic(p) | Waiter::Threaded(p) => p.progress(),
+            Waiter::Interrupts => self.service(),
+        }
+    }
+
     /// The interrupt-handler work: retire finished datagram sends (and their errors), take
     /// received datagram messages, match them, and send what is queued. Returns whether
     /// anything happened. Waits call it; a node assembly may call it from its own progress.
@@ -348,5 +360,11 @@ impl Kgni {
         did |= self.receive(st);
         did |= self.flush_backlog(st);
         did
+    }
+}
+
+impl Progress for Kgni {
+    fn progress(&self) -> bool {
+        Kgni::progress(self)
     }
 }

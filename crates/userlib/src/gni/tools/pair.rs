@@ -70,7 +70,6 @@ impl Side {
         );
         let cdm = Cdm::create(&client, inst, job.ptag, job.cookie, CdmMode::empty())?;
         let nic = cdm.attach(-1)?;
-        nic.set_progress(Some(cluster.progress()));
         let tx = nic.cq_create(cq_entries, 1, CqMode::NOBLOCK)?;
         let rx = nic.cq_create(cq_entries, 1, CqMode::NOBLOCK)?;
         let mem = |len: u64| {
