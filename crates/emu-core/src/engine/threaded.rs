@@ -581,7 +581,10 @@ impl std::fmt::Debug for Threaded {
 
 impl Threaded {
     /// Start an engine over `fabric` with `config.workers` engine threads.
-    pub fn new(fabric: Fabric, config: ThreadedConfig) -> Result<Self, EngineError> {
+    /// The fabric's CRC elision is turned on ([`Fabric::set_crc_elision`]): packets are
+    /// CRC-checked only while a corruption fault is configured.
+    pub fn new(mut fabric: Fabric, config: ThreadedConfig) -> Result<Self, EngineError> {
+        fabric.set_crc_elision(true);
         let mut root = SimRng::new(config.seed);
         let rng = root.fork();
         let ports = fabric.ports() as usize;

@@ -48,7 +48,9 @@ impl FaultConfig {
 }
 
 /// Flip one random bit of the packet (in `data`, or in `crc` when `data` is empty). The CRC
-/// is not recomputed, so the damage is detectable.
+/// is not recomputed, so the damage is detectable. A CRC that happens to equal
+/// [`Packet::CRC_TRUSTED`] is replaced by one that matches neither the data nor that value,
+/// so the damage stays detectable.
 pub(crate) fn corrupt(pkt: &mut Packet, rng: &mut SimRng) {
     if pkt.data.is_empty() {
         pkt.crc ^= 1 << rng.below(32);
@@ -59,12 +61,36 @@ pub(crate) fn corrupt(pkt: &mut Packet, rng: &mut SimRng) {
             *b ^= 1 << (bit % 8);
         }
     }
+    if pkt.crc == Packet::CRC_TRUSTED {
+        let h = crc32fast::hash(&pkt.data);
+        let other = !Packet::CRC_TRUSTED;
+        pkt.crc = if h != other {
+            other
+        } else {
+            Packet::CRC_TRUSTED ^ 1
+        };
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fabric::{PortId, TrafficClass};
+
+    #[test]
+    fn corruption_of_a_packet_whose_crc_looks_trusted_is_detected() {
+        // A real CRC may equal the trusted marker; the damage must still show.
+        let mut rng = SimRng::new(11);
+        for len in [0usize, 1, 8, 100] {
+            for _ in 0..50 {
+                let mut p = Packet::new(PortId(0), PortId(1), TrafficClass(0), vec![0x3C; len]);
+                p.crc = Packet::CRC_TRUSTED;
+                corrupt(&mut p, &mut rng);
+                assert_ne!(p.crc, Packet::CRC_TRUSTED, "len {len}");
+                assert!(!p.crc_ok(), "len {len}");
+            }
+        }
+    }
 
     #[test]
     fn corruption_is_always_detected() {

@@ -58,6 +58,13 @@ impl LinkParams {
             return SimDuration::ZERO;
         }
         let total = bytes as u128 + u128::from(self.header_overhead);
+        // 64-bit arithmetic whenever it cannot overflow (packets below 18 MB, one division
+        // instruction instead of a 128-bit division); the same result in 128 bits otherwise.
+        if let Ok(t) = u64::try_from(total)
+            && let Some(scaled) = t.checked_mul(1_000_000_000_000)
+        {
+            return SimDuration(scaled.div_ceil(self.bandwidth));
+        }
         let ps = (total * 1_000_000_000_000).div_ceil(u128::from(self.bandwidth));
         SimDuration(u64::try_from(ps).unwrap_or(u64::MAX))
     }
@@ -165,6 +172,27 @@ mod tests {
             LinkParams::instant().serialization(1 << 20),
             SimDuration::ZERO
         );
+    }
+
+    #[test]
+    fn serialization_fast_path_matches_128_bit_arithmetic() {
+        let slow = |p: &LinkParams, bytes: usize| {
+            let total = bytes as u128 + u128::from(p.header_overhead);
+            let ps = (total * 1_000_000_000_000).div_ceil(u128::from(p.bandwidth));
+            SimDuration(u64::try_from(ps).unwrap_or(u64::MAX))
+        };
+        for bw in [1u64, 3, 999_999_937, 25_000_000_000, u64::MAX] {
+            for oh in [0u32, 20, u32::MAX] {
+                let p = LinkParams {
+                    bandwidth: bw,
+                    header_overhead: oh,
+                    ..LinkParams::default()
+                };
+                for bytes in [0usize, 1, 2048, 18_446_743, 18_446_745, 1 << 40, usize::MAX] {
+                    assert_eq!(p.serialization(bytes), slow(&p, bytes), "{bw} {oh} {bytes}");
+                }
+            }
+        }
     }
 
     #[test]

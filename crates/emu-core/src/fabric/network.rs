@@ -166,6 +166,7 @@ pub struct Fabric {
     counters: FabricCounters,
     tc: Box<[TcCounters; 256]>,
     route: Vec<Hop>,
+    crc_elision: bool,
 }
 
 impl Fabric {
@@ -186,6 +187,7 @@ impl Fabric {
             counters: FabricCounters::default(),
             tc: Box::new([TcCounters::default(); 256]),
             route: Vec::new(),
+            crc_elision: false,
         })
     }
 
@@ -212,6 +214,20 @@ impl Fabric {
     /// Change the fault probabilities (affects packets injected from now on).
     pub fn set_faults(&mut self, faults: FaultConfig) {
         self.faults = faults;
+    }
+    /// CRC elision: when on, and while no corruption fault is configured, [`Fabric::inject`]
+    /// marks packets [`Packet::CRC_TRUSTED`] instead of computing their CRC32 (nothing can
+    /// damage them before they are delivered, and the receiver's [`Packet::crc_ok`] then
+    /// costs nothing either). With a corruption probability above zero every packet gets
+    /// its real CRC, so every corrupted packet is still detected. Off by default (the
+    /// deterministic engine folds real CRCs into its trace digest); the threaded engine
+    /// turns it on.
+    pub fn set_crc_elision(&mut self, on: bool) {
+        self.crc_elision = on;
+    }
+    /// Whether CRC elision is on ([`Fabric::set_crc_elision`]).
+    pub fn crc_elision(&self) -> bool {
+        self.crc_elision
     }
     /// The priority of a traffic class (0 is the highest). By default class `n` has priority
     /// `min(n, NUM_PRIORITIES - 1)`, so Cassini's DEDICATED_ACCESS (0) and LOW_LATENCY (1)
@@ -255,7 +271,8 @@ impl Fabric {
         self.tc[usize::from(tc.0)]
     }
 
-    /// Send `pkt` at time `now`: seal its CRC, route it, apply link timing and the fault
+    /// Send `pkt` at time `now`: seal its CRC (or mark it trusted, see
+    /// [`Fabric::set_crc_elision`]), route it, apply link timing and the fault
     /// sites, and return when (and what) the destination port receives. `rng` is drawn from
     /// only by enabled fault sites. Without faults the deliveries of one
     /// `(src, dst, tc)` flow arrive in injection order (FIFO), provided `now` never goes
@@ -268,7 +285,11 @@ impl Fabric {
         self.counters.bytes_injected += len as u64;
         self.tc[tci].injected += 1;
         self.tc[tci].bytes += len as u64;
-        pkt.seal();
+        pkt.crc = if self.crc_elision && self.faults.corrupt <= 0.0 {
+            Packet::CRC_TRUSTED
+        } else {
+            crc32fast::hash(&pkt.data)
+        };
 
         if self
             .graph
@@ -373,6 +394,46 @@ mod tests {
             .collect();
         assert_eq!(d.len(), 1);
         assert!(d[0].1.crc_ok());
+    }
+
+    #[test]
+    fn crc_elision_trusts_only_while_nothing_can_corrupt() {
+        let mut f = Fabric::new(FabricConfig::new(Topology::SingleSwitch { ports: 2 })).unwrap();
+        assert!(!f.crc_elision());
+        f.set_crc_elision(true);
+        let mut rng = SimRng::new(3);
+        let d: Vec<_> = f
+            .inject(SimTime::ZERO, pkt(0, 1, 0, 100), &mut rng)
+            .into_iter()
+            .collect();
+        assert_eq!(d[0].1.crc, Packet::CRC_TRUSTED);
+        assert!(d[0].1.crc_ok());
+        // A device that rewrites a trusted packet and reseals it keeps it trusted.
+        let mut p = d[0].1.clone();
+        p.data.truncate(10);
+        p.seal();
+        assert_eq!(p.crc, Packet::CRC_TRUSTED);
+        // With a corruption site on, packets carry real CRCs and every damaged one fails.
+        f.set_faults(FaultConfig {
+            corrupt: 0.5,
+            ..FaultConfig::none()
+        });
+        let mut bad = 0;
+        for i in 0..200 {
+            for (_, p) in f.inject(SimTime::ZERO, pkt(0, 1, 0, i % 50), &mut rng) {
+                assert_ne!(p.crc, Packet::CRC_TRUSTED);
+                bad += u64::from(!p.crc_ok());
+            }
+        }
+        assert!(bad > 0);
+        assert_eq!(bad, f.counters().corrupted);
+        // Off again: real CRCs even without faults.
+        f.set_faults(FaultConfig::none());
+        f.set_crc_elision(false);
+        let p = pkt(0, 1, 0, 30);
+        let want = p.crc;
+        let d: Vec<_> = f.inject(SimTime::ZERO, p, &mut rng).into_iter().collect();
+        assert_eq!(d[0].1.crc, want);
     }
 
     #[test]
