@@ -125,6 +125,9 @@ impl Hw {
     ) -> Result<Exec, Fail> {
         let cmd = CtCommand::decode(bytes)
             .map_err(|_| firmware_spec::cassini::rc::ReturnCode::CmdInvalidArg)?;
+        // CQ `n` is running, so it is not waiting to be woken: a wake-up from the effects of
+        // this very command must not run its ring again from inside.
+        self.cqs.stalled.retain(|&c| c != n);
         let pool = self.cqs.tx.get(n as usize).map_or(0, |q| q.tle_pool);
         let src = CmdSource {
             cq: n as u16,
