@@ -235,18 +235,13 @@ impl Hw {
         true
     }
 
-    /// Patch the hardware-owned fields of the LPE configuration CSRs; false if `c` is not
-    /// one of them.
+    /// Patch the hardware-owned fields of the LPE configuration CSRs (the pool usage of
+    /// `c_lpe_cfg_pe_le_shared`); false if `c` is not one of them. `c_lpe_cfg_get_ctrl` reads
+    /// back what software wrote (its reset value before that, while the device uses the
+    /// defaults of [`GetCtrl`] and its configuration's `rdzv_get_en`).
     pub(crate) fn lpe_reflect(&self, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
         use csr::fields as f;
-        if same(c, csr::C_LPE_CFG_GET_CTRL) {
-            let g = self.tgt.rdzv_get;
-            f::c_lpe_cfg_get_ctrl::GET_INDEX.set(image, u64::from(g.index));
-            f::c_lpe_cfg_get_ctrl::GET_INDEX_EXT.set(image, u64::from(g.index_ext));
-            f::c_lpe_cfg_get_ctrl::TRANSACTION_TYPE.set(image, u64::from(g.transaction_type));
-            let en = self.lpe.config().rdzv_get_en;
-            f::c_lpe_cfg_get_ctrl::GET_EN.set(image, u64::from(en));
-        } else if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
+        if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
             let (shared, total) = self.lpe.pe_usage(entry as u8);
             f::c_lpe_cfg_pe_le_shared::NUM_SHARED_ALLOCATED.set(image, u64::from(shared));
             f::c_lpe_cfg_pe_le_shared::NUM_TOTAL_ALLOCATED.set(image, u64::from(total));
