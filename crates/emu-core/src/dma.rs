@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::collections::btree_map;
 use std::fmt;
 use std::iter::Peekable;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use thiserror::Error;
@@ -418,14 +418,25 @@ pub enum IommuMode {
 
 /// The platform IOMMU context of one device: shared between the driver side (which maps and
 /// unmaps) and the device's [`DmaPort`] (which translates), behind a read/write lock.
+///
+/// Whether the mode is passthrough is also kept in an atomic flag, so that passthrough
+/// accesses (the emulated nodes' default) take no lock at all. A mode change is therefore
+/// not synchronised with accesses already under way: one that started under the old mode
+/// may complete under it. Drivers change modes while the device is quiescent.
 #[derive(Clone)]
 pub struct Iommu {
-    mode: Arc<RwLock<IommuMode>>,
+    state: Arc<IommuState>,
+}
+
+struct IommuState {
+    mode: RwLock<IommuMode>,
+    /// `matches!(mode, IommuMode::Passthrough)`, stored under the write lock.
+    passthrough: AtomicBool,
 }
 
 impl fmt::Debug for Iommu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.mode.try_read() {
+        match self.state.mode.try_read() {
             Ok(g) => match &*g {
                 IommuMode::Passthrough => f.write_str("Iommu(passthrough)"),
                 IommuMode::Translate(t) => write!(f, "Iommu(translate, {} mappings)", t.len()),
@@ -446,32 +457,40 @@ impl Iommu {
     }
     /// An IOMMU in the given mode.
     pub fn with_mode(mode: IommuMode) -> Self {
+        let passthrough = AtomicBool::new(matches!(mode, IommuMode::Passthrough));
         Iommu {
-            mode: Arc::new(RwLock::new(mode)),
+            state: Arc::new(IommuState {
+                mode: RwLock::new(mode),
+                passthrough,
+            }),
         }
     }
 
     /// Whether two handles are the same IOMMU context.
     pub fn same_as(&self, other: &Iommu) -> bool {
-        Arc::ptr_eq(&self.mode, &other.mode)
+        Arc::ptr_eq(&self.state, &other.state)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, IommuMode> {
         // The lock protects plain data that every writer leaves consistent between calls;
         // a panic elsewhere does not invalidate it.
-        self.mode.read().unwrap_or_else(|p| p.into_inner())
+        self.state.mode.read().unwrap_or_else(|p| p.into_inner())
     }
     fn write(&self) -> RwLockWriteGuard<'_, IommuMode> {
-        self.mode.write().unwrap_or_else(|p| p.into_inner())
+        self.state.mode.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the IOMMU is in passthrough mode.
+    /// Whether the IOMMU is in passthrough mode (one atomic load, no lock).
     pub fn is_passthrough(&self) -> bool {
-        matches!(*self.read(), IommuMode::Passthrough)
+        self.state.passthrough.load(Ordering::Acquire)
     }
-    /// Replace the mode (e.g. switch to passthrough, or install a table).
+    /// Replace the mode (e.g. switch to passthrough, or install a table). See the type's
+    /// note on accesses under way.
     pub fn set_mode(&self, mode: IommuMode) {
-        *self.write() = mode;
+        let mut g = self.write();
+        let pt = matches!(mode, IommuMode::Passthrough);
+        *g = mode;
+        self.state.passthrough.store(pt, Ordering::Release);
     }
     /// A copy of the current mode.
     pub fn mode(&self) -> IommuMode {
@@ -569,14 +588,32 @@ impl DmaPort {
         &self.iommu
     }
 
+    /// Passthrough fast path: the range checked against host memory, no lock taken.
+    /// `Ok(false)` when the IOMMU translates (take the locked path).
+    fn direct(&self, iova: u64, len: u64) -> Result<bool, DmaError> {
+        if !self.iommu.is_passthrough() {
+            return Ok(false);
+        }
+        match iova.checked_add(len) {
+            Some(end) if end <= self.mem.size() => Ok(true),
+            _ => Err(DmaError::OutOfBounds { iova, len }),
+        }
+    }
+
     /// Check that `[iova, iova + len)` is accessible with `needed`, without accessing it.
     pub fn check(&self, iova: u64, len: u64, needed: Perm) -> Result<(), DmaError> {
+        if self.direct(iova, len)? {
+            return Ok(());
+        }
         let mode = self.iommu.read();
         pieces(&mode, &self.mem, iova, len, needed).map(|_| ())
     }
 
     /// Device reads `buf.len()` bytes at `iova`.
     pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        if self.direct(iova, buf.len() as u64)? {
+            return Ok(self.mem.read(GuestAddress(iova), buf)?);
+        }
         let mode = self.iommu.read();
         let ps = pieces(&mode, &self.mem, iova, buf.len() as u64, Perm::READ)?;
         scatter_read(&self.mem, ps, buf)
@@ -584,6 +621,9 @@ impl DmaPort {
 
     /// Device writes `buf` at `iova`.
     pub fn write(&self, iova: u64, buf: &[u8]) -> Result<(), DmaError> {
+        if self.direct(iova, buf.len() as u64)? {
+            return Ok(self.mem.write(GuestAddress(iova), buf)?);
+        }
         let mode = self.iommu.read();
         let ps = pieces(&mode, &self.mem, iova, buf.len() as u64, Perm::WRITE)?;
         gather_write(&self.mem, ps, buf)
@@ -612,6 +652,9 @@ impl DmaPort {
 
     /// Set `len` bytes at `iova` to `byte`.
     pub fn fill(&self, iova: u64, len: u64, byte: u8) -> Result<(), DmaError> {
+        if self.direct(iova, len)? {
+            return Ok(self.mem.fill(GuestAddress(iova), len, byte)?);
+        }
         let mode = self.iommu.read();
         for s in pieces(&mode, &self.mem, iova, len, Perm::WRITE)? {
             self.mem.fill(GuestAddress(s.addr), s.len, byte)?;
@@ -630,6 +673,9 @@ impl DmaPort {
         let misaligned = DmaError::Misaligned { iova, align: 8 };
         if !iova.is_multiple_of(8) {
             return Err(misaligned);
+        }
+        if self.direct(iova, 8)? {
+            return Ok(self.mem.with_atomic_u64(GuestAddress(iova), f)?);
         }
         let mode = self.iommu.read();
         let mut ps = pieces(&mode, &self.mem, iova, 8, needed)?;
@@ -728,7 +774,7 @@ impl DmaPort {
         } else {
             // Take the two read locks in a fixed global order so that two opposite copies
             // cannot deadlock with a waiting writer.
-            let src_first = Arc::as_ptr(&self.iommu.mode) < Arc::as_ptr(&dst.iommu.mode);
+            let src_first = Arc::as_ptr(&self.iommu.state) < Arc::as_ptr(&dst.iommu.state);
             if src_first {
                 let sm = self.iommu.read();
                 let dm = dst.iommu.read();
@@ -988,6 +1034,69 @@ mod tests {
             p.iommu().map(0, GuestAddress(0), 1, Perm::RW),
             Err(MapError::Passthrough)
         ));
+    }
+
+    #[test]
+    fn passthrough_fast_path_matches_the_table_rules() {
+        let m = mem();
+        let p = DmaPort::passthrough(m.clone());
+        let size = m.size();
+        // Zero-length accesses up to the end are fine, past it they are not.
+        p.read(size, &mut []).unwrap();
+        p.write(size, &[]).unwrap();
+        p.check(size, 0, Perm::RW).unwrap();
+        assert!(p.write(size + 1, &[]).is_err());
+        assert_eq!(
+            p.read(u64::MAX, &mut [0u8; 2]),
+            Err(DmaError::OutOfBounds {
+                iova: u64::MAX,
+                len: 2
+            })
+        );
+        assert_eq!(
+            p.fill(size - 4, 8, 1),
+            Err(DmaError::OutOfBounds {
+                iova: size - 4,
+                len: 8
+            })
+        );
+        assert_eq!(
+            p.store_u64_release(size, 1),
+            Err(DmaError::OutOfBounds { iova: size, len: 8 })
+        );
+        assert_eq!(
+            p.load_u64_acquire(0x1004),
+            Err(DmaError::Misaligned {
+                iova: 0x1004,
+                align: 8
+            })
+        );
+        // Every small width at odd addresses, and a large copy, round trip.
+        for n in 1..=17usize {
+            let at = 0x2001 + 64 * n as u64;
+            let data: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+            p.write(at, &data).unwrap();
+            let mut back = vec![0u8; n];
+            p.read(at, &mut back).unwrap();
+            assert_eq!(back, data);
+            let mut direct = vec![0u8; n];
+            m.read(GuestAddress(at), &mut direct).unwrap();
+            assert_eq!(direct, data);
+        }
+        let big: Vec<u8> = (0..9000u32).map(|i| i as u8).collect();
+        p.write(size - 9000, &big).unwrap();
+        let mut back = vec![0u8; 9000];
+        p.read(size - 9000, &mut back).unwrap();
+        assert_eq!(back, big);
+        p.store_u64_release(size - 8, 0x0102_0304_0506_0708)
+            .unwrap();
+        assert_eq!(p.read_u64(size - 8).unwrap(), 0x0102_0304_0506_0708);
+        assert_eq!(
+            p.with_atomic_u64(size - 8, Perm::RW, |a| a.fetch_add(1, Ordering::AcqRel))
+                .unwrap(),
+            0x0102_0304_0506_0708
+        );
+        assert_eq!(p.load_u64_acquire(size - 8).unwrap(), 0x0102_0304_0506_0709);
     }
 
     #[test]

@@ -7,9 +7,12 @@
 //! `Arc` inside) and every accessor is bounds-checked: a bad address is a typed
 //! [`MemoryError`], never a panic.
 //!
-//! Plain reads and writes copy in one `memcpy`-sized chunk. The `*_acquire` / `*_release`
-//! accessors are real atomic 4- or 8-byte accesses, for words that the CPU and a device
-//! hand over to each other (ring valid bits, producer/consumer indices, AMO targets).
+//! Plain reads and writes copy in one `memcpy`-sized chunk, straight from the mapping's base
+//! pointer after one bounds check (the [`raw`] module holds the only `unsafe` code, each
+//! block with its safety argument); accesses of up to 8 bytes are volatile, larger ones a
+//! `memcpy`, as vm-memory does for guest memory. The `*_acquire` / `*_release` accessors are
+//! real atomic 4- or 8-byte accesses, for words that the CPU and a device hand over to each
+//! other (ring valid bits, producer/consumer indices, AMO targets).
 //!
 //! [`PageAllocator`] hands out page-granular ranges of that RAM (kernel pages for rings,
 //! pinned user buffers); [`HostMemory::alloc`] / [`HostMemory::free`] are its thread-safe
@@ -22,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use thiserror::Error;
 pub use vm_memory::GuestAddress;
-use vm_memory::{Bytes, GuestMemoryBackend, GuestMemoryMmap, VolatileMemory, VolatileSlice};
+use vm_memory::{Bytes, MmapRegion, VolatileMemory, VolatileSlice};
 
 /// Page size of the emulated node (4 KiB, as on x86-64 and the default arm64 kernels).
 pub const PAGE_SIZE: u64 = 4096;
@@ -217,9 +220,96 @@ impl PageAllocator {
 }
 
 struct Inner {
-    mem: GuestMemoryMmap<()>,
+    /// One anonymous private mapping; host physical address `a` is byte `a` of it.
+    map: MmapRegion<()>,
     size: u64,
     alloc: Mutex<PageAllocator>,
+}
+
+/// The raw accesses to the mapping: the only `unsafe` code of host memory. Every function
+/// checks its range against the mapping itself, so callers cannot misuse them.
+#[allow(unsafe_code)]
+mod raw {
+    use std::sync::atomic::{AtomicU32, AtomicU64};
+    use vm_memory::MmapRegion;
+
+    /// The mapping's bytes `[off, off + len)` as a pointer, if they lie inside it.
+    fn span(map: &MmapRegion<()>, off: usize, len: usize) -> Option<*mut u8> {
+        let end = off.checked_add(len)?;
+        (end <= map.size()).then(|| map.as_ptr().wrapping_add(off))
+    }
+
+    /// Copy `buf.len()` bytes from the mapping at `off` into `buf`; false (nothing copied)
+    /// if the range is not inside the mapping.
+    pub(super) fn read(map: &MmapRegion<()>, off: usize, buf: &mut [u8]) -> bool {
+        let Some(src) = span(map, off, buf.len()) else {
+            return false;
+        };
+        let n = buf.len();
+        let dst = buf.as_mut_ptr();
+        if n <= 8 {
+            for i in 0..n {
+                // SAFETY: `src..src + n` is inside the live mapping (`span`), `dst..dst + n`
+                // is `buf`; byte accesses have no alignment requirement. The load is
+                // volatile because another thread (the device or the CPU side) may store to
+                // the word concurrently.
+                unsafe { dst.add(i).write(src.add(i).read_volatile()) };
+            }
+        } else {
+            // SAFETY: both ranges are valid for `n` bytes (`span`, and `buf`); they cannot
+            // overlap: `buf` is a Rust `&mut [u8]` and host memory never hands out a
+            // reference into the mapping other than `&AtomicU64`/`&AtomicU32` words, which
+            // cannot become a `&mut [u8]`. Concurrent stores by another thread make the
+            // copied bytes unspecified, never unsound for plain bytes (vm-memory copies
+            // guest memory shared with devices the same way).
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        }
+        true
+    }
+
+    /// Copy `buf` into the mapping at `off`; false (nothing copied) if the range is not
+    /// inside the mapping.
+    pub(super) fn write(map: &MmapRegion<()>, off: usize, buf: &[u8]) -> bool {
+        let Some(dst) = span(map, off, buf.len()) else {
+            return false;
+        };
+        let n = buf.len();
+        let src = buf.as_ptr();
+        if n <= 8 {
+            for i in 0..n {
+                // SAFETY: as in `read`, with the volatile access on the mapping's side.
+                unsafe { dst.add(i).write_volatile(src.add(i).read()) };
+            }
+        } else {
+            // SAFETY: as in `read`: valid, non-overlapping ranges of `n` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        }
+        true
+    }
+
+    /// The naturally aligned 8-byte word at `off` as an atomic, if it lies inside the
+    /// mapping and `off` is 8-aligned.
+    pub(super) fn atomic_u64(map: &MmapRegion<()>, off: usize) -> Option<&AtomicU64> {
+        let p = span(map, off, 8)?;
+        if !(p as usize).is_multiple_of(align_of::<AtomicU64>()) {
+            return None;
+        }
+        // SAFETY: `p` is valid for 8 bytes for as long as `map` is borrowed (the returned
+        // reference borrows it), and aligned for `AtomicU64`; every bit pattern is a valid
+        // `u64`. Other accesses to the word are atomic, or byte copies that the program
+        // tolerates seeing unspecified values from (shared device memory).
+        Some(unsafe { AtomicU64::from_ptr(p.cast::<u64>()) })
+    }
+
+    /// The naturally aligned 4-byte word at `off` as an atomic (see [`atomic_u64`]).
+    pub(super) fn atomic_u32(map: &MmapRegion<()>, off: usize) -> Option<&AtomicU32> {
+        let p = span(map, off, 4)?;
+        if !(p as usize).is_multiple_of(align_of::<AtomicU32>()) {
+            return None;
+        }
+        // SAFETY: as in `atomic_u64`, for 4 bytes.
+        Some(unsafe { AtomicU32::from_ptr(p.cast::<u32>()) })
+    }
 }
 
 /// The RAM of one emulated node: a cheap-to-clone handle shared by the CPU side and devices.
@@ -250,14 +340,13 @@ impl HostMemory {
             ));
         }
         let len = usize::try_from(size).map_err(|_| create("size exceeds usize".into()))?;
-        let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), len)])
-            .map_err(|e| create(e.to_string()))?;
+        let map = MmapRegion::<()>::new(len).map_err(|e| create(e.to_string()))?;
         // The first page stays reserved so that 0 is never a valid allocation.
         let alloc =
             PageAllocator::new(PAGE_SIZE, size - PAGE_SIZE).map_err(|e| create(e.to_string()))?;
         Ok(HostMemory {
             inner: Arc::new(Inner {
-                mem,
+                map,
                 size,
                 alloc: Mutex::new(alloc),
             }),
@@ -287,28 +376,44 @@ impl HostMemory {
     fn slice(&self, addr: GuestAddress, len: u64) -> Result<VolatileSlice<'_, ()>, MemoryError> {
         let oor = MemoryError::OutOfRange { addr: addr.0, len };
         self.check(addr, len)?;
+        let off = usize::try_from(addr.0).map_err(|_| oor.clone())?;
         let count = usize::try_from(len).map_err(|_| oor.clone())?;
-        self.inner.mem.get_slice(addr, count).map_err(|_| oor)
+        self.inner.map.get_slice(off, count).map_err(|_| oor)
+    }
+
+    /// The offset of `addr` in the mapping, for an access of `len` bytes (bounds checked).
+    fn offset(&self, addr: GuestAddress, len: usize) -> Result<usize, MemoryError> {
+        self.check(addr, len as u64)?;
+        usize::try_from(addr.0).map_err(|_| MemoryError::OutOfRange {
+            addr: addr.0,
+            len: len as u64,
+        })
     }
 
     /// Copy `buf.len()` bytes from `addr` into `buf`.
     pub fn read(&self, addr: GuestAddress, buf: &mut [u8]) -> Result<(), MemoryError> {
-        if buf.is_empty() {
-            return self.check(addr, 0);
+        let off = self.offset(addr, buf.len())?;
+        if raw::read(&self.inner.map, off, buf) {
+            Ok(())
+        } else {
+            Err(MemoryError::OutOfRange {
+                addr: addr.0,
+                len: buf.len() as u64,
+            })
         }
-        let s = self.slice(addr, buf.len() as u64)?;
-        s.copy_to(buf);
-        Ok(())
     }
 
     /// Copy `buf` into memory at `addr`.
     pub fn write(&self, addr: GuestAddress, buf: &[u8]) -> Result<(), MemoryError> {
-        if buf.is_empty() {
-            return self.check(addr, 0);
+        let off = self.offset(addr, buf.len())?;
+        if raw::write(&self.inner.map, off, buf) {
+            Ok(())
+        } else {
+            Err(MemoryError::OutOfRange {
+                addr: addr.0,
+                len: buf.len() as u64,
+            })
         }
-        let s = self.slice(addr, buf.len() as u64)?;
-        s.copy_from(buf);
-        Ok(())
     }
 
     /// Read a little-endian `u32` (any alignment; not atomic).
@@ -345,13 +450,11 @@ impl HostMemory {
                 align: 8,
             });
         }
-        let s = self.slice(addr, 8)?;
-        let a = s
-            .get_atomic_ref::<AtomicU64>(0)
-            .map_err(|_| MemoryError::Misaligned {
-                addr: addr.0,
-                align: 8,
-            })?;
+        let off = self.offset(addr, 8)?;
+        let a = raw::atomic_u64(&self.inner.map, off).ok_or(MemoryError::Misaligned {
+            addr: addr.0,
+            align: 8,
+        })?;
         Ok(f(a))
     }
 
@@ -367,13 +470,11 @@ impl HostMemory {
                 align: 4,
             });
         }
-        let s = self.slice(addr, 4)?;
-        let a = s
-            .get_atomic_ref::<AtomicU32>(0)
-            .map_err(|_| MemoryError::Misaligned {
-                addr: addr.0,
-                align: 4,
-            })?;
+        let off = self.offset(addr, 4)?;
+        let a = raw::atomic_u32(&self.inner.map, off).ok_or(MemoryError::Misaligned {
+            addr: addr.0,
+            align: 4,
+        })?;
         Ok(f(a))
     }
 
@@ -503,6 +604,38 @@ mod tests {
         // Zero-length accesses at the end are fine, past it are not.
         assert!(m.read(GuestAddress(end), &mut []).is_ok());
         assert!(m.write(GuestAddress(end + 1), &[]).is_err());
+    }
+
+    #[test]
+    fn small_and_unaligned_accesses_up_to_the_end() {
+        let m = mem();
+        let end = m.size();
+        for n in 0..=20usize {
+            for at in [0x1000 + n as u64, end - n as u64] {
+                let data: Vec<u8> = (0..n).map(|i| (i as u8) ^ 0xc3).collect();
+                m.write(GuestAddress(at), &data).unwrap();
+                let mut back = vec![0u8; n];
+                m.read(GuestAddress(at), &mut back).unwrap();
+                assert_eq!(back, data, "len {n} at {at:#x}");
+            }
+            if n > 0 {
+                // One byte past the end is refused and nothing is written.
+                let at = end - n as u64 + 1;
+                let before = m.read_u64(GuestAddress(end - 8)).unwrap();
+                assert_eq!(
+                    m.write(GuestAddress(at), &vec![0xEE; n]),
+                    Err(MemoryError::OutOfRange {
+                        addr: at,
+                        len: n as u64
+                    })
+                );
+                assert_eq!(m.read_u64(GuestAddress(end - 8)).unwrap(), before);
+                assert!(m.read(GuestAddress(at), &mut vec![0; n]).is_err());
+            }
+        }
+        assert!(m.load_u32_acquire(GuestAddress(end - 4)).is_ok());
+        assert!(m.load_u32_acquire(GuestAddress(end)).is_err());
+        assert!(m.store_u64_release(GuestAddress(end - 8), 1).is_ok());
     }
 
     #[test]
