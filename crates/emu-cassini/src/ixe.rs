@@ -1,8 +1,10 @@
 //! The initiator side (transmit command execution, OXE in the hardware; the response path of
 //! IXE): decoding transmit commands, IDC put and small message, full DMA put and get,
-//! non-matching put/get, MTU segmentation, the table of outstanding requests waiting for an
-//! ACK or a REPLY, and the initiator events (SEND, ACK, REPLY) with their suppression flags
-//! (cassini.md §2.1, §3.2).
+//! rendezvous put (only the eager bytes travel), non-matching put/get, atomics (IDC, small
+//! IDC, DMA; also fired CT_TRIG_DMAs), MTU segmentation, the Gets the NIC issues itself to
+//! pull the rest of a rendezvous put (`launch_rendezvous_get`), the table of outstanding
+//! requests waiting for an ACK or a REPLY, and the initiator events (SEND, ACK, REPLY) with
+//! their suppression flags and counting events (cassini.md §2.1, §3.2, §5, §6).
 //!
 //! States of a request: `exec_tx` (decode, CQ control, C_STATE) -> `launch` (resolve the CP,
 //! check the local buffer through the ATU, allocate a handle, segment and send; SEND event) ->

@@ -5,7 +5,11 @@
 //!
 //! States of an incoming request: `receive` (parse, CRC) -> `request` (DFA check, RMU, LPE)
 //! -> `place_put` / `serve_get` (data movement; a put longer than one MTU keeps an
-//! [`InMsg`] until its last continuation) -> `complete_put` (target events, CT, ACK).
+//! [`InMsg`] until its last continuation) -> `complete_put` (target events, CT, ACK; for a
+//! matched rendezvous put, the Get that pulls the rest, whose completion applies the CT).
+//! A rendezvous put that went unexpected is remembered with its fabric header until the
+//! append that matches it starts the Get (`command_outcome`). Also here: the LPE
+//! configuration CSRs (`c_lpe_cfg_get_ctrl`, LE pools).
 
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;
