@@ -8,6 +8,7 @@
 //!   the uAPI).
 //! - [`emulated`]: assembling emulated clusters (engine, fabric, nodes, devices on a bus).
 
+pub mod alloc;
 pub mod cassini;
 pub mod emulated;
 pub mod gemini;

@@ -18,10 +18,10 @@ use firmware_spec::cassini::limits as lim;
 use firmware_spec::cassini::pci::{CSR_SIZE, CassiniVersion, Generation, Platform};
 use firmware_spec::cassini::rc::ReturnCode;
 
-use super::alloc::IdAllocator;
 use super::atu::NtaTables;
 use super::hw::{self, CassHw, CqConfig, EqConfig, HwError, PortalKey, PtlteConfig, TaMode};
 use super::uapi::*;
+use crate::alloc::IdAllocator;
 use crate::mem::{HostMem, MapShared, MemError, PAGE_SIZE, PageBlock, Pinned, UserSpace};
 use crate::pci::{Interrupts, PciAddress, PciFunction, PciId, WaitObject};
 

@@ -11,7 +11,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod alloc;
 pub mod atu;
 pub mod client;
 pub mod core;

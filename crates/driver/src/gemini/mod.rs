@@ -14,7 +14,6 @@
 //! - [`driver`]: the PCI driver (id table, probe).
 //! - [`cluster`]: emulated clusters of Gemini nodes on a 3D torus.
 
-pub mod alloc;
 pub mod cluster;
 pub mod datagram;
 pub mod driver;

@@ -33,7 +33,6 @@ use firmware_spec::gemini::pci as gpci;
 use firmware_spec::gemini::post::PostDescriptor;
 use firmware_spec::gemini::{limits, map};
 
-use super::alloc::IdAllocator;
 use super::datagram::{self, DgramState, Domain, Matcher, Outgoing, PostError, PostSpec, Wire};
 use super::error::{KgniError, Object, Resource};
 use super::hw::{self, Ghal, HwError, MmioWindow};
@@ -41,6 +40,7 @@ use super::uapi::{
     AttachInfo, CdmId, CqId, CqInfo, DatagramResult, EpId, FmaId, JobConfig, MapKind, Mapping,
     MmapToken, PostInfo, Request, Response,
 };
+use crate::alloc::IdAllocator;
 use crate::mem::{HostMem, MapShared, MemWindow, PAGE_SIZE, PageBlock, Pinned, UserSpace};
 use crate::pci::{Interrupts, PciFunction};
 

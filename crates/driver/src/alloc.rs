@@ -1,5 +1,7 @@
-//! Identifier allocators: a bitmap over `[first, end)` handing out the lowest free id, as the
-//! kernel's `ida`/`idr` do for CQ, EQ, CT, PtlTE and RGID numbers.
+//! Identifier allocators of both drivers: a bitmap over `[first, end)` that hands out the
+//! lowest free id (Cassini CQ, EQ, CT, PtlTE and RGID numbers; Gemini CQ, FMA, MDD and endpoint
+//! numbers) or the lowest run of consecutive free ids (Gemini MRT and NTT entries), as the
+//! kernel's `ida`/`idr` do.
 
 /// A bitmap allocator of ids in `[first, end)`.
 #[derive(Clone, Debug)]
@@ -68,12 +70,6 @@ impl IdAllocator {
         Some(id)
     }
 
-    /// The lowest free id in `[lo, hi)`, marked used.
-    pub fn alloc_in(&mut self, lo: u32, hi: u32) -> Option<u32> {
-        let id = (lo.max(self.first)..hi.min(self.end)).find(|&i| !self.is_used(i))?;
-        self.alloc_specific(id).then_some(id)
-    }
-
     /// Mark `id` used; false if it is outside the range or already used.
     pub fn alloc_specific(&mut self, id: u32) -> bool {
         match self.slot(id) {
@@ -86,26 +82,42 @@ impl IdAllocator {
         }
     }
 
-    /// The first id of `count` consecutive free ids (lowest first), all marked used.
+    /// The lowest free id in `[lo, hi)`, marked used.
+    pub fn alloc_in(&mut self, lo: u32, hi: u32) -> Option<u32> {
+        let id = (lo.max(self.first)..hi.min(self.end)).find(|&i| !self.is_used(i))?;
+        self.alloc_specific(id).then_some(id)
+    }
+
+    /// The first id of the lowest run of `count` consecutive free ids, all marked used.
     pub fn alloc_contiguous(&mut self, count: u32) -> Option<u32> {
-        if count == 0 || count > self.capacity() {
+        if count == 0 || count > self.free_count() {
             return None;
         }
         let mut run = 0;
         let mut start = self.first;
-        for id in self.first..self.end {
+        let mut id = self.first;
+        while id < self.end {
+            // Skip whole used words quickly.
+            let i = id - self.first;
+            if i.is_multiple_of(64) && self.words[(i / 64) as usize] == u64::MAX {
+                run = 0;
+                id = id.saturating_add(64).min(self.end);
+                start = id;
+                continue;
+            }
             if self.is_used(id) {
                 run = 0;
                 start = id + 1;
             } else {
                 run += 1;
                 if run == count {
-                    for i in start..start + count {
-                        self.alloc_specific(i);
+                    for j in start..start + count {
+                        self.alloc_specific(j);
                     }
                     return Some(start);
                 }
             }
+            id += 1;
         }
         None
     }
@@ -126,6 +138,21 @@ impl IdAllocator {
     pub fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
         self.used = 0;
+    }
+
+    /// Return the run `start..start + count`; false (and nothing changes) unless every id of
+    /// it was allocated.
+    pub fn free_run(&mut self, start: u32, count: u32) -> bool {
+        let Some(end) = start.checked_add(count) else {
+            return false;
+        };
+        if count == 0 || !(start..end).all(|i| self.is_used(i)) {
+            return false;
+        }
+        for i in start..end {
+            self.free(i);
+        }
+        true
     }
 }
 
@@ -151,7 +178,28 @@ mod tests {
     }
 
     #[test]
-    fn contiguous_and_specific() {
+    fn runs() {
+        let mut a = IdAllocator::new(0, 200);
+        assert!(a.alloc_specific(3));
+        assert_eq!(a.alloc_contiguous(4), Some(4));
+        assert_eq!(a.alloc_contiguous(3), Some(0));
+        // Fill a whole word so the skip path runs.
+        assert_eq!(a.alloc_contiguous(120), Some(8));
+        assert_eq!(a.alloc_contiguous(80), None);
+        assert_eq!(a.alloc_contiguous(72), Some(128));
+        assert_eq!(a.used_count(), 200);
+        assert!(a.free_run(8, 120));
+        assert!(!a.free_run(8, 1));
+        // A run that is only partly allocated is refused whole.
+        assert!(!a.free_run(0, 9));
+        assert!(!a.free_run(u32::MAX, 2));
+        assert_eq!(a.free_count(), 120);
+        assert!(a.free_run(0, 8));
+        assert_eq!(a.free_count(), 128);
+    }
+
+    #[test]
+    fn specific_ranges_and_clear() {
         let mut a = IdAllocator::new(0, 130);
         assert!(a.alloc_specific(3));
         assert!(!a.alloc_specific(3));
@@ -168,17 +216,25 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
-        fn matches_a_set(ops in prop::collection::vec((any::<bool>(), 0u32..80), 1..200)) {
+        fn matches_a_set(ops in prop::collection::vec((0u8..3, 0u32..80, 1u32..6), 1..200)) {
             let mut a = IdAllocator::new(5, 75);
             let mut model = std::collections::BTreeSet::new();
-            for (alloc, id) in ops {
-                if alloc {
-                    let got = a.alloc();
-                    let want = (5..75).find(|i| !model.contains(i));
-                    prop_assert_eq!(got, want);
-                    if let Some(i) = got { model.insert(i); }
-                } else {
-                    prop_assert_eq!(a.free(id), model.remove(&id));
+            for (op, id, n) in ops {
+                match op {
+                    0 => {
+                        let got = a.alloc();
+                        let want = (5..75).find(|i| !model.contains(i));
+                        prop_assert_eq!(got, want);
+                        if let Some(i) = got { model.insert(i); }
+                    }
+                    1 => {
+                        let got = a.alloc_contiguous(n);
+                        let want = (5..=75u32.saturating_sub(n))
+                            .find(|s| (*s..s + n).all(|i| !model.contains(&i)));
+                        prop_assert_eq!(got, want);
+                        if let Some(s) = got { model.extend(s..s + n); }
+                    }
+                    _ => prop_assert_eq!(a.free(id), model.remove(&id)),
                 }
                 prop_assert_eq!(a.used_count() as usize, model.len());
             }
