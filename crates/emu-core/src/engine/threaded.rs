@@ -309,7 +309,10 @@ impl Shared {
                     let deliveries = {
                         let mut n = lock(&self.net);
                         let Net { fabric, rng, .. } = &mut *n;
-                        fabric.inject(now, pkt, rng)
+                        match self.cfg.timing {
+                            FabricTiming::Immediate => fabric.inject_immediate(now, pkt, rng),
+                            FabricTiming::Modeled => fabric.inject(now, pkt, rng),
+                        }
                     };
                     for (t, p) in deliveries {
                         if self.cfg.timing == FabricTiming::Immediate || t <= now {

@@ -143,9 +143,14 @@ impl LinkState {
                 *b = *b + ser;
             }
         }
+        self.count(dir, bytes);
+        end
+    }
+
+    /// Count a packet crossing direction `dir` without timing it.
+    pub(crate) fn count(&mut self, dir: usize, bytes: usize) {
         self.counters.packets[dir] += 1;
         self.counters.bytes[dir] += bytes as u64;
-        end
     }
 }
 

@@ -277,7 +277,27 @@ impl Fabric {
     /// only by enabled fault sites. Without faults the deliveries of one
     /// `(src, dst, tc)` flow arrive in injection order (FIFO), provided `now` never goes
     /// backwards between calls.
-    pub fn inject(&mut self, now: SimTime, mut pkt: Packet, rng: &mut SimRng) -> Deliveries {
+    pub fn inject(&mut self, now: SimTime, pkt: Packet, rng: &mut SimRng) -> Deliveries {
+        self.inject_with(now, pkt, rng, true)
+    }
+
+    /// [`Fabric::inject`] for an engine that delivers every packet at once (the threaded
+    /// engine's [`FabricTiming::Immediate`](crate::engine::threaded::FabricTiming)): the
+    /// same counters (fabric, traffic class and per-link packets and bytes), CRC, route,
+    /// link-down check and fault sites, drawn in the same order, but no link timing: no
+    /// queueing state is updated and no per-flow arrival is recorded. Every delivery is at
+    /// `now` (plus the reorder delay when that site fires).
+    pub fn inject_immediate(&mut self, now: SimTime, pkt: Packet, rng: &mut SimRng) -> Deliveries {
+        self.inject_with(now, pkt, rng, false)
+    }
+
+    fn inject_with(
+        &mut self,
+        now: SimTime,
+        mut pkt: Packet,
+        rng: &mut SimRng,
+        timed: bool,
+    ) -> Deliveries {
         let mut out = Deliveries::default();
         let len = pkt.data.len();
         let tci = usize::from(pkt.tc.0);
@@ -313,25 +333,14 @@ impl Fabric {
             return self.drop_packet(tci, out);
         }
 
-        // Timing: store-and-forward over every hop, priority queues per link direction.
-        let prio = usize::from(self.priority[tci]);
-        let ser = self.params.serialization(len);
-        let mut t = now;
-        let hops = self.route.len();
-        for (i, hop) in self.route.iter().enumerate() {
-            let link = &mut self.links[hop.link.0 as usize];
-            t = link.schedule(hop.dir.index(), prio, t, ser, len) + self.params.latency;
-            if i + 1 < hops {
-                t = t + self.params.switch_latency;
+        let t = if timed {
+            self.timing(now, &pkt, tci, len)
+        } else {
+            for hop in &self.route {
+                self.links[hop.link.0 as usize].count(hop.dir.index(), len);
             }
-        }
-        // FIFO per flow: never arrive before the previous packet of the same flow.
-        let last = self
-            .flows
-            .entry((pkt.src.0, pkt.dst.0, pkt.tc.0))
-            .or_insert(SimTime::ZERO);
-        t = t.max(*last);
-        *last = t;
+            now
+        };
 
         let dup = rng.chance(self.faults.duplicate);
         if dup {
@@ -350,6 +359,30 @@ impl Fabric {
         self.counters.delivered += n;
         self.tc[tci].delivered += n;
         out
+    }
+
+    /// Arrival time of a routed packet (in `self.route`): store-and-forward over every hop
+    /// with priority queues per link direction, then FIFO per flow.
+    fn timing(&mut self, now: SimTime, pkt: &Packet, tci: usize, len: usize) -> SimTime {
+        let prio = usize::from(self.priority[tci]);
+        let ser = self.params.serialization(len);
+        let mut t = now;
+        let hops = self.route.len();
+        for (i, hop) in self.route.iter().enumerate() {
+            let link = &mut self.links[hop.link.0 as usize];
+            t = link.schedule(hop.dir.index(), prio, t, ser, len) + self.params.latency;
+            if i + 1 < hops {
+                t = t + self.params.switch_latency;
+            }
+        }
+        // FIFO per flow: never arrive before the previous packet of the same flow.
+        let last = self
+            .flows
+            .entry((pkt.src.0, pkt.dst.0, pkt.tc.0))
+            .or_insert(SimTime::ZERO);
+        t = t.max(*last);
+        *last = t;
+        t
     }
 
     fn drop_packet(&mut self, tci: usize, out: Deliveries) -> Deliveries {
@@ -434,6 +467,56 @@ mod tests {
         let want = p.crc;
         let d: Vec<_> = f.inject(SimTime::ZERO, p, &mut rng).into_iter().collect();
         assert_eq!(d[0].1.crc, want);
+    }
+
+    #[test]
+    fn immediate_injection_counts_like_timed_injection_without_timing() {
+        let faults = FaultConfig {
+            drop: 0.2,
+            duplicate: 0.2,
+            corrupt: 0.2,
+            ..FaultConfig::none()
+        };
+        let cfg = FabricConfig {
+            faults,
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 3 })
+        };
+        let mut timed = Fabric::new(cfg.clone()).unwrap();
+        let mut now_ = Fabric::new(cfg).unwrap();
+        let (mut r1, mut r2) = (SimRng::new(8), SimRng::new(8));
+        let t0 = SimTime::from_us(5);
+        for i in 0..300u32 {
+            let p = pkt(i % 3, (i + 1) % 3, (i % 4) as u8, (i as usize * 13) % 700);
+            let a: Vec<_> = timed.inject(t0, p.clone(), &mut r1).into_iter().collect();
+            let b: Vec<_> = now_.inject_immediate(t0, p, &mut r2).into_iter().collect();
+            assert_eq!(a.len(), b.len());
+            for ((_, pa), (tb, pb)) in a.iter().zip(&b) {
+                assert_eq!(pa, pb);
+                assert_eq!(*tb, t0);
+            }
+        }
+        // Same draws, same counters everywhere.
+        assert_eq!(r1.next_u64(), r2.next_u64());
+        assert_eq!(timed.counters(), now_.counters());
+        for tc in 0..4 {
+            assert_eq!(
+                timed.tc_counters(TrafficClass(tc)),
+                now_.tc_counters(TrafficClass(tc))
+            );
+        }
+        for l in 0..timed.graph().links().len() as u32 {
+            assert_eq!(
+                timed.link_counters(LinkId(l)),
+                now_.link_counters(LinkId(l))
+            );
+        }
+        // No queueing state was built: a timed packet now sees idle links.
+        now_.set_faults(FaultConfig::none());
+        let d: Vec<_> = now_
+            .inject(t0, pkt(0, 1, 0, 100), &mut r2)
+            .into_iter()
+            .collect();
+        assert_eq!(d[0].0, now_.params().unloaded_arrival(t0, 100, 2));
     }
 
     #[test]
