@@ -52,6 +52,29 @@ pub enum EngineKind {
     ThreadedWith(ThreadedConfig),
 }
 
+/// A started engine, and the threaded engine's own handle when it is one (for shutdown).
+pub(crate) type Started = (Arc<dyn Engine>, Option<Arc<Threaded>>);
+
+impl EngineKind {
+    /// Start an engine of this kind over `fabric`: the engine, and the threaded engine's own
+    /// handle when it is one (for shutdown).
+    pub(crate) fn start(&self, fabric: Fabric) -> Result<Started, EngineError> {
+        Ok(match self {
+            EngineKind::Deterministic { seed } => {
+                (Arc::new(Deterministic::new(*seed, fabric)), None)
+            }
+            EngineKind::Threaded | EngineKind::ThreadedWith(_) => {
+                let cfg = match self {
+                    EngineKind::ThreadedWith(c) => c.clone(),
+                    _ => ThreadedConfig::default(),
+                };
+                let t = Arc::new(Threaded::new(fabric, cfg)?);
+                (Arc::clone(&t) as Arc<dyn Engine>, Some(t))
+            }
+        })
+    }
+}
+
 /// Why a cluster could not be built.
 #[derive(Debug, Error)]
 pub enum ClusterError {
@@ -169,19 +192,7 @@ impl ClusterBuilder {
             ports: self.nics as u32,
         });
         let fabric = Fabric::new(FabricConfig::new(topology))?;
-        let (engine, threaded): (Arc<dyn Engine>, Option<Arc<Threaded>>) = match &self.engine {
-            EngineKind::Deterministic { seed } => {
-                (Arc::new(Deterministic::new(*seed, fabric)), None)
-            }
-            EngineKind::Threaded | EngineKind::ThreadedWith(_) => {
-                let cfg = match &self.engine {
-                    EngineKind::ThreadedWith(c) => c.clone(),
-                    _ => ThreadedConfig::default(),
-                };
-                let t = Arc::new(Threaded::new(fabric, cfg)?);
-                (Arc::clone(&t) as Arc<dyn Engine>, Some(t))
-            }
-        };
+        let (engine, threaded) = self.engine.start(fabric)?;
         let progress = engine.progress_handle();
         let mut nodes = Vec::with_capacity(self.nics);
         for i in 0..self.nics {

@@ -13,8 +13,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use emu_core::dma::{DmaPort, Iommu};
-use emu_core::engine::deterministic::Deterministic;
-use emu_core::engine::threaded::{Threaded, ThreadedConfig};
+use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
 use emu_core::memory::HostMemory;
@@ -170,19 +169,7 @@ impl GeminiClusterBuilder {
             faults: self.faults,
         })?;
         let ports = fabric.ports();
-        let (engine, threaded): (Arc<dyn Engine>, Option<Arc<Threaded>>) = match &self.engine {
-            EngineKind::Deterministic { seed } => {
-                (Arc::new(Deterministic::new(*seed, fabric)), None)
-            }
-            EngineKind::Threaded | EngineKind::ThreadedWith(_) => {
-                let cfg = match &self.engine {
-                    EngineKind::ThreadedWith(c) => c.clone(),
-                    _ => ThreadedConfig::default(),
-                };
-                let t = Arc::new(Threaded::new(fabric, cfg)?);
-                (Arc::clone(&t) as Arc<dyn Engine>, Some(t))
-            }
-        };
+        let (engine, threaded) = self.engine.start(fabric)?;
         let progress = Arc::new(ClusterProgress {
             engine: engine.progress_handle(),
             nodes: Mutex::new(Vec::new()),
