@@ -383,3 +383,6 @@ pub(crate) fn le_value(data: &[u8]) -> u64 {
 
 #[cfg(test)]
 mod burst_tests;
+
+#[cfg(test)]
+mod order_tests;

@@ -77,6 +77,10 @@ impl Default for ThreadedConfig {
 /// Handler calls an engine thread runs before it looks at the scheduler again.
 const WORKER_BUDGET: usize = 256;
 
+/// Deferred items an engine thread takes from the scheduler at once (in order): one lock
+/// round trip per batch instead of per packet when a burst was handed over.
+const WORKER_BATCH: usize = 64;
+
 /// Handler calls a work loop runs on one reading of the clock (see [`Shared::run`]).
 const CLOCK_EVERY: usize = 16;
 
@@ -135,8 +139,20 @@ impl Ord for Timed {
 struct Sched {
     heap: BinaryHeap<Timed>,
     deferred: VecDeque<Work>,
+    /// A thread is running a batch taken from `deferred` (one at a time, so deferred work
+    /// runs in the order it was queued).
+    draining: bool,
     seq: u64,
     shutdown: bool,
+}
+
+/// What [`Shared::take_ready`] took.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Taken {
+    /// This many deferred items, in order.
+    Deferred(usize),
+    /// One due timer (or delayed packet).
+    Timer,
 }
 
 #[derive(Default)]
@@ -190,12 +206,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The buffers of one work loop (action list and work queue), kept per thread between
-/// loops so that the inline path allocates nothing once warm.
+/// The buffers of one work loop (action list, work queue, a batch of deferred items), kept
+/// per thread between loops so that the inline path allocates nothing once warm.
 #[derive(Default)]
 struct Scratch {
     actions: Vec<Action>,
     q: VecDeque<Work>,
+    batch: VecDeque<Work>,
 }
 
 /// Buffers above this capacity are not kept (a burst of thousands of packets should not
@@ -219,11 +236,15 @@ impl Scratch {
 
     /// Give the (drained) buffers back to this thread.
     fn give(mut self) {
-        if self.actions.capacity() > SCRATCH_KEEP || self.q.capacity() > SCRATCH_KEEP {
+        if self.actions.capacity() > SCRATCH_KEEP
+            || self.q.capacity() > SCRATCH_KEEP
+            || self.batch.capacity() > SCRATCH_KEEP
+        {
             return;
         }
         self.actions.clear();
         self.q.clear();
+        self.batch.clear();
         let _ = SCRATCH.try_with(|c| c.set(Some(self)));
     }
 }
@@ -243,6 +264,9 @@ struct Shared {
     pending: AtomicUsize,
     /// Scheduler items taken by an engine thread or a progress call and still running.
     active: AtomicUsize,
+    /// Deferred items queued or in a batch being run. While it is non-zero, the packets a
+    /// host access causes queue up behind them instead of running inline (FIFO).
+    backlog: AtomicUsize,
     down: AtomicBool,
     c: Counters,
 }
@@ -368,26 +392,38 @@ impl Shared {
             }
             s.deferred.extend(q.drain(..));
             self.pending.fetch_add(n, Ordering::AcqRel);
+            self.backlog.fetch_add(n, Ordering::AcqRel);
         }
         self.c.deferred.fetch_add(n as u64, Ordering::Relaxed);
         self.cond.notify_one();
     }
 
-    /// Take one item that is due (deferred work first, then the earliest due timer), marking
-    /// it active. Called with the scheduler lock held.
-    fn take_ready(&self, s: &mut Sched, now: SimTime) -> Option<Work> {
-        let w = if let Some(w) = s.deferred.pop_front() {
-            Some(w)
-        } else if s.heap.peek().is_some_and(|t| t.time <= now) {
-            s.heap.pop().map(|t| t.work)
+    /// Take work that is due into `q`: up to `max` deferred items (in order) unless another
+    /// thread is running deferred work, or else the earliest due timer. What was taken
+    /// counts as one active item. Called with the scheduler lock held.
+    fn take_ready(
+        &self,
+        s: &mut Sched,
+        now: SimTime,
+        q: &mut VecDeque<Work>,
+        max: usize,
+    ) -> Option<Taken> {
+        let taken = if !s.draining && !s.deferred.is_empty() {
+            let n = s.deferred.len().min(max.max(1));
+            q.extend(s.deferred.drain(..n));
+            s.draining = true;
+            Taken::Deferred(n)
+        } else if s.heap.peek().is_some_and(|t| t.time <= now)
+            && let Some(t) = s.heap.pop()
+        {
+            q.push_back(t.work);
+            Taken::Timer
         } else {
-            None
+            return None;
         };
-        if w.is_some() {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            self.active.fetch_add(1, Ordering::AcqRel);
-        }
-        w
+        self.pending.fetch_sub(q.len(), Ordering::AcqRel);
+        self.active.fetch_add(1, Ordering::AcqRel);
+        Some(taken)
     }
 
     /// The work loop: run the work in `sc.q`, at most `budget` handler calls, then defer the
@@ -395,7 +431,7 @@ impl Shared {
     /// read again every [`CLOCK_EVERY`] handler calls (a packet delivered inline arrives
     /// at the time it was sent, as the immediate fabric timing says; a long loop still
     /// follows real time).
-    fn run(&self, sc: &mut Scratch, budget: usize, inline: bool, mut now: SimTime) {
+    fn run(&self, sc: &mut Scratch, budget: usize, inline: bool, mut now: SimTime) -> SimTime {
         let mut tally = Tally::default();
         let mut calls = 0usize;
         while let Some(w) = sc.q.pop_front() {
@@ -428,14 +464,37 @@ impl Shared {
             }
         }
         tally.flush(&self.c, inline);
+        now
     }
 
-    /// Run `work` (one item taken from the scheduler) and what follows from it, then mark it
-    /// done.
-    fn run_item(&self, work: Work, budget: usize, inline: bool, now: SimTime) {
-        let mut sc = Scratch::take();
-        sc.q.push_back(work);
-        self.run(&mut sc, budget, inline, now);
+    /// Run the work taken from the scheduler into `sc.q` and what follows from it, then
+    /// mark it done. A batch of deferred items runs item by item, each with its own budget
+    /// (as if taken one at a time), checking for shutdown in between; then the next thread
+    /// may take deferred work.
+    fn run_taken(&self, mut sc: Scratch, taken: Taken, budget: usize, inline: bool, now: SimTime) {
+        match taken {
+            Taken::Timer => {
+                self.run(&mut sc, budget, inline, now);
+            }
+            Taken::Deferred(n) => {
+                std::mem::swap(&mut sc.q, &mut sc.batch);
+                let mut now = now;
+                while let Some(w) = sc.batch.pop_front() {
+                    if self.down.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    sc.q.push_back(w);
+                    now = self.run(&mut sc, budget, inline, now);
+                }
+                sc.batch.clear();
+                self.backlog.fetch_sub(n, Ordering::AcqRel);
+                let mut s = lock(&self.sched);
+                s.draining = false;
+                if !s.deferred.is_empty() {
+                    self.cond.notify_one();
+                }
+            }
+        }
         sc.give();
         self.active.fetch_sub(1, Ordering::AcqRel);
     }
@@ -492,7 +551,12 @@ impl Shared {
         if !sc.actions.is_empty() {
             self.apply(slot, now, &mut sc.actions, &mut sc.q);
             if !sc.q.is_empty() {
-                self.run(&mut sc, self.cfg.inline_budget, true, now);
+                if self.backlog.load(Ordering::Acquire) > 0 {
+                    // Deferred deliveries are waiting: these go behind them.
+                    self.defer(&mut sc.q);
+                } else {
+                    self.run(&mut sc, self.cfg.inline_budget, true, now);
+                }
             }
         }
         sc.give();
@@ -506,19 +570,18 @@ impl Shared {
             return false;
         }
         let now = self.now();
-        let w = {
+        let mut sc = Scratch::take();
+        let took = {
             let mut s = lock(&self.sched);
-            self.take_ready(&mut s, now)
+            self.take_ready(&mut s, now, &mut sc.q, 1)
         };
-        match w {
-            Some(w) => {
-                self.run_item(w, self.cfg.inline_budget.max(1), true, now);
-                true
-            }
-            None => {
-                std::thread::yield_now();
-                false
-            }
+        if let Some(taken) = took {
+            self.run_taken(sc, taken, self.cfg.inline_budget.max(1), true, now);
+            true
+        } else {
+            sc.give();
+            std::thread::yield_now();
+            false
         }
     }
 
@@ -530,18 +593,21 @@ impl Shared {
                 }
                 std::hint::spin_loop();
             }
-            let (w, now) = {
+            let mut sc = Scratch::take();
+            let (taken, now) = {
                 let mut s = lock(&self.sched);
                 loop {
                     if s.shutdown {
                         return;
                     }
                     let now = self.now();
-                    if let Some(w) = self.take_ready(&mut s, now) {
-                        if !s.deferred.is_empty() {
+                    if let Some(taken) = self.take_ready(&mut s, now, &mut sc.q, WORKER_BATCH) {
+                        if s.heap.peek().is_some_and(|t| t.time <= now)
+                            || (!s.draining && !s.deferred.is_empty())
+                        {
                             self.cond.notify_one();
                         }
-                        break (w, now);
+                        break (taken, now);
                     }
                     s = match s.heap.peek().map(|t| t.time) {
                         Some(t) => {
@@ -555,7 +621,7 @@ impl Shared {
                     };
                 }
             };
-            self.run_item(w, WORKER_BUDGET, false, now);
+            self.run_taken(sc, taken, WORKER_BUDGET, false, now);
         }
     }
 }
@@ -600,6 +666,7 @@ impl Threaded {
             cond: Condvar::new(),
             pending: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
+            backlog: AtomicUsize::new(0),
             down: AtomicBool::new(false),
             c: Counters::default(),
             cfg: config,
