@@ -18,7 +18,7 @@ use super::{
 };
 use crate::dma::DmaPort;
 use crate::engine::Action;
-use crate::fabric::{Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
+use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
@@ -87,6 +87,8 @@ struct Core {
     irqs: Vec<(InterruptSink, u16)>,
     digest: u64,
     counters: EngineCounters,
+    /// Packet buffers lent to handlers (buffer reuse never changes behaviour).
+    buffers: BufferPool,
 }
 
 impl Core {
@@ -167,7 +169,8 @@ impl Core {
             &entry.dma,
             &mut entry.rng,
             &mut self.actions,
-        );
+        )
+        .with_buffers(&self.buffers);
         match ev.kind {
             EventKind::Packet(pkt) => {
                 self.counters.packets += 1;
@@ -237,6 +240,7 @@ impl Deterministic {
                 irqs: Vec::new(),
                 digest: 0xcbf2_9ce4_8422_2325,
                 counters: EngineCounters::default(),
+                buffers: BufferPool::default(),
             })),
         }
     }
@@ -351,7 +355,8 @@ impl Deterministic {
                 .get_mut(dev.0 as usize)
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_access(&e.bars, bar, offset, data.len())?;
-            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions);
+            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
+                .with_buffers(&c.buffers);
             let r = e.model.mmio_read(&mut io, bar, offset, data);
             c.counters.mmio_reads += 1;
             c.mix(&[
@@ -384,7 +389,8 @@ impl Deterministic {
                 .get_mut(dev.0 as usize)
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_access(&e.bars, bar, offset, data.len())?;
-            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions);
+            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
+                .with_buffers(&c.buffers);
             let r = e.model.mmio_write(&mut io, bar, offset, data);
             c.counters.mmio_writes += 1;
             c.mix(&[
@@ -418,7 +424,8 @@ impl Deterministic {
                 .get_mut(dev.0 as usize)
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_burst(&e.bars, bar, offset, data.len())?;
-            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions);
+            let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
+                .with_buffers(&c.buffers);
             let r = e.model.mmio_write_burst(&mut io, bar, offset, data);
             c.counters.mmio_writes += 1;
             for (i, q) in data.chunks_exact(8).enumerate() {

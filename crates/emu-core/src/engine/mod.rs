@@ -16,7 +16,7 @@
 //! short work inline in the caller's thread, long work on parked engine threads).
 
 use crate::dma::DmaPort;
-use crate::fabric::{FabricCounters, FabricError, FaultConfig, LinkId, Packet, PortId};
+use crate::fabric::{BufferPool, FabricCounters, FabricError, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
@@ -49,6 +49,7 @@ pub struct DeviceIo<'a> {
     dma: &'a DmaPort,
     rng: &'a mut SimRng,
     actions: &'a mut Vec<Action>,
+    buffers: Option<&'a BufferPool>,
 }
 
 impl<'a> DeviceIo<'a> {
@@ -66,6 +67,31 @@ impl<'a> DeviceIo<'a> {
             dma,
             rng,
             actions,
+            buffers: None,
+        }
+    }
+    /// Lend the handler a pool of packet buffers ([`DeviceIo::packet_buffer`],
+    /// [`DeviceIo::recycle`]); both engines do.
+    pub fn with_buffers(mut self, pool: &'a BufferPool) -> Self {
+        self.buffers = Some(pool);
+        self
+    }
+    /// An empty buffer of at least `cap` bytes for a frame this device is about to send:
+    /// a recycled one from the engine's pool when there is one, else a new allocation.
+    /// Devices that stream many frames should build them in such buffers, and receivers
+    /// should [`DeviceIo::recycle`] them, so a large transfer does not allocate (and page
+    /// fault) a fresh buffer per frame.
+    pub fn packet_buffer(&mut self, cap: usize) -> Vec<u8> {
+        match self.buffers {
+            Some(p) => p.take(cap),
+            None => Vec::with_capacity(cap),
+        }
+    }
+    /// Give back the buffer of a frame this device has finished with (typically
+    /// `pkt.data` once the payload was placed), for [`DeviceIo::packet_buffer`] to reuse.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if let Some(p) = self.buffers {
+            p.give(buf);
         }
     }
     /// The current time (virtual for the deterministic engine, elapsed real time for the
@@ -384,5 +410,7 @@ pub(crate) fn le_value(data: &[u8]) -> u64 {
 #[cfg(test)]
 mod burst_tests;
 
+#[cfg(test)]
+mod buffer_tests;
 #[cfg(test)]
 mod order_tests;

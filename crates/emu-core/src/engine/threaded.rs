@@ -21,7 +21,7 @@ use super::{
     InterruptSink, NUM_BARS, Progress, bar_sizes, check_access, check_burst,
 };
 use crate::dma::DmaPort;
-use crate::fabric::{Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
+use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
@@ -269,6 +269,8 @@ struct Shared {
     backlog: AtomicUsize,
     down: AtomicBool,
     c: Counters,
+    /// Packet buffers lent to handlers ([`DeviceIo::packet_buffer`]).
+    buffers: BufferPool,
 }
 
 impl Shared {
@@ -310,7 +312,8 @@ impl Shared {
         let SlotState { model, rng, last } = &mut *g;
         let now = now.max(*last);
         *last = now;
-        let mut io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions);
+        let mut io =
+            DeviceIo::new(now, slot.port, &slot.dma, rng, actions).with_buffers(&self.buffers);
         (f(model.as_mut(), &mut io), now)
     }
 
@@ -669,6 +672,7 @@ impl Threaded {
             backlog: AtomicUsize::new(0),
             down: AtomicBool::new(false),
             c: Counters::default(),
+            buffers: BufferPool::default(),
             cfg: config,
         });
         let engine = Threaded {

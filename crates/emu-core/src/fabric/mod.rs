@@ -6,17 +6,20 @@
 //! - [`link`]: link timing ([`LinkParams`]) and the per-direction, per-priority queue model.
 //! - [`faults`]: the seeded fault sites ([`FaultConfig`]).
 //! - [`Fabric`]: all of it together; engines call [`Fabric::inject`] for every packet sent.
+//! - [`pool`]: a free list of packet buffers that engines lend to devices.
 //!
 //! The timing, priority and fault models are described in docs/emu-core-engines.md.
 
 pub mod faults;
 pub mod link;
 mod network;
+pub mod pool;
 pub mod topology;
 
 pub use faults::FaultConfig;
 pub use link::{LinkCounters, LinkParams, NUM_PRIORITIES};
 pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
+pub use pool::{BufferPool, PoolStats};
 pub use topology::{Dir, Graph, Hop, LinkId, Node, Topology};
 
 /// A fabric endpoint (one NIC port). Dense, assigned by the topology: 0..ports.
