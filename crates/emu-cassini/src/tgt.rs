@@ -29,7 +29,7 @@ use crate::fasthash::FastMap;
 use crate::hw::Hw;
 use crate::lpe::{
     AtomicInfo, CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp,
-    PtlteConfig, TargetEvent,
+    PE_LE_MAX, POOLS_PER_PE, PtlteConfig, TargetEvent, UnexpectedHeader,
 };
 use crate::wire::{self, AmoPayload, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
 
@@ -195,6 +195,11 @@ pub(crate) fn reflect_ptl_table(lpe: &Lpe, n: u32, image: &mut [u8]) {
     f::OVF_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Overflow) > 0));
     f::SWREQ_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Request) > 0));
     f::UNEXP_LIST_VLD.set(image, u64::from(lpe.list_len(pt, PtlList::Unexpected) > 0));
+    // The UNEXPECTED list in the PE's list-entry RAM (`c_lpe_sts_list_entries`, read as
+    // `c_ule_entry` by `cxil_pte_status`), in the layout of `Lpe::ule_ram_span`.
+    let (head, tail) = lpe.ule_ram_span(pt).unwrap_or((0, 0));
+    f::UNEXP_HEAD.set(image, u64::from(head));
+    f::UNEXP_TAIL.set(image, u64::from(tail));
     f::PRIO_APPEND_DISABLED.set(image, u64::from(lpe.append_disabled(pt, PtlList::Priority)));
     f::OVF_APPEND_DISABLED.set(image, u64::from(lpe.append_disabled(pt, PtlList::Overflow)));
 }
@@ -249,11 +254,48 @@ impl Hw {
             let (shared, total) = self.lpe.pe_usage(entry as u8);
             f::c_lpe_cfg_pe_le_shared::NUM_SHARED_ALLOCATED.set(image, u64::from(shared));
             f::c_lpe_cfg_pe_le_shared::NUM_TOTAL_ALLOCATED.set(image, u64::from(total));
+        } else if same(c, csr::C_LPE_STS_PE_LE_ALLOC) {
+            // Entry `pe * LE_POOLS_PER_PE + pool`: LEs and unexpected headers held.
+            let per = POOLS_PER_PE as u32;
+            let (pe, pool) = ((entry / per) as u8, (entry % per) as u8);
+            let used = self.lpe.pool_usage(pe, pool).allocated;
+            f::c_lpe_sts_pe_le_alloc::NUM_ALLOCATED.set(image, u64::from(used));
+        } else if same(c, csr::C_LPE_STS_LIST_ENTRIES) {
+            // Entry `pe * LES_PER_PE + addr`, presented as a `c_ule_entry` when an unexpected
+            // header sits there (LEs are not reflected).
+            let (pe, addr) = ((entry / PE_LE_MAX) as u8, entry % PE_LE_MAX);
+            if let Some((ule, next)) = self.lpe.ule_ram_entry(pe, addr) {
+                write_ule_entry(&ule, next, image);
+            }
         } else {
             return false;
         }
         true
     }
+}
+
+/// Fill a `c_lpe_sts_list_entries` image with unexpected header `ule` in the `c_ule_entry`
+/// view (csr_defs.json); `next` is the `addr` link. The opcode, DSCP, traffic class and
+/// restricted bits are not modelled and stay 0.
+fn write_ule_entry(ule: &UnexpectedHeader, next: u32, image: &mut [u8]) {
+    use csr::fields::c_ule_entry as u;
+    if image.len() < 48 {
+        return;
+    }
+    if let Some(r) = ule.rendezvous {
+        u::USE_OFFSET_FOR_GET.set(image, u64::from(r.use_offset_for_get));
+        u::RENDEZVOUS_ID.set(image, u64::from(r.rendezvous_id));
+        u::SFA_NID.set(image, u64::from(r.source_nid));
+    }
+    u::VNI.set(image, u64::from(ule.vni));
+    u::HDR_DATA.set(image, ule.header_data);
+    u::MATCH_BITS.set(image, ule.match_bits);
+    u::INITIATOR.set(image, u64::from(ule.initiator));
+    u::START_OR_OFFSET.set(image, ule.start_or_offset());
+    u::MLENGTH.set(image, ule.mlength);
+    u::REQUEST_LEN.set(image, ule.rlength);
+    u::ADDR.set(image, u64::from(next));
+    u::VLD.set(image, 1);
 }
 
 /// Encode a target event (short 32 B or long 64 B) into `out`; returns its length.

@@ -380,7 +380,13 @@ fn unexpected_message_then_priority_append() {
         overflow_le(100, 0x9000, 4096),
     );
 
-    let first = lpe.incoming(pt, put(0x77, 24));
+    let first = lpe.incoming(
+        pt,
+        IncomingRequest {
+            remote_offset: 40,
+            ..put(0x77, 24)
+        },
+    );
     assert_eq!(first.return_code, ReturnCode::Ok);
     assert_eq!(first.list, Some(PtlList::Overflow));
     assert_eq!(first.delivery.unwrap().start, 0x9000);
@@ -388,12 +394,22 @@ fn unexpected_message_then_priority_append() {
     let ovf_ev = only(&first.events, EventType::Put);
     assert_eq!(ovf_ev.ptl_list, PtlList::Overflow);
     assert_eq!(ovf_ev.buffer_id, 100);
-    let second = lpe.incoming(pt, put(0x77, 10));
+    let second = lpe.incoming(
+        pt,
+        IncomingRequest {
+            remote_offset: 8,
+            ..put(0x77, 10)
+        },
+    );
     assert_eq!(second.delivery.unwrap().start, 0x9000 + 24);
     let ule2 = second.unexpected.unwrap();
     let status = lpe.status(pt).unwrap();
     assert_eq!(status.ule_count, 2);
-    assert_eq!(status.ule_offsets, vec![0x9000, 0x9000 + 24]);
+    assert_eq!(
+        status.ule_offsets,
+        vec![40, 8],
+        "remote offsets, oldest first"
+    );
     assert_eq!(status.les_allocated, 3, "overflow LE + two headers");
 
     // A use_once posted receive consumes the oldest header: PUT_OVERFLOW, no LINK.
@@ -421,7 +437,7 @@ fn unexpected_message_then_priority_append() {
     assert_eq!(out.released_ules, vec![ule1]);
     assert!(lpe.entries(pt, PtlList::Priority).is_empty());
     let status = lpe.status(pt).unwrap();
-    assert_eq!(status.ule_offsets, vec![0x9000 + 24]);
+    assert_eq!(status.ule_offsets, vec![8]);
     assert_eq!(status.les_allocated, 2);
 
     // A persistent entry with the link event enabled takes the second header and links.
@@ -1008,6 +1024,26 @@ fn rendezvous_put_hooks() {
 }
 
 #[test]
+fn no_truncate_overflow_entry_skips_a_get_it_cannot_hold() {
+    let (mut lpe, pt) = setup(matching_opts(), 64);
+    let small = Le::new(5, 0x9000, 8, LeFlags::OP_PUT | LeFlags::NO_TRUNCATE);
+    append_ok(&mut lpe, pt, PtlList::Overflow, small);
+    let get = |rlength| IncomingRequest {
+        op: NetOp::Get,
+        ..put(0, rlength)
+    };
+    let out = lpe.incoming(pt, get(9));
+    assert_eq!(
+        out.return_code,
+        ReturnCode::EntryNotFound,
+        "9 bytes do not fit"
+    );
+    // One that fits matches, and is refused by the entry's permissions.
+    let out = lpe.incoming(pt, get(8));
+    assert_eq!(out.return_code, ReturnCode::OpViolation);
+}
+
+#[test]
 fn get_on_overflow_is_delayed_until_append() {
     let (mut lpe, pt) = setup(matching_opts(), 64);
     let mut ovf = overflow_le(100, 0x9000, 4096);
@@ -1071,9 +1107,25 @@ fn match_events_and_success_disable() {
     let out = lpe
         .append(pt, PtlList::Priority, Le::new(1, 0, 64, f))
         .unwrap();
-    assert!(out.events.is_empty(), "successful LINK suppressed");
+    assert_eq!(
+        types(&out.events),
+        vec![EventType::Link],
+        "SUCCESS_DISABLE keeps LINK"
+    );
     let out = lpe.incoming(pt, put(0, 8));
     assert_eq!(types(&out.events), vec![EventType::Match]);
+    let once = LeFlags::OP_PUT | LeFlags::USE_ONCE | LeFlags::EVENT_SUCCESS_DISABLE;
+    let (mut lpe, pt) = setup(matching_opts(), 64);
+    let out = lpe
+        .append(pt, PtlList::Priority, Le::new(2, 0, 64, once))
+        .unwrap();
+    assert_eq!(types(&out.events), vec![EventType::Link]);
+    let out = lpe.incoming(pt, put(0, 8));
+    assert_eq!(
+        types(&out.events),
+        vec![EventType::Unlink],
+        "PUT suppressed, auto-UNLINK kept"
+    );
 }
 
 #[test]

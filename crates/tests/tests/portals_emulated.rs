@@ -266,13 +266,6 @@ fn flags_strategy() -> impl Strategy<Value = LeFlags> {
     )
         .prop_map(
             |(put, get, once, local, no_trunc, no_link, no_unlink, no_comm, no_success, no_uh)| {
-                // KNOWN GAP (docs/testing.md): emu-cassini drops the LINK and auto-UNLINK
-                // events of an EVENT_SUCCESS_DISABLE entry (only LINK_DISABLE and
-                // UNLINK_DISABLE do, in Portals, and libcxi's utilities and libfabric wait for
-                // that LINK). Until it is fixed SUCCESS_DISABLE comes with both, where the
-                // readings agree; `success_disable_keeps_link_and_unlink_events` shows it.
-                let no_link = no_link || no_success;
-                let no_unlink = no_unlink || no_success;
                 LeFlags::empty()
                     .with(LeFlags::OP_PUT, put)
                     .with(LeFlags::OP_GET, get)
@@ -1266,11 +1259,10 @@ fn scenario_search_and_delete_removes_matching_headers() {
     assert_eq!(state.pte.unexpected().len(), 1);
 }
 
-/// KNOWN GAP: Portals generates LINK and AUTO_UNLINK unless LINK_DISABLE / UNLINK_DISABLE
+/// Portals generates LINK and AUTO_UNLINK unless LINK_DISABLE / UNLINK_DISABLE
 /// (`ptl_le.c: le_append_pt, le_unlink`), and libcxi's utilities and libfabric's MR code
 /// wait for the LINK of an entry appended with EVENT_SUCCESS_DISABLE.
 #[test]
-#[ignore = "emu-cassini suppresses LINK and auto-UNLINK events of EVENT_SUCCESS_DISABLE entries"]
 fn success_disable_keeps_link_and_unlink_events() {
     run_case(
         15,
@@ -1290,7 +1282,6 @@ fn success_disable_keeps_link_and_unlink_events() {
 /// KNOWN GAP: NO_TRUNCATE is part of the match (`ptl_tgt.c: check_match`) for every
 /// operation; a Get that does not fit an OVERFLOW entry must not match it.
 #[test]
-#[ignore = "emu-cassini matches a Get to a NO_TRUNCATE OVERFLOW entry it does not fit"]
 fn no_truncate_applies_to_a_get_on_the_overflow_list() {
     run_steps(
         16,
@@ -1318,7 +1309,6 @@ fn no_truncate_applies_to_a_get_on_the_overflow_list() {
 /// `c_lpe_sts_pe_le_alloc` and the list-entry RAM (`c_lpe_sts_list_entries` from the
 /// `unexp_head` of `c_lpe_cfg_ptl_table`), which the emulated device does not fill in.
 #[test]
-#[ignore = "emu-cassini does not reflect LE pool use or the ULE list into its CSRs"]
 fn pte_status_reports_pool_use_and_unexpected_headers() {
     let (sut, state) = run_case(
         17,

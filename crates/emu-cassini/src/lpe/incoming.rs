@@ -256,6 +256,17 @@ fn landing_bytes(req: &IncomingRequest, list: PtlList) -> u64 {
     }
 }
 
+/// Bytes a NO_TRUNCATE entry of `list` must have room for to match the request. NO_TRUNCATE
+/// is part of the match for every operation (`ptl_tgt.c: check_match`): a Get or AMO that an
+/// OVERFLOW entry could not hold does not match it, even though nothing is stored for it there
+/// while it waits.
+fn fit_bytes(req: &IncomingRequest, list: PtlList) -> u64 {
+    match (list, req.op) {
+        (PtlList::Overflow, NetOp::Get | NetOp::Atomic | NetOp::FetchAtomic) => req.rlength,
+        _ => landing_bytes(req, list),
+    }
+}
+
 /// Offset of the request inside the entry. A rendezvous put with `use_offset_for_get`
 /// carries the source's offset (for the Get), not a target offset: it lands at offset 0.
 fn entry_offset(e: &LinkedLe, req: &IncomingRequest) -> u64 {
@@ -293,7 +304,7 @@ fn find_candidate(
         return l.first();
     }
     let logical = pte.opt(PtAllocOpts::USE_LOGICAL);
-    let bytes = landing_bytes(req, list);
+    let bytes = fit_bytes(req, list);
     l.find_match(req.match_bits, |e| {
         initiator_matches(e.le.match_id, req.initiator, config.pid_bits, logical)
             && (!e.le.has(LeFlags::NO_TRUNCATE) || fits(e, req, bytes))
@@ -538,7 +549,10 @@ fn comm_events_on(le: &Le) -> bool {
 }
 
 fn unlink_event_on(le: &Le) -> bool {
-    !le.has(LeFlags::EVENT_UNLINK_DISABLE) && !le.has(LeFlags::EVENT_SUCCESS_DISABLE)
+    // Only EVENT_UNLINK_DISABLE covers the auto-UNLINK event: SUCCESS_DISABLE suppresses
+    // successful communication events (Portals `ptl_le.c: le_unlink`; libfabric and libcxi's
+    // utilities rely on it).
+    !le.has(LeFlags::EVENT_UNLINK_DISABLE)
 }
 
 /// Whether committing `plan` writes at least one event to the PtlTE's EQ.

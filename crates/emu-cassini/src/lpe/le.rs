@@ -199,15 +199,12 @@ pub struct UnexpectedHeader {
 }
 
 impl UnexpectedHeader {
-    /// The value `cxil_pte_status` reports in `ule_offsets`: the ULE's `start_or_offset`. For
-    /// rendezvous puts and delayed Gets/AMOs it is the remote offset (the source address a
-    /// software Get needs, per `cxi_pte_status` in cass_pt.c); otherwise where the data landed.
+    /// The value `cxil_pte_status` reports in `ule_offsets` (the ULE's `start_or_offset`):
+    /// the request's remote offset (cassini.md §4.2: "remote offsets of the ULEs, in order";
+    /// libfabric's onload turns it into the source offset of a rendezvous Get). Where the
+    /// data landed is in `start` (and in the `*_OVERFLOW` event).
     pub fn start_or_offset(&self) -> u64 {
-        if self.rendezvous.is_some() || self.op.is_get_or_amo() {
-            self.remote_offset
-        } else {
-            self.start
-        }
+        self.remote_offset
     }
 }
 

@@ -23,7 +23,7 @@
 //! (`ptl_tgt.c`, `ptl_le.c`, `ptl_me.c`): priority list first, then overflow; first match wins;
 //! match rule `((incoming ^ le) & !ignore) == 0` plus initiator match; permission checked after
 //! the match (a refused request is dropped, never re-matched); NO_TRUNCATE entries that do not
-//! fit are skipped; otherwise `mlength = min(rlength, room)`; a locally managed entry keeps its
+//! fit the request's rlength are skipped (every operation, either list); otherwise `mlength = min(rlength, room)`; a locally managed entry keeps its
 //! own offset; USE_ONCE and min_free auto-unlink; a PRIORITY append first consumes matching
 //! unexpected headers; flow control disables the PtlTE. Counters follow `c_lpe_cntrs`.
 //!
@@ -61,9 +61,9 @@
 //!   `transition_sm` compares exactly (as the driver does) and produces no event.
 //! * **Event suppression**: EVENT_COMM_DISABLE and EVENT_SUCCESS_DISABLE suppress successful
 //!   communication events (PUT/GET/ATOMIC/FETCH_ATOMIC, RENDEZVOUS) and the `*_OVERFLOW` events
-//!   of an appended entry; EVENT_LINK_DISABLE suppresses successful LINK events;
-//!   EVENT_UNLINK_DISABLE suppresses the UNLINK event of an auto-unlink only (a manual UNLINK
-//!   always reports, as libfabric's cancel path relies on it). An auto-unlink sets
+//!   of an appended entry, never LINK or UNLINK; EVENT_LINK_DISABLE alone suppresses
+//!   successful LINK events; EVENT_UNLINK_DISABLE alone suppresses the UNLINK event of an
+//!   auto-unlink (a manual UNLINK always reports, as libfabric's cancel path relies on it). An auto-unlink sets
 //!   `auto_unlinked` on the communication event whether or not the UNLINK event follows. MATCH
 //!   events (PtlTE `en_event_match`) are never suppressed. SEARCH events always report.
 //! * **Overflow**: an OVERFLOW match stores the data in the overflow entry and records an
@@ -492,6 +492,48 @@ impl Lpe {
             .get(pt)
             .map(|p| p.unexpected.iter().copied().collect())
             .unwrap_or_default()
+    }
+
+    /// Where the unexpected headers of PtlTE `pt` sit in its PE's list-entry RAM
+    /// (`c_lpe_sts_list_entries`, `LES_PER_PE` entries per PE): `(head, tail)` addresses, or
+    /// `None` when it has none. The model keeps no RAM; it presents a canonical layout: per
+    /// PE, the headers of its PtlTEs in PtlTE index order, each PtlTE's oldest first, at
+    /// consecutive addresses from 0. The layout moves as headers come and go, like a snapshot
+    /// of the hardware's own lists would.
+    pub fn ule_ram_span(&self, pt: u16) -> Option<(u32, u32)> {
+        let pte = self.table.get(pt)?;
+        let n = pte.unexpected.len();
+        if n == 0 {
+            return None;
+        }
+        let before: usize = self
+            .table
+            .iter()
+            .take_while(|(i, _)| *i < usize::from(pt))
+            .filter(|(_, p)| p.config.pe == pte.config.pe)
+            .map(|(_, p)| p.unexpected.len())
+            .sum();
+        let head = u32::try_from(before).ok()?;
+        let tail = u32::try_from(before + n - 1).ok()?;
+        (tail < PE_LE_MAX).then_some((head, tail))
+    }
+
+    /// The unexpected header at address `addr` of PE `pe`'s list-entry RAM in the layout of
+    /// [`Lpe::ule_ram_span`], with the address of the next header of the same PtlTE (its own
+    /// address for the tail).
+    pub fn ule_ram_entry(&self, pe: u8, addr: u32) -> Option<(UnexpectedHeader, u32)> {
+        let mut base = 0usize;
+        let want = usize::try_from(addr).ok()?;
+        for (_, p) in self.table.iter().filter(|(_, p)| p.config.pe == pe) {
+            let n = p.unexpected.len();
+            if want < base + n {
+                let ule = *p.unexpected.iter().nth(want - base)?;
+                let next = if want + 1 < base + n { addr + 1 } else { addr };
+                return Some((ule, next));
+            }
+            base += n;
+        }
+        None
     }
 
     fn pte(&self, pt: u16) -> Result<&Ptlte, LpeError> {

@@ -138,6 +138,14 @@ impl PtlTable {
         self.entries.get_mut(usize::from(pt))
     }
 
+    /// Allocated PtlTEs in index order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &Ptlte)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|p| (i, p)))
+    }
+
     /// Lowest free index, never 0.
     pub(crate) fn first_free(&self) -> Option<u16> {
         self.entries

@@ -485,8 +485,7 @@ fn consume_unexpected(
     let pt = cx.pt;
     let manage_local = le.has(LeFlags::MANAGE_LOCAL);
     let comm_on = !le.has(LeFlags::EVENT_COMM_DISABLE) && !le.has(LeFlags::EVENT_SUCCESS_DISABLE);
-    let unlink_on =
-        !le.has(LeFlags::EVENT_UNLINK_DISABLE) && !le.has(LeFlags::EVENT_SUCCESS_DISABLE);
+    let unlink_on = !le.has(LeFlags::EVENT_UNLINK_DISABLE);
     let (bits, ignore) = crit_bits(pte, &le);
     let min_free = u64::from(le.min_free) << cx.config.min_free_shift;
     loop {
@@ -654,7 +653,9 @@ fn link(
         }
     }
     bump(&mut cx.counters.append_success, pte.config.cntr_pool);
-    if !le.has(LeFlags::EVENT_LINK_DISABLE) && !le.has(LeFlags::EVENT_SUCCESS_DISABLE) {
+    // LINK is suppressed only by EVENT_LINK_DISABLE (`ptl_le.c: le_append_pt`; libfabric's
+    // MR code and libcxi's utilities wait for the LINK of SUCCESS_DISABLE entries).
+    if !le.has(LeFlags::EVENT_LINK_DISABLE) {
         out.push_event(pte, link_event(pte, ReturnCode::Ok));
     }
     out
