@@ -656,11 +656,13 @@ impl Hw {
         let dst = PortId(port);
         let first = if get { 0 } else { (wire_len as usize).min(MTU) };
         let mut data = if let Some((amo, _)) = l.amo {
-            let mut d = wire::request(&fab, &r, wire::AMO_PAYLOAD);
+            let buf = io.packet_buffer(wire::FRAME_ROOM);
+            let mut d = wire::request_in(buf, &fab, &r, wire::AMO_PAYLOAD);
             d.extend_from_slice(&amo.encode());
             d
         } else {
-            wire::request(&fab, &r, first)
+            let buf = io.packet_buffer(wire::FRAME_ROOM + first);
+            wire::request_in(buf, &fab, &r, first)
         };
         let loaded = if l.amo.is_some() {
             Ok(())
@@ -692,7 +694,8 @@ impl Hw {
                     eom: off + len == total,
                     handle,
                 };
-                let mut data = wire::continuation(&fab, &c, len);
+                let buf = io.packet_buffer(wire::FRAME_ROOM + len);
+                let mut data = wire::continuation_in(buf, &fab, &c, len);
                 if self.append_source(io, &mut data, source, off, len).is_err() {
                     // The buffer was checked; it can only fail if host memory vanished.
                     break;

@@ -430,9 +430,14 @@ impl Hw {
         };
         self.pct.piggyback(ci, &mut tag);
         push_tag(&mut pkt.data, &tag);
+        // The retry copy goes into a recycled frame buffer (no allocation in steady state);
+        // it returns to the pool when the acknowledgement arrives.
+        let mut copy = io.packet_buffer(pkt.data.len());
+        copy.extend_from_slice(&pkt.data);
+        let retained = Packet { data: copy, ..pkt };
         self.pct.conns[ci].sct.srb.push_back(SrbEntry {
             seq,
-            pkt: pkt.clone(),
+            pkt: retained,
             sent_at: io.now().as_ps(),
             tries: 1,
         });
@@ -524,9 +529,12 @@ impl Hw {
         }
         if tag.flags & F_CONN != 0 {
             self.counters.rx_ptl_connmgmt_pkt += 1;
+            io.recycle(pkt.data);
             return;
         }
-        pkt.seal();
+        // The CRC was checked above; the frame now only moves inside this device, so it is
+        // not hashed again (neither resealed after the tag came off nor rechecked on delivery).
+        pkt.crc = Packet::CRC_TRUSTED;
         if tag.flags & F_SEQ == 0 {
             if is_request(&pkt.data) {
                 self.counters.rx_ptl_restricted_pkt += 1;
@@ -619,7 +627,9 @@ impl Hw {
             return;
         }
         while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
-            s.srb.pop_front();
+            if let Some(e) = s.srb.pop_front() {
+                io.recycle(e.pkt.data);
+            }
         }
         if tag.flags & F_NACK != 0 && s.srb.front().is_some_and(|e| e.seq == tag.ack) {
             if s.srb.front().is_some_and(|e| e.tries >= MAX_TRIES) {

@@ -405,6 +405,9 @@ impl Hw {
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
             None => self.counters.rx_unrecognized_pkt += 1,
         }
+        // The payload has been placed (or copied where it must wait): the frame's buffer
+        // goes back to the engine's pool for the next frame built here.
+        io.recycle(pkt.data);
     }
 
     /// Send a response to the initiator of a request that arrived with `fab`.
@@ -424,7 +427,8 @@ impl Hw {
             sfa: self.nid << 12,
             dfa: fab.sfa,
         };
-        let mut b = wire::response(&back, r, data.len());
+        let buf = io.packet_buffer(wire::FRAME_ROOM + data.len());
+        let mut b = wire::response_in(buf, &back, r, data.len());
         b.extend_from_slice(data);
         let src = io.port().unwrap_or_default();
         self.pct_send(io, wire::packet(src, PortId(port), tc, b));
@@ -826,7 +830,8 @@ impl Hw {
             let n = (length - off).min(MTU as u64) as usize;
             rsp.offset = off as u32;
             rsp.eom = off + n as u64 == length;
-            let mut b = wire::response(&back, &rsp, n);
+            let buf = io.packet_buffer(wire::FRAME_ROOM + n);
+            let mut b = wire::response_in(buf, &back, &rsp, n);
             let at = b.len();
             b.resize(at + n, 0);
             if let Err(rc) = self.atu.read(io.dma(), ac, start + off, &mut b[at..]) {

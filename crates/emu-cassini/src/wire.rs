@@ -36,6 +36,9 @@ pub(crate) const RESPONSE_HDR: usize = 16;
 /// Spare capacity of every frame buffer for the 20-byte tag the PCT appends (pct.rs), so
 /// appending it does not reallocate.
 pub(crate) const TAG_ROOM: usize = 20;
+/// Room for every header of a frame (fabric, largest packet header, tag), to size a frame
+/// buffer before the payload.
+pub(crate) const FRAME_ROOM: usize = FAB_HDR + UNRESTRICTED_HDR + TAG_ROOM + AMO_PAYLOAD;
 
 /// `enum c_port_v4_pkt_type` values.
 const PKT_UNRESTRICTED: u8 = 0;
@@ -237,13 +240,19 @@ fn be64(b: &[u8]) -> u64 {
 /// Encode the headers of a request packet carrying `payload_len` bytes into a vector with room
 /// for the payload, which the caller appends.
 pub(crate) fn request(fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
+    request_in(Vec::new(), fab, r, payload_len)
+}
+
+/// [`request`] built in `b` (emptied first), e.g. a recycled frame buffer.
+pub(crate) fn request_in(mut b: Vec<u8>, fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
     let hdr = if r.small {
         SMALL_MSG_HDR
     } else {
         UNRESTRICTED_HDR
     };
     let total = FAB_HDR + hdr + payload_len;
-    let mut b = Vec::with_capacity(total + TAG_ROOM);
+    b.clear();
+    b.reserve(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     let ty = if r.small {
         PKT_SMALLMSG
@@ -279,9 +288,21 @@ pub(crate) fn request(fab: &Fab, r: &Request, payload_len: usize) -> Vec<u8> {
 }
 
 /// Encode a continuation packet's headers (payload appended by the caller).
+#[cfg(test)]
 pub(crate) fn continuation(fab: &Fab, c: &Continuation, payload_len: usize) -> Vec<u8> {
+    continuation_in(Vec::new(), fab, c, payload_len)
+}
+
+/// [`continuation`] built in `b` (emptied first), e.g. a recycled frame buffer.
+pub(crate) fn continuation_in(
+    mut b: Vec<u8>,
+    fab: &Fab,
+    c: &Continuation,
+    payload_len: usize,
+) -> Vec<u8> {
     let total = FAB_HDR + CONTINUATION_HDR + payload_len;
-    let mut b = Vec::with_capacity(total + TAG_ROOM);
+    b.clear();
+    b.reserve(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     b.push(pkt_type(0, PKT_CONTINUATION, true));
     b.push(u8::from(c.eom) << 4);
@@ -294,9 +315,16 @@ pub(crate) fn continuation(fab: &Fab, c: &Continuation, payload_len: usize) -> V
 }
 
 /// Encode a response packet's headers (reply data appended by the caller).
+#[cfg(test)]
 pub(crate) fn response(fab: &Fab, r: &Response, payload_len: usize) -> Vec<u8> {
+    response_in(Vec::new(), fab, r, payload_len)
+}
+
+/// [`response`] built in `b` (emptied first), e.g. a recycled frame buffer.
+pub(crate) fn response_in(mut b: Vec<u8>, fab: &Fab, r: &Response, payload_len: usize) -> Vec<u8> {
     let total = FAB_HDR + RESPONSE_HDR + payload_len;
-    let mut b = Vec::with_capacity(total + TAG_ROOM);
+    b.clear();
+    b.reserve(total + TAG_ROOM);
     put_fab(&mut b, fab, total);
     let kind = match r.kind {
         RspKind::Ack => RSP_ACK,
