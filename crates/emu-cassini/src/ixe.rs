@@ -79,10 +79,13 @@ pub(crate) struct Req {
     rdzv_ct: Option<CtUpdate>,
 }
 
-/// How long a request waits for its ACK or REPLY before it completes with UNDELIVERABLE
-/// (the retry handler of the real NIC gives up after a similar order of time; the fabric may
-/// lose packets: a port without a device, a link down, drop faults).
-pub(crate) const REQUEST_TIMEOUT: SimDuration = SimDuration::from_us(100_000);
+/// How long a request waits for its ACK or REPLY (counted from its launch, or from the last
+/// response this initiator received, whichever is later) before it completes with
+/// UNDELIVERABLE. The fabric may lose packets: a port without a device, a link down, drop
+/// faults. One second, because the initiator builds every frame of the messages one doorbell
+/// launches at once, so on the threaded engine the first answer can queue behind hundreds of
+/// MiB of data (a 64 x 4 MiB write list takes about 150 ms to drain on the development VM).
+pub(crate) const REQUEST_TIMEOUT: SimDuration = SimDuration::from_us(1_000_000);
 /// Period of the timeout scan while requests are outstanding.
 pub(crate) const SCAN_PERIOD: SimDuration = SimDuration::from_us(10_000);
 /// Timer token of the timeout scan.
@@ -95,6 +98,13 @@ pub(crate) struct Ixe {
     free: Vec<u32>,
     /// The timeout scan is armed.
     scan_armed: bool,
+    /// When a response for a live request last arrived (ps). A request's timeout runs from
+    /// the later of its launch and this: while answers keep coming the pipe is draining, and
+    /// requests queued behind a long backlog (hundreds of multi-MiB puts launched by one
+    /// doorbell) must not expire just because their turn has not come yet. A request that is
+    /// really lost still completes UNDELIVERABLE once the initiator has heard nothing for
+    /// [`REQUEST_TIMEOUT`].
+    last_progress: u64,
 }
 
 impl Ixe {
@@ -975,6 +985,7 @@ impl Hw {
         let Some(req) = self.ixe.get(rsp.handle).copied() else {
             return;
         };
+        self.ixe.last_progress = io.now().as_ps();
         let rc = ReturnCode::try_from(rsp.rc).unwrap_or(ReturnCode::Undeliverable);
         let list = PtlList::try_from(rsp.ptl_list).unwrap_or_default();
         match (rsp.kind, req.kind) {
@@ -1055,19 +1066,20 @@ impl Hw {
         }
     }
 
-    /// The timeout scan: requests older than [`REQUEST_TIMEOUT`] complete with
-    /// UNDELIVERABLE, target messages whose last packets never came are dropped; re-armed
-    /// while anything is left.
+    /// The timeout scan: requests that waited [`REQUEST_TIMEOUT`] since their launch and since
+    /// the last response this initiator received complete with UNDELIVERABLE, target messages
+    /// whose last packets never came are dropped; re-armed while anything is left.
     pub(crate) fn scan_timeouts(&mut self, io: &mut DeviceIo<'_>) {
         self.ixe.scan_armed = false;
         let now = io.now().as_ps();
         let limit = REQUEST_TIMEOUT.as_ps();
+        let progress = self.ixe.last_progress;
         let expired: Vec<(u32, Req)> = self
             .ixe
             .reqs
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.active && now.saturating_sub(r.at) >= limit)
+            .filter(|(_, r)| r.active && now.saturating_sub(r.at.max(progress)) >= limit)
             .map(|(i, r)| (self.ixe.handle_of(i), *r))
             .collect();
         for (h, r) in expired {

@@ -63,7 +63,7 @@ pub(crate) const ACK_EVERY: u32 = 32;
 /// Reset value of `c_pct_cfg_timing.spt_timeout_epoch_sel`.
 const EPOCH_SEL_RESET: u8 = 16;
 /// Accepted range of `spt_timeout_epoch_sel` (values outside are clamped): 2^10..2^22 ns
-/// timeouts, so that [`MAX_TRIES`] of the longest stay below the initiator's 100 ms
+/// timeouts, so that [`MAX_TRIES`] of the longest stay below the initiator's 1 s
 /// request timeout.
 const EPOCH_SEL_MIN: u8 = 6;
 const EPOCH_SEL_MAX: u8 = 18;
@@ -770,7 +770,7 @@ mod tests {
         assert_eq!(rto_of(0), rto_of(EPOCH_SEL_MIN));
         assert_eq!(rto_of(63), rto_of(EPOCH_SEL_MAX));
         assert!(
-            rto_of(63).as_ns() * u64::from(MAX_TRIES) < 100_000_000,
+            rto_of(63).as_ns() * u64::from(MAX_TRIES) < crate::ixe::REQUEST_TIMEOUT.as_ns(),
             "the PCT gives up before the initiator's request timeout"
         );
     }

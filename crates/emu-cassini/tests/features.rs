@@ -540,7 +540,7 @@ fn lost_requests_complete_undeliverable() {
     let r = init_fields(&p.wait_tx());
     assert_eq!((r.0, r.1), (EventType::Ack, ReturnCode::Undeliverable));
     // The PCT retransmitted it until its connection was declared dead, well before the
-    // initiator's 100 ms request timeout (docs/cassini-reliability.md).
+    // initiator's 1 s request timeout (docs/cassini-reliability.md).
     let waited = p.c.engine.now().as_ns() - before.as_ns();
     assert!(
         (1_000_000..100_000_000).contains(&waited),

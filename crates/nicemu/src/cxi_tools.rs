@@ -39,6 +39,15 @@ impl EngineArgs {
     }
 }
 
+/// Bytes a default list keeps in flight at most.
+const DEFAULT_LIST_BYTES: u64 = 64 << 20;
+
+/// The HPE tools' default list of 256 operations, shortened so that a list of the largest
+/// size moves at most [`DEFAULT_LIST_BYTES`].
+fn default_list_size(max_size: u64) -> u32 {
+    (DEFAULT_LIST_BYTES / max_size.max(1)).clamp(1, 256) as u32
+}
+
 /// `nicemu stat`.
 #[derive(Args, Clone, Debug)]
 pub struct StatArgs {
@@ -193,9 +202,10 @@ pub struct BwArgs {
     /// Size or MIN:MAX range, e.g. 64K or 1:4M.
     #[arg(short = 's', long, value_parser = parse_size, default_value = "65536")]
     size: (u64, u64),
-    /// Operations written per doorbell.
-    #[arg(short = 'l', long, default_value_t = 256)]
-    list_size: u32,
+    /// Operations written per doorbell [default: 256, fewer for large sizes so that at most
+    /// 64 MiB are in flight: the emulated initiator builds every frame of a list at once].
+    #[arg(short = 'l', long)]
+    list_size: Option<u32>,
     /// Unrestricted writes/reads (restricted by default).
     #[arg(long)]
     unrestricted: bool,
@@ -218,7 +228,9 @@ impl BwArgs {
             duration: self.duration,
             min_size: self.size.0,
             max_size: self.size.1,
-            list_size: self.list_size,
+            list_size: self
+                .list_size
+                .unwrap_or_else(|| default_list_size(self.size.1)),
             idc: !self.no_idc,
             restricted: !self.unrestricted,
             buf_size: self.buf_sz.1,
