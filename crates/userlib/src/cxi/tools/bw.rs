@@ -7,6 +7,7 @@ use driver::emulated::EngineKind;
 use firmware_spec::cassini::cmd::{CState, DmaFlags, DmaOp, FullDma, IdcMsg, IdcPut, Payload};
 use firmware_spec::cassini::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
 
+use super::ToolKind as Kind;
 use super::pair::{MSG_INDEX, Pair, RMA_INDEX, VNI};
 use super::{BwStats, OP_TIMEOUT, PORTALS_MTU, RULE, ToolError, ToolResult, engine_name, sizes};
 use crate::cxi::{CxiError, ct::Ct};
@@ -49,36 +50,6 @@ impl Default for BwOptions {
             restricted: true,
             buf_size: 64 << 20,
             buf_align: 64,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Send,
-    Write,
-    Read,
-}
-
-impl Kind {
-    fn title(self) -> &'static str {
-        match self {
-            Kind::Send => "CXI Send Bandwidth Test",
-            Kind::Write => "CXI RDMA Write Bandwidth Test",
-            Kind::Read => "CXI RDMA Read Bandwidth Test",
-        }
-    }
-    fn size_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Send Size[B]",
-            _ => "RDMA Size[B]",
-        }
-    }
-    fn count_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Sends",
-            Kind::Write => "Writes",
-            Kind::Read => "Reads",
         }
     }
 }
@@ -246,7 +217,7 @@ fn header(
     let s = &pair.server;
     let on = |b: bool| if b { "Enabled" } else { "Disabled" };
     writeln!(out, "{RULE}")?;
-    writeln!(out, "    {}", kind.title())?;
+    writeln!(out, "    {}", kind.title("CXI", "Send", "Bandwidth"))?;
     writeln!(out, "Device           : {}", c.dev.info().device_name)?;
     writeln!(out, "Service ID       : {}", crate::cxi::CXI_DEFAULT_SVC_ID)?;
     writeln!(out, "Engine           : {}", engine_name(&o.engine))?;

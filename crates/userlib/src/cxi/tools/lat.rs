@@ -12,6 +12,7 @@ use firmware_spec::cassini::event::{Event, EventType};
 use firmware_spec::cassini::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
 use firmware_spec::cassini::rc::ReturnCode;
 
+use super::ToolKind as Kind;
 use super::pair::{MSG_INDEX, Pair, RMA_INDEX, Side, VNI};
 use super::{LatStats, OP_TIMEOUT, RULE, ToolError, ToolResult, engine_name, sizes};
 
@@ -68,43 +69,6 @@ impl Default for LatOptions {
             atomic_type: AmoType::Uint64,
             cswap_op: CswapOp::Eq,
             fetching: false,
-        }
-    }
-}
-
-/// Which latency tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Send,
-    Write,
-    Read,
-    Atomic,
-}
-
-impl Kind {
-    fn title(self) -> &'static str {
-        match self {
-            Kind::Send => "CXI Send Latency Test",
-            Kind::Write => "CXI RDMA Write Latency Test",
-            Kind::Read => "CXI RDMA Read Latency Test",
-            Kind::Atomic => "CXI Atomic Memory Operation Latency Test",
-        }
-    }
-
-    fn size_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Send Size[B]",
-            Kind::Write | Kind::Read => "RDMA Size[B]",
-            Kind::Atomic => " AMO Size[B]",
-        }
-    }
-
-    fn count_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Sends",
-            Kind::Write => "Writes",
-            Kind::Read => "Reads",
-            Kind::Atomic => "Atomics",
         }
     }
 }
@@ -315,7 +279,7 @@ fn header(kind: Kind, opts: &LatOptions, pair: &Pair, out: &mut dyn Write) -> To
     let s = &pair.server;
     let on = |b: bool| if b { "Enabled" } else { "Disabled" };
     writeln!(out, "{RULE}")?;
-    writeln!(out, "    {}", kind.title())?;
+    writeln!(out, "    {}", kind.title("CXI", "Send", "Latency"))?;
     writeln!(out, "Device           : {}", c.dev.info().device_name)?;
     writeln!(out, "Service ID       : {}", crate::cxi::CXI_DEFAULT_SVC_ID)?;
     writeln!(out, "Engine           : {}", engine_name(&opts.engine))?;

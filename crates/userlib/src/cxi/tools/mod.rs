@@ -63,6 +63,50 @@ pub const PORTALS_MTU: u64 = 2048;
 /// How long one operation may take before the tool gives up.
 pub(crate) const OP_TIMEOUT: Option<Duration> = Some(Duration::from_secs(30));
 
+/// Which tool of a family. The cxi and gni tools print the same table columns, so one type
+/// serves both; each family names its tests with [`ToolKind::title`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    Send,
+    Write,
+    Read,
+    Atomic,
+}
+
+impl ToolKind {
+    /// The banner of a test: `"{family} {send} Latency Test"`, `"{family} RDMA Write
+    /// Bandwidth Test"`, ... (`send` names the send operation, e.g. "Send" or "SMSG Send";
+    /// `measure` is "Latency" or "Bandwidth").
+    pub(crate) fn title(self, family: &str, send: &str, measure: &str) -> String {
+        let what = match self {
+            ToolKind::Send => send,
+            ToolKind::Write => "RDMA Write",
+            ToolKind::Read => "RDMA Read",
+            ToolKind::Atomic => "Atomic Memory Operation",
+        };
+        format!("{family} {what} {measure} Test")
+    }
+
+    /// The size column's heading.
+    pub(crate) fn size_col(self) -> &'static str {
+        match self {
+            ToolKind::Send => "Send Size[B]",
+            ToolKind::Write | ToolKind::Read => "RDMA Size[B]",
+            ToolKind::Atomic => " AMO Size[B]",
+        }
+    }
+
+    /// The operation-count column's heading.
+    pub(crate) fn count_col(self) -> &'static str {
+        match self {
+            ToolKind::Send => "Sends",
+            ToolKind::Write => "Writes",
+            ToolKind::Read => "Reads",
+            ToolKind::Atomic => "Atomics",
+        }
+    }
+}
+
 /// The sizes a `MIN[:MAX]` range covers: `min`, then every power of two above it up to
 /// `max`, then `max`.
 pub fn sizes(min: u64, max: u64) -> Vec<u64> {

@@ -9,6 +9,7 @@ use firmware_spec::gemini::post::PostDescriptor;
 
 use super::pair::{Pair, SmsgParams};
 use super::{BwStats, OP_TIMEOUT, RDMA_THRESHOLD, SMSG_MAX, ToolError, ToolResult, packets, sizes};
+use crate::cxi::tools::ToolKind as Kind;
 use crate::cxi::tools::{RULE, engine_name};
 use crate::gni::GniError;
 use crate::gni::post::put_desc;
@@ -54,36 +55,6 @@ impl Default for BwOptions {
             credits: 64,
             buf_size: 64 << 20,
             buf_align: 64,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Send,
-    Write,
-    Read,
-}
-
-impl Kind {
-    fn title(self) -> &'static str {
-        match self {
-            Kind::Send => "GNI SMSG Send Bandwidth Test",
-            Kind::Write => "GNI RDMA Write Bandwidth Test",
-            Kind::Read => "GNI RDMA Read Bandwidth Test",
-        }
-    }
-    fn size_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Send Size[B]",
-            _ => "RDMA Size[B]",
-        }
-    }
-    fn count_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Sends",
-            Kind::Write => "Writes",
-            Kind::Read => "Reads",
         }
     }
 }
@@ -221,7 +192,7 @@ fn header(
     let c = &pair.client;
     let s = &pair.server;
     writeln!(out, "{RULE}")?;
-    writeln!(out, "    {}", kind.title())?;
+    writeln!(out, "    {}", kind.title("GNI", "SMSG Send", "Bandwidth"))?;
     writeln!(out, "Device           : kgni{} (Gemini)", c.nic.device_id())?;
     writeln!(out, "Ptag / Cookie    : {} / {:#x}", pair.job.0, pair.job.1)?;
     writeln!(out, "Engine           : {}", engine_name(&o.engine))?;

@@ -10,6 +10,7 @@ use firmware_spec::gemini::post::PostDescriptor;
 
 use super::pair::{Pair, SmsgParams};
 use super::{LatStats, RDMA_THRESHOLD, SMSG_MAX, ToolError, ToolResult, sizes};
+use crate::cxi::tools::ToolKind as Kind;
 use crate::cxi::tools::{RULE, engine_name};
 use crate::gni::amo::amo_desc;
 use crate::gni::post::put_desc;
@@ -58,42 +59,6 @@ impl Default for LatOptions {
             credits: 16,
             amo: AmoCmd::Fadd,
             report_all: false,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Send,
-    Write,
-    Read,
-    Atomic,
-}
-
-impl Kind {
-    fn title(self) -> &'static str {
-        match self {
-            Kind::Send => "GNI SMSG Send Latency Test",
-            Kind::Write => "GNI RDMA Write Latency Test",
-            Kind::Read => "GNI RDMA Read Latency Test",
-            Kind::Atomic => "GNI Atomic Memory Operation Latency Test",
-        }
-    }
-
-    fn size_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Send Size[B]",
-            Kind::Write | Kind::Read => "RDMA Size[B]",
-            Kind::Atomic => " AMO Size[B]",
-        }
-    }
-
-    fn count_col(self) -> &'static str {
-        match self {
-            Kind::Send => "Sends",
-            Kind::Write => "Writes",
-            Kind::Read => "Reads",
-            Kind::Atomic => "Atomics",
         }
     }
 }
@@ -205,7 +170,7 @@ fn header(kind: Kind, opts: &LatOptions, pair: &Pair, out: &mut dyn Write) -> To
     let c = &pair.client;
     let s = &pair.server;
     writeln!(out, "{RULE}")?;
-    writeln!(out, "    {}", kind.title())?;
+    writeln!(out, "    {}", kind.title("GNI", "SMSG Send", "Latency"))?;
     writeln!(out, "Device           : kgni{} (Gemini)", c.nic.device_id())?;
     writeln!(out, "Ptag / Cookie    : {} / {:#x}", pair.job.0, pair.job.1)?;
     writeln!(out, "Engine           : {}", engine_name(&opts.engine))?;
