@@ -6,11 +6,15 @@
 //! - [`mem`]: host memory as the driver and user processes see it.
 //! - [`cassini`]: the Cassini driver (`cass_*` hardware access, `cxi_*` client services,
 //!   the uAPI).
-//! - [`emulated`]: assembling emulated clusters (engine, fabric, nodes, devices on a bus).
+//!
+//! The driver knows nothing of emulators: it probes whatever PCI functions it is given (an
+//! emulated function from the `platform` crate, or a vfio-bound real device), and takes only
+//! emu-core's seams (MMIO, memory, [`Progress`]).
 
 pub mod alloc;
 pub mod cassini;
-pub mod emulated;
 pub mod gemini;
 pub mod mem;
 pub mod pci;
+
+pub use emu_core::engine::Progress;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use driver::gemini::cluster::GeminiCluster;
 use driver::gemini::{CdmId, EpId, JobConfig, KgniClient, KgniError, Request, Response};
 use firmware_spec::gemini::gni::{JobLimits, PostState, ReturnCode, job_create_cookie};
+use platform::gemini::GeminiCluster;
 
 fn attach(c: &GeminiCluster, client: &KgniClient, inst: u32) -> CdmId {
     let job = c.job();
@@ -256,7 +256,7 @@ fn bind_goes_through_the_jobs_ntt() {
 
 #[test]
 fn threaded_engine_exchange_between_two_threads() {
-    use driver::emulated::EngineKind;
+    use platform::EngineKind;
     let c = GeminiCluster::builder()
         .engine(EngineKind::Threaded)
         .build()

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use driver::gemini::cluster::GeminiCluster;
 use driver::gemini::{
     CdmId, CqId, EpId, FreeCounts, JobConfig, Kgni, KgniClient, KgniConfig, KgniError, MapKind,
     Mapping, MmapToken, Object, Request, Resource, Response,
@@ -16,6 +15,7 @@ use firmware_spec::gemini::gni::{
 use firmware_spec::gemini::limits;
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::post::PostDescriptor;
+use platform::gemini::GeminiCluster;
 
 fn cluster() -> GeminiCluster {
     GeminiCluster::builder().build().unwrap()

@@ -1,10 +1,10 @@
 //! The Gemini driver on emulated Gemini NICs: probe by id and the device's reset values.
 
-use driver::gemini::cluster::{DEFAULT_PTAG, GeminiCluster};
 use driver::gemini::{KgniConfig, KgniDriver};
 use driver::pci::{PciDriver, ids};
 use firmware_spec::gemini::fma::PrivMask;
 use firmware_spec::gemini::{map, pci};
+use platform::gemini::{DEFAULT_PTAG, GeminiCluster};
 
 #[test]
 fn probed_by_id_with_the_reset_values_of_the_contract() {

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use driver::gemini::cluster::GeminiCluster;
 use driver::gemini::{
     CdmId, CqId, EpId, KgniClient, KgniError, MapKind, MmapToken, Request, Response,
 };
@@ -13,6 +12,7 @@ use driver::mem::UserMemory;
 use firmware_spec::gemini::gni::{CdmMode, CqEventMode, PostType};
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::post::PostDescriptor;
+use platform::gemini::GeminiCluster;
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use driver::gemini::cluster::GeminiCluster;
 use driver::gemini::{AttachInfo, CdmId, CqInfo, KgniClient, KgniError, Mapping, Request};
 use driver::mem::{MemWindow, UserMemory};
 use emu_core::mmio::Mmio;
@@ -15,6 +14,7 @@ use firmware_spec::gemini::gni::{
 };
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::post::PostDescriptor;
+use platform::gemini::GeminiCluster;
 
 struct Side {
     client: KgniClient,
@@ -307,7 +307,7 @@ fn another_jobs_memory_is_protected_by_ptag() {
 
 #[test]
 fn threaded_engine_cq_wait_wakes_on_the_interrupt() {
-    use driver::emulated::EngineKind;
+    use platform::EngineKind;
     let c = GeminiCluster::builder()
         .engine(EngineKind::Threaded)
         .build()

@@ -1,4 +1,4 @@
-//! The Cassini user tools (`userlib::cxi::tools`) as subcommands: `stat`, `dump-csrs`,
+//! The Cassini user tools (`tools::cxi::cxi`) as subcommands: `stat`, `dump-csrs`,
 //! `send-lat`, `write-lat`, `read-lat`, `atomic-lat`, `send-bw`, `write-bw`, `read-bw`, each
 //! over an emulated pair of Cassinis, with the options of the HPE `cxi_*` utilities.
 
@@ -6,9 +6,9 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
-use userlib::cxi::tools::{self, BwOptions, DumpOptions, LatOptions, StatOptions};
+use platform::EngineKind;
+use tools::cxi::{BwOptions, DumpOptions, LatOptions, StatOptions};
 
 /// Which engine drives the emulated pair.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -78,7 +78,7 @@ pub struct DumpArgs {
 }
 
 fn parse_size(s: &str) -> Result<(u64, u64), String> {
-    tools::parse_size_range(s)
+    tools::cxi::parse_size_range(s)
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
@@ -241,7 +241,7 @@ impl BwArgs {
 
 /// `nicemu stat`.
 pub fn stat(args: StatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    tools::stat(
+    tools::cxi::stat(
         &StatOptions {
             engine: args.engine.kind(),
             counters: args.counters,
@@ -253,7 +253,7 @@ pub fn stat(args: StatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// `nicemu dump-csrs`.
 pub fn dump_csrs(args: DumpArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    tools::dump_csrs(
+    tools::cxi::dump_csrs(
         &DumpOptions {
             engine: args.engine.kind(),
             node: args.node,
@@ -281,9 +281,9 @@ pub enum Lat {
 pub fn lat(which: Lat, args: LatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let o = args.options();
     match which {
-        Lat::Send => tools::send_lat(&o, out)?,
-        Lat::Write => tools::write_lat(&o, out)?,
-        Lat::Read => tools::read_lat(&o, out)?,
+        Lat::Send => tools::cxi::send_lat(&o, out)?,
+        Lat::Write => tools::cxi::write_lat(&o, out)?,
+        Lat::Read => tools::cxi::read_lat(&o, out)?,
     };
     Ok(())
 }
@@ -297,7 +297,7 @@ pub fn atomic_lat(args: AtomicLatArgs, out: &mut dyn Write) -> anyhow::Result<()
         fetching: args.fetching,
         ..args.lat.options()
     };
-    tools::atomic_lat(&o, out)?;
+    tools::cxi::atomic_lat(&o, out)?;
     Ok(())
 }
 
@@ -316,9 +316,9 @@ pub enum Bw {
 pub fn bw(which: Bw, args: BwArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let o = args.options();
     match which {
-        Bw::Send => tools::send_bw(&o, out)?,
-        Bw::Write => tools::write_bw(&o, out)?,
-        Bw::Read => tools::read_bw(&o, out)?,
+        Bw::Send => tools::cxi::send_bw(&o, out)?,
+        Bw::Write => tools::cxi::write_bw(&o, out)?,
+        Bw::Read => tools::cxi::read_bw(&o, out)?,
     };
     Ok(())
 }

@@ -54,7 +54,6 @@ pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// 8 B latency and 4 MiB bandwidth over each emulated pair, with the tools' own tables.
 fn tools(out: &mut dyn Write) -> anyhow::Result<()> {
-    use userlib::{cxi, gni};
     const EIGHT: u64 = 8;
     const FOUR_MIB: u64 = 4 << 20;
     writeln!(out)?;
@@ -62,40 +61,40 @@ fn tools(out: &mut dyn Write) -> anyhow::Result<()> {
         out,
         "== Cassini pair (threaded engine): cxi_send_lat, cxi_write_bw"
     )?;
-    let lat = cxi::tools::LatOptions {
+    let lat = tools::cxi::LatOptions {
         iters: 2000,
         min_size: EIGHT,
         max_size: EIGHT,
         ..Default::default()
     };
-    cxi::tools::send_lat(&lat, out)?;
-    let bw = cxi::tools::BwOptions {
+    tools::cxi::send_lat(&lat, out)?;
+    let bw = tools::cxi::BwOptions {
         iters: 4,
         min_size: FOUR_MIB,
         max_size: FOUR_MIB,
         list_size: 4,
         ..Default::default()
     };
-    cxi::tools::write_bw(&bw, out)?;
+    tools::cxi::write_bw(&bw, out)?;
     writeln!(out)?;
     writeln!(
         out,
         "== Gemini pair (threaded engine): SMSG send latency, BTE write bandwidth"
     )?;
-    let lat = gni::tools::LatOptions {
+    let lat = tools::gni::LatOptions {
         iters: 2000,
         min_size: EIGHT,
         max_size: EIGHT,
         ..Default::default()
     };
-    gni::tools::send_lat(&lat, out)?;
-    let bw = gni::tools::BwOptions {
+    tools::gni::send_lat(&lat, out)?;
+    let bw = tools::gni::BwOptions {
         iters: 4,
         min_size: FOUR_MIB,
         max_size: FOUR_MIB,
         list_size: 4,
         ..Default::default()
     };
-    gni::tools::write_bw(&bw, out)?;
+    tools::gni::write_bw(&bw, out)?;
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use driver::emulated::{Cluster, EngineKind, list_emulated_and_real};
-use driver::gemini::cluster::GeminiCluster;
+use platform::gemini::GeminiCluster;
+use platform::{Cluster, EngineKind, list_emulated_and_real};
 
 #[derive(Args)]
 pub struct DevicesArgs {

@@ -1,4 +1,4 @@
-//! The Gemini user tools (`userlib::gni::tools`) as subcommands: `gni-send-lat`,
+//! The Gemini user tools (`tools::gni::gni`) as subcommands: `gni-send-lat`,
 //! `gni-write-lat`, `gni-read-lat`, `gni-atomic-lat`, `gni-send-bw`, `gni-write-bw`,
 //! `gni-read-bw`, each over an emulated pair of Geminis, with options in the style of the
 //! Cassini tools.
@@ -7,8 +7,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use driver::emulated::EngineKind;
-use userlib::gni::tools::{self, BwOptions, LatOptions};
+use platform::EngineKind;
+use tools::gni::{BwOptions, LatOptions};
 use userlib::gni::{AmoCmd, DlvrMode};
 
 /// Which engine drives the emulated pair.
@@ -41,7 +41,7 @@ impl EngineArgs {
 }
 
 fn parse_size(s: &str) -> Result<(u64, u64), String> {
-    tools::parse_size_range(s)
+    tools::gni::parse_size_range(s)
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
@@ -90,7 +90,7 @@ pub struct LatArgs {
     #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
     size: (u64, u64),
     /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
-    #[arg(long, default_value_t = tools::RDMA_THRESHOLD)]
+    #[arg(long, default_value_t = tools::gni::RDMA_THRESHOLD)]
     rdma_threshold: u64,
     /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
     #[arg(long)]
@@ -151,7 +151,7 @@ pub struct BwArgs {
     #[arg(short = 'l', long, default_value_t = 256)]
     list_size: u32,
     /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
-    #[arg(long, default_value_t = tools::RDMA_THRESHOLD)]
+    #[arg(long, default_value_t = tools::gni::RDMA_THRESHOLD)]
     rdma_threshold: u64,
     /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
     #[arg(long)]
@@ -201,9 +201,9 @@ pub enum Lat {
 pub fn lat(which: Lat, args: LatArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let o = args.options();
     match which {
-        Lat::Send => tools::send_lat(&o, out)?,
-        Lat::Write => tools::write_lat(&o, out)?,
-        Lat::Read => tools::read_lat(&o, out)?,
+        Lat::Send => tools::gni::send_lat(&o, out)?,
+        Lat::Write => tools::gni::write_lat(&o, out)?,
+        Lat::Read => tools::gni::read_lat(&o, out)?,
     };
     Ok(())
 }
@@ -214,7 +214,7 @@ pub fn atomic_lat(args: AtomicLatArgs, out: &mut dyn Write) -> anyhow::Result<()
         amo: args.amo,
         ..args.lat.options()
     };
-    tools::atomic_lat(&o, out)?;
+    tools::gni::atomic_lat(&o, out)?;
     Ok(())
 }
 
@@ -232,9 +232,9 @@ pub enum Bw {
 /// `nicemu gni-send-bw` / `gni-write-bw` / `gni-read-bw`.
 pub fn bw(which: Bw, args: BwArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     match which {
-        Bw::Send => tools::send_bw(&args.options(8192), out)?,
-        Bw::Write => tools::write_bw(&args.options(65536), out)?,
-        Bw::Read => tools::read_bw(&args.options(65536), out)?,
+        Bw::Send => tools::gni::send_bw(&args.options(8192), out)?,
+        Bw::Write => tools::gni::write_bw(&args.options(65536), out)?,
+        Bw::Read => tools::gni::read_bw(&args.options(65536), out)?,
     };
     Ok(())
 }

@@ -9,7 +9,6 @@
 //! event of every EQ is compared with what the model says, field by field, and the bytes the
 //! operation may have written are compared with the model's memory.
 
-use driver::emulated::{Cluster, EngineKind};
 use driver::mem::UserMemory;
 use firmware_spec::cassini::cmd::{
     CState, DmaFlags, DmaOp, FullDma, IdcMsg, Payload, TargetCmd, TgtOp,
@@ -22,6 +21,7 @@ use firmware_spec::cassini::le::{
     LeFlags, MapFlags, PtAllocOpts, PtlList, PtlteState, TcType, TrafficClass,
 };
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::{Cluster, EngineKind};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};

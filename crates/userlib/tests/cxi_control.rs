@@ -7,7 +7,6 @@ mod cxi_common;
 use std::time::Duration;
 
 use cxi_common::{Ep, TIMEOUT, VNI, cluster};
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::cmd::{
     CState, Command, CqCmd, CqOp, DmaFlags, IdcMsg, IdcPut, Payload,
 };
@@ -16,6 +15,7 @@ use firmware_spec::cassini::le::{
     LeFlags, MapFlags, PtAllocOpts, PtlList, PtlteState, TcType, TrafficClass, TrigCp,
 };
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::EngineKind;
 use userlib::cxi::{
     CqOptions, CxiError, EqOptions, OpenOptions, get_device_list, open_device, open_device_with,
 };

@@ -6,7 +6,6 @@
 mod cxi_common;
 
 use cxi_common::{Ep, TIMEOUT, cluster};
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::amo::{AmoOp, AmoType};
 use firmware_spec::cassini::cmd::{
     CState, DmaAmo, DmaFlags, DmaOp, FullDma, IdcAmo, IdcMsg, Payload,
@@ -14,6 +13,7 @@ use firmware_spec::cassini::cmd::{
 use firmware_spec::cassini::event::{Event, EventType};
 use firmware_spec::cassini::le::{LeFlags, PtAllocOpts, PtlList, TcType, TrafficClass, TrigCp};
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::EngineKind;
 use userlib::cxi::{CqOptions, trig};
 
 const DET: EngineKind = EngineKind::Deterministic { seed: 3 };

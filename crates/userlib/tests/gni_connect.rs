@@ -7,8 +7,8 @@ mod gni_common;
 
 use std::sync::Arc;
 
-use driver::emulated::EngineKind;
 use gni_common::*;
+use platform::EngineKind;
 use userlib::gni::smsg::{attr_from_bytes, attr_to_bytes, mailbox_attr};
 use userlib::gni::{Cdm, CdmMode, PostState, ReturnCode, ep};
 

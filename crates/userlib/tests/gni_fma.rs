@@ -7,8 +7,8 @@ mod gni_common;
 
 use std::collections::HashSet;
 
-use driver::emulated::EngineKind;
 use gni_common::*;
+use platform::EngineKind;
 use userlib::gni::amo::{self, AmoCmd};
 use userlib::gni::post::put_desc;
 use userlib::gni::{

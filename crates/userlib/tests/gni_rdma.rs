@@ -4,8 +4,8 @@
 
 mod gni_common;
 
-use driver::emulated::EngineKind;
 use gni_common::*;
+use platform::EngineKind;
 use userlib::gni::post::put_desc;
 use userlib::gni::{CdmMode, CqEventMode, CqeSource, PostType, ReturnCode, cq};
 

@@ -7,8 +7,8 @@ mod gni_common;
 
 use std::time::Duration;
 
-use driver::emulated::EngineKind;
 use gni_common::*;
+use platform::EngineKind;
 use userlib::gni::smsg::mailbox_attr;
 use userlib::gni::{CqEventType, Ep, ReturnCode, cq};
 

@@ -8,8 +8,8 @@ mod gni_common;
 
 use std::collections::VecDeque;
 
-use driver::emulated::EngineKind;
 use gni_common::*;
+use platform::EngineKind;
 use proptest::prelude::*;
 use userlib::gni::smsg::mailbox_attr;
 use userlib::gni::{Ep, ReturnCode};

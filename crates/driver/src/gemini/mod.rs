@@ -12,9 +12,7 @@
 //! - [`datagram`]: `EpPostData` matching (bound vs wildcard) and the kgni-to-kgni wire format.
 //! - [`alloc`]: id allocators.
 //! - [`driver`]: the PCI driver (id table, probe).
-//! - [`cluster`]: emulated clusters of Gemini nodes on a 3D torus.
 
-pub mod cluster;
 pub mod datagram;
 pub mod driver;
 pub mod error;

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use driver::cassini::uapi::*;
 use driver::cassini::{Client, CxiDevice, DriverConfig};
-use driver::emulated::{Cluster, EngineKind};
 use driver::mem::UserMemory;
 use firmware_spec::cassini::dfa::C_PID_ANY;
 use firmware_spec::cassini::le::{CqAllocFlags, EqFlags, MapFlags, PtAllocOpts};
+use platform::{Cluster, EngineKind};
 
 pub const DEFAULT_SVC: u32 = 1;
 pub const VNI: u32 = 10;

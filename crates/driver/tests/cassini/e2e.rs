@@ -20,16 +20,16 @@ fn setstate_command_through_mmapped_ring_and_doorbell_gives_an_event() {
 
 #[test]
 fn the_same_on_the_threaded_engine() {
-    let cl = driver::emulated::Cluster::builder()
+    let cl = platform::Cluster::builder()
         .nics(1)
-        .engine(driver::emulated::EngineKind::Threaded)
+        .engine(platform::EngineKind::Threaded)
         .memory_per_node(16 << 20)
         .build()
         .unwrap();
     setstate_end_to_end(&cl);
 }
 
-fn setstate_end_to_end(cl: &driver::emulated::Cluster) {
+fn setstate_end_to_end(cl: &platform::Cluster) {
     let d = dev(cl, 0);
     let c = d.open();
     let l = lni(&c).unwrap();

@@ -1,10 +1,10 @@
 //! Probe by id, reset values read back through BAR0, what the driver programs at probe.
 
 use driver::cassini::CassiniDriver;
-use driver::emulated::{Cluster, EngineKind};
 use driver::pci::{BindState, NicKind, ids};
 use firmware_spec::cassini::csr::{self, CASSINI1, fields as f};
 use firmware_spec::cassini::pci::{BAR0_SIZE_PF, MbStsRev, Platform};
+use platform::{Cluster, EngineKind};
 
 use crate::common::*;
 
@@ -120,8 +120,7 @@ fn probe_binds_by_id_and_programs_the_device() {
         // Probing again binds nothing new.
         assert_eq!(node.probe().unwrap().len(), 1);
     }
-    let listing =
-        driver::emulated::list_devices(Some(&cl), std::path::Path::new("/nonexistent-sysfs"));
+    let listing = platform::list_devices(Some(&cl), std::path::Path::new("/nonexistent-sysfs"));
     assert_eq!(listing.emulated.len(), 2);
     assert_eq!(listing.emulated[1].nid, Some(1));
     assert_eq!(listing.emulated[0].driver.as_deref(), Some("cxi_ss1"));
@@ -134,7 +133,7 @@ fn probe_binds_by_id_and_programs_the_device() {
     // This machine's sysfs (no Cassini here, or real ones): never an error if /sys exists.
     if std::path::Path::new("/sys/bus/pci/devices").exists() {
         assert!(
-            driver::emulated::list_devices(None, std::path::Path::new("/sys"))
+            platform::list_devices(None, std::path::Path::new("/sys"))
                 .real
                 .is_ok()
         );

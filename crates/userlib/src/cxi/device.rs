@@ -2,7 +2,7 @@
 //! information, user memory, and the device's progress hook.
 //!
 //! A process sees the Cassini devices of its node as `cxi0`, `cxi1`, ...: the slice of
-//! [`CxiDevice`]s the driver brought up (e.g. `driver::emulated::Node::cxi_devices`). Opening
+//! [`CxiDevice`]s the driver brought up (e.g. `platform::Node::cxi_devices`). Opening
 //! one is opening `/dev/cxiN`: a driver [`Client`] through which every control operation is
 //! a uAPI request.
 

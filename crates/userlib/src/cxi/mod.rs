@@ -4,8 +4,9 @@
 //! [`cp`] (communication profiles), [`domain`], [`md`] (memory descriptors), [`cmdq`]
 //! (command queues: the ring writer and an emitter for every command), [`evtq`] (event
 //! queues), [`pte`] (portal table entries), [`ct`] (counting events), [`trig`] (triggered
-//! operations), [`csr`] (CSR and counter reads), [`wait`] (waiting on either engine), and
-//! [`tools`] (the bodies of `nicemu stat`, `dump-csrs` and the latency/bandwidth tools).
+//! operations), [`csr`] (CSR and counter reads), and [`wait`] (waiting on either engine).
+//! The tools built on it (`nicemu stat`, `dump-csrs`, the latency/bandwidth tools) live in
+//! the `tools` crate.
 //!
 //! Control operations are driver uAPI requests and mmap tokens; commands are stores into the
 //! mapped ring, doorbells 64-bit stores into mapped BAR pages, events and counter
@@ -24,7 +25,6 @@ pub mod evtq;
 pub mod lni;
 pub mod md;
 pub mod pte;
-pub mod tools;
 pub mod trig;
 pub mod wait;
 

@@ -5,9 +5,8 @@
 //! `gni_cq_get_*` accessors), [`mem`] (`GNI_MemRegister` / `GNI_MemDeregister`), [`ep`]
 //! (endpoints: create, bind, event data, datagrams), [`post`] (`GNI_PostFma`,
 //! `GNI_PostRdma`, `GNI_PostCqWrite`), [`amo`] (AMO descriptors, posted with `PostFma`),
-//! [`smsg`] (short messages into per-peer mailboxes with credits), [`wait`] (waiting on
-//! either engine), and [`tools`] (the bodies of the `nicemu gni-*` latency and bandwidth
-//! tools).
+//! [`smsg`] (short messages into per-peer mailboxes with credits), and [`wait`] (waiting on
+//! either engine). The `nicemu gni-*` latency and bandwidth tools live in the `tools` crate.
 //!
 //! The fast path is OS bypass: FMA posts (PUT, GET, AMO, CQ write, SMSG) program the CDM's
 //! FMA descriptor through its mapped user alias page and store into the mapped FMA windows;
@@ -30,7 +29,6 @@ mod fma;
 pub mod mem;
 pub mod post;
 pub mod smsg;
-pub mod tools;
 pub mod wait;
 
 pub use cdm::{Cdm, Nic};

@@ -21,7 +21,7 @@ use firmware_spec::gemini::gni::ReturnCode;
 
 use super::error::{GniError, Result};
 
-pub use driver::emulated::Progress;
+pub use driver::Progress;
 
 /// A progress hook: one call runs one unit of device (and driver) work.
 pub type ProgressHook = Arc<dyn Progress>;

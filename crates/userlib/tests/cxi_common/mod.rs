@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use driver::emulated::{Cluster, EngineKind};
 use driver::mem::UserMemory;
 use firmware_spec::cassini::cmd::TargetCmd;
 use firmware_spec::cassini::dfa::{C_PID_ANY, CXI_MATCH_ID_ANY, PidBits, build_dfa, match_id};
@@ -13,6 +12,7 @@ use firmware_spec::cassini::le::{
     LeFlags, MapFlags, PtAllocOpts, PtlList, PtlteState, TcType, TrafficClass,
 };
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::{Cluster, EngineKind};
 use userlib::cxi::{
     CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, Device, Domain, EqOptions, EventQueue, Lni, Md,
     Pte, PteMap, open_device,

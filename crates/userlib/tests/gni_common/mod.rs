@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use driver::emulated::EngineKind;
 use driver::gemini::KgniClient;
-use driver::gemini::cluster::GeminiCluster;
 use driver::mem::UserMemory;
+use platform::EngineKind;
+use platform::gemini::GeminiCluster;
 use userlib::gni::{Cdm, CdmMode, Cq, CqEvent, CqMode, MemFlags, MemHandle, Nic, ReturnCode};
 
 /// How long a test waits for anything.

@@ -12,20 +12,19 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use emu_core::dma::{DmaPort, Iommu};
 use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
-use emu_core::memory::HostMemory;
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
 
-use super::driver::KgniDriver;
-use super::kgni::{Kgni, KgniClient, KgniConfig, Waiter};
-use super::uapi::JobConfig;
-use crate::emulated::{EngineFunction, EngineKind};
-use crate::mem::{EmulatedHostMemory, HostMem};
-use crate::pci::{BindState, PciAddress, PciBus, PciDriver, PciError, PciFunction};
+use driver::gemini::{JobConfig, Kgni, KgniClient, KgniConfig, KgniDriver, Waiter};
+use driver::mem::HostMem;
+use driver::pci::{BindState, PciBus, PciDriver, PciError};
+
+use crate::devices::EmulatedDevice;
+use crate::engine::EngineKind;
+use crate::function::{AttachError, attach};
 
 /// The ptag of the job a cluster configures by default (in the user range).
 pub const DEFAULT_PTAG: u8 = 16;
@@ -41,14 +40,9 @@ pub enum GeminiClusterError {
     /// The engine refused something.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// A node's memory could not be created.
-    #[error("host memory of node {node}: {reason}")]
-    Memory {
-        /// The node.
-        node: usize,
-        /// Why.
-        reason: String,
-    },
+    /// A node or its NIC could not be put together.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
     /// The device model could not be built.
     #[error("device model of node {node}: {reason}")]
     Device {
@@ -217,33 +211,14 @@ impl GeminiClusterBuilder {
         job: &JobConfig,
     ) -> Result<GeminiNode, GeminiClusterError> {
         let index = pe as usize;
-        let memory = HostMemory::new(self.memory).map_err(|e| GeminiClusterError::Memory {
-            node: index,
-            reason: e.to_string(),
-        })?;
         let model = emu_gemini::Gemini::new(emu_gemini::GeminiConfig::new(pe)).map_err(|e| {
             GeminiClusterError::Device {
                 node: index,
                 reason: e.to_string(),
             }
         })?;
-        // The node's NIC reaches its RAM through a passthrough IOMMU (bus address = RAM
-        // address, see `HostMem::bus_address`).
-        let iommu = Iommu::passthrough();
-        let dev = engine.add_device(
-            Box::new(model),
-            DmaPort::new(memory.clone(), iommu.clone()),
-            Some(PortId(pe)),
-        )?;
-        let function = EngineFunction::new(Arc::clone(engine), dev, iommu)?;
-        let host: Arc<dyn HostMem> = Arc::new(EmulatedHostMemory::new(memory));
-        let address = PciAddress::new(0, 0x3b, 0, 0).map_err(|e| GeminiClusterError::NotBound {
-            node: index,
-            address: String::new(),
-            reason: e.to_string(),
-        })?;
-        let mut bus = PciBus::new();
-        bus.add(PciFunction::emulated(address, Arc::new(function)))?;
+        let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
+        let (host, mut bus, address) = (nic.host, nic.bus, nic.address);
         let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());
         let report = bus.probe_all(&[&driver as &dyn PciDriver]);
         let kgni = match report.first() {
@@ -403,12 +378,12 @@ impl GeminiCluster {
     }
 
     /// The cluster's PCI functions, for `nicemu devices` (NID = the node's PE).
-    pub fn devices(&self) -> Vec<crate::emulated::EmulatedDevice> {
+    pub fn devices(&self) -> Vec<EmulatedDevice> {
         let mut out = Vec::new();
         for node in &self.nodes {
             node.with_bus(|bus| {
                 for f in bus.functions() {
-                    out.push(crate::emulated::EmulatedDevice::describe(
+                    out.push(EmulatedDevice::describe(
                         node.pe as usize,
                         bus,
                         f,

@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use driver::emulated::EngineKind;
-use driver::gemini::cluster::GeminiCluster;
 use driver::mem::UserMemory;
 use firmware_spec::gemini::gni::{CdmMode, CqEventType, CqMode, MemFlags, ReturnCode};
 use firmware_spec::gemini::mdd::MemHandle;
+use platform::EngineKind;
+use platform::gemini::GeminiCluster;
 
 use super::{OP_TIMEOUT, ToolError, ToolResult};
-use crate::gni::smsg::{ATTR_WIRE_SIZE, attr_from_bytes, attr_to_bytes, mailbox_attr};
-use crate::gni::{Cdm, Cq, Ep, Nic, cq};
+use userlib::gni::smsg::{ATTR_WIRE_SIZE, attr_from_bytes, attr_to_bytes, mailbox_attr};
+use userlib::gni::{Cdm, Cq, Ep, Nic, cq};
 
 /// Id of the server's listening datagram.
 const LISTEN_ID: u64 = 0x6e69_6365;
@@ -33,14 +33,14 @@ pub(crate) struct Side {
 }
 
 /// What a side tells its peer in the connection datagram: its mailbox, its data buffer.
-fn hello(s: &Side, mbox: &crate::gni::SmsgAttr) -> Vec<u8> {
+fn hello(s: &Side, mbox: &userlib::gni::SmsgAttr) -> Vec<u8> {
     let mut v = attr_to_bytes(mbox).to_vec();
     v.extend_from_slice(&s.buf.va().to_le_bytes());
     v.extend_from_slice(&s.mh.to_bytes());
     v
 }
 
-fn parse_hello(b: &[u8]) -> ToolResult<(crate::gni::SmsgAttr, u64, MemHandle)> {
+fn parse_hello(b: &[u8]) -> ToolResult<(userlib::gni::SmsgAttr, u64, MemHandle)> {
     let attr = attr_from_bytes(b)?;
     let rest = b
         .get(ATTR_WIRE_SIZE..ATTR_WIRE_SIZE + 24)
@@ -148,7 +148,7 @@ impl Side {
     }
 }
 
-fn check(ev: &crate::gni::CqEvent, op: &'static str) -> ToolResult<()> {
+fn check(ev: &userlib::gni::CqEvent, op: &'static str) -> ToolResult<()> {
     if ev.rc != ReturnCode::Success {
         return Err(ToolError::Completion {
             op,
@@ -199,7 +199,7 @@ impl Pair {
             .build()?;
         let client = Side::new(&cluster, 0, 0, buf_len, mbox_len, cq_entries)?;
         let server = Side::new(&cluster, 1, 1, buf_len, mbox_len, cq_entries)?;
-        let mailbox = |s: &Side| -> ToolResult<crate::gni::SmsgAttr> {
+        let mailbox = |s: &Side| -> ToolResult<userlib::gni::SmsgAttr> {
             let mh = s.nic.mem_register(
                 s._mbox.va(),
                 s._mbox.len(),

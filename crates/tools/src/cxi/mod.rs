@@ -1,5 +1,5 @@
 //! The bodies of the HPE-style diagnostics, run over an emulated pair of Cassinis built with
-//! the driver's cluster builder (`driver::emulated`): [`stat`] (like `cxi_stat`),
+//! the platform's cluster builder ([`platform::Cluster`]): [`stat`] (like `cxi_stat`),
 //! [`dump_csrs`] (like `cxi_dump_csrs`), the latency tools [`send_lat`], [`write_lat`],
 //! [`read_lat`], [`atomic_lat`] and the bandwidth tools [`send_bw`], [`write_bw`],
 //! [`read_bw`]. Each takes its options and a `&mut dyn Write` and prints a table in the
@@ -24,10 +24,10 @@ pub use stat::{DumpOptions, StatOptions, dump_csrs, stat};
 
 use std::time::Duration;
 
-use driver::emulated::{ClusterError, EngineKind};
+use platform::{ClusterError, EngineKind};
 use thiserror::Error;
 
-use super::error::CxiError;
+use userlib::cxi::CxiError;
 
 /// Why a tool failed.
 #[derive(Debug, Error)]

@@ -2,7 +2,6 @@
 //! server (passive targets: a matching PtlTE for sends and a non-matching one for RMA, each
 //! with one persistent LE over the server buffer, communication events disabled).
 
-use driver::emulated::{Cluster, EngineKind};
 use driver::mem::UserMemory;
 use firmware_spec::cassini::cmd::{TargetCmd, TgtOp};
 use firmware_spec::cassini::dfa::{C_PID_ANY, CXI_MATCH_ID_ANY, PidBits, build_dfa, match_id};
@@ -11,9 +10,10 @@ use firmware_spec::cassini::le::{
     LeFlags, MapFlags, PtAllocOpts, PtlList, PtlteState, TcType, TrafficClass,
 };
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::{Cluster, EngineKind};
 
 use super::{OP_TIMEOUT, ToolError, ToolResult};
-use crate::cxi::{
+use userlib::cxi::{
     CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, Device, Domain, EqOptions, EventQueue, Lni, Md,
     Pte, PteMap, open_device,
 };

@@ -3,16 +3,16 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use driver::emulated::EngineKind;
 use firmware_spec::gemini::gni::{DlvrMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
+use platform::EngineKind;
 
 use super::pair::{Pair, SmsgParams};
 use super::{BwStats, OP_TIMEOUT, RDMA_THRESHOLD, SMSG_MAX, ToolError, ToolResult, packets, sizes};
-use crate::cxi::tools::ToolKind as Kind;
-use crate::cxi::tools::{RULE, engine_name};
-use crate::gni::GniError;
-use crate::gni::post::put_desc;
+use crate::cxi::ToolKind as Kind;
+use crate::cxi::{RULE, engine_name};
+use userlib::gni::GniError;
+use userlib::gni::post::put_desc;
 
 /// Options of the bandwidth tools.
 #[derive(Clone, Debug)]

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::amo::{AmoOp, AmoType};
-use userlib::cxi::tools::{
+use platform::EngineKind;
+use tools::cxi::{
     BwOptions, DumpOptions, LatOptions, StatOptions, atomic_lat, dump_csrs, read_bw, read_lat,
     send_bw, send_lat, stat, write_bw, write_lat,
 };

@@ -3,12 +3,12 @@
 
 use std::io::Write;
 
-use driver::emulated::EngineKind;
-use userlib::gni::AmoCmd;
-use userlib::gni::tools::{
+use platform::EngineKind;
+use tools::gni::{
     BwOptions, BwStats, LatOptions, LatStats, ToolError, ToolResult, atomic_lat, read_bw, read_lat,
     send_bw, send_lat, write_bw, write_lat,
 };
+use userlib::gni::AmoCmd;
 
 type LatFn = fn(&LatOptions, &mut dyn Write) -> ToolResult<Vec<(u64, LatStats)>>;
 type BwFn = fn(&BwOptions, &mut dyn Write) -> ToolResult<Vec<(u64, BwStats)>>;

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::cmd::{
     CState, DmaAmo, DmaFlags, DmaOp, FullDma, IdcAmo, IdcMsg, IdcPut, Payload,
@@ -11,6 +10,7 @@ use firmware_spec::cassini::cmd::{
 use firmware_spec::cassini::event::{Event, EventType};
 use firmware_spec::cassini::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
 use firmware_spec::cassini::rc::ReturnCode;
+use platform::EngineKind;
 
 use super::ToolKind as Kind;
 use super::pair::{MSG_INDEX, Pair, RMA_INDEX, Side, VNI};
@@ -155,7 +155,7 @@ fn build_op(kind: Kind, opts: &LatOptions, pair: &Pair, size: u64) -> ToolResult
         let mut data = vec![0u8; size as usize];
         c.buf
             .read(0, &mut data)
-            .map_err(crate::cxi::CxiError::from)?;
+            .map_err(userlib::cxi::CxiError::from)?;
         Payload::new(&data).map_err(|e| ToolError::Cxi(e.into()))
     };
     Ok(match kind {
@@ -281,7 +281,11 @@ fn header(kind: Kind, opts: &LatOptions, pair: &Pair, out: &mut dyn Write) -> To
     writeln!(out, "{RULE}")?;
     writeln!(out, "    {}", kind.title("CXI", "Send", "Latency"))?;
     writeln!(out, "Device           : {}", c.dev.info().device_name)?;
-    writeln!(out, "Service ID       : {}", crate::cxi::CXI_DEFAULT_SVC_ID)?;
+    writeln!(
+        out,
+        "Service ID       : {}",
+        userlib::cxi::CXI_DEFAULT_SVC_ID
+    )?;
     writeln!(out, "Engine           : {}", engine_name(&opts.engine))?;
     match opts.duration {
         Some(d) => {
@@ -358,7 +362,7 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
     pair.client
         .buf
         .write(0, &pattern)
-        .map_err(crate::cxi::CxiError::from)?;
+        .map_err(userlib::cxi::CxiError::from)?;
     header(kind, opts, &pair, out)?;
     let want = completion(kind, opts);
     let mut results = Vec::with_capacity(list.len());

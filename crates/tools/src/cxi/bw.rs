@@ -3,14 +3,14 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use driver::emulated::EngineKind;
 use firmware_spec::cassini::cmd::{CState, DmaFlags, DmaOp, FullDma, IdcMsg, IdcPut, Payload};
 use firmware_spec::cassini::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
+use platform::EngineKind;
 
 use super::ToolKind as Kind;
 use super::pair::{MSG_INDEX, Pair, RMA_INDEX, VNI};
 use super::{BwStats, OP_TIMEOUT, PORTALS_MTU, RULE, ToolError, ToolResult, engine_name, sizes};
-use crate::cxi::{CxiError, ct::Ct};
+use userlib::cxi::{CxiError, ct::Ct};
 
 /// Options of the bandwidth tools.
 #[derive(Clone, Debug)]
@@ -219,7 +219,11 @@ fn header(
     writeln!(out, "{RULE}")?;
     writeln!(out, "    {}", kind.title("CXI", "Send", "Bandwidth"))?;
     writeln!(out, "Device           : {}", c.dev.info().device_name)?;
-    writeln!(out, "Service ID       : {}", crate::cxi::CXI_DEFAULT_SVC_ID)?;
+    writeln!(
+        out,
+        "Service ID       : {}",
+        userlib::cxi::CXI_DEFAULT_SVC_ID
+    )?;
     writeln!(out, "Engine           : {}", engine_name(&o.engine))?;
     match o.duration {
         Some(d) => {

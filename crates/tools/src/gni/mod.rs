@@ -1,9 +1,9 @@
 //! The bodies of the `nicemu gni-*` tools, run over an emulated pair of Geminis built with
-//! the driver's cluster builder (`driver::gemini::cluster`): the latency tools
+//! the platform's cluster builder ([`platform::GeminiCluster`]): the latency tools
 //! [`send_lat`], [`write_lat`], [`read_lat`], [`atomic_lat`] and the bandwidth tools
 //! [`send_bw`], [`write_bw`], [`read_bw`]. Each takes its options and a `&mut dyn Write` and
 //! prints a table with the columns of the HPE `cxi_*_lat` / `cxi_*_bw` utilities (and of
-//! [`crate::cxi::tools`]): a summary of the options, then
+//! [`crate::cxi`]): a summary of the options, then
 //! `Size[B] Count Min[us] Max[us] Mean[us] StdDev[us]` or
 //! `Size[B] Count BW[MB/s] PktRate[Mpkt/s]`.
 //!
@@ -25,15 +25,15 @@ mod pair;
 pub use bw::{BwOptions, read_bw, send_bw, write_bw};
 pub use lat::{LatOptions, atomic_lat, read_lat, send_lat, write_lat};
 
-pub use crate::cxi::tools::{BwStats, LatStats, parse_size_range, sizes};
+pub use crate::cxi::{BwStats, LatStats, parse_size_range, sizes};
 
 use std::time::Duration;
 
-use driver::gemini::cluster::GeminiClusterError;
 use firmware_spec::gemini::gni::ReturnCode;
+use platform::gemini::GeminiClusterError;
 use thiserror::Error;
 
-use super::error::GniError;
+use userlib::gni::GniError;
 
 /// Why a tool failed.
 #[derive(Debug, Error)]

@@ -3,17 +3,17 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use driver::emulated::EngineKind;
 use firmware_spec::gemini::amo::AmoCmd;
 use firmware_spec::gemini::gni::{DlvrMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
+use platform::EngineKind;
 
 use super::pair::{Pair, SmsgParams};
 use super::{LatStats, RDMA_THRESHOLD, SMSG_MAX, ToolError, ToolResult, sizes};
-use crate::cxi::tools::ToolKind as Kind;
-use crate::cxi::tools::{RULE, engine_name};
-use crate::gni::amo::amo_desc;
-use crate::gni::post::put_desc;
+use crate::cxi::ToolKind as Kind;
+use crate::cxi::{RULE, engine_name};
+use userlib::gni::amo::amo_desc;
+use userlib::gni::post::put_desc;
 
 /// Options of the latency tools.
 #[derive(Clone, Debug)]
@@ -99,7 +99,7 @@ fn build_op(kind: Kind, opts: &LatOptions, pair: &Pair, size: u64) -> ToolResult
             let mut data = vec![0u8; size as usize];
             c.buf
                 .read(0, &mut data)
-                .map_err(crate::gni::GniError::from)?;
+                .map_err(userlib::gni::GniError::from)?;
             return Ok(Op::Send(data));
         }
         Kind::Write => put_desc(
@@ -269,7 +269,7 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
         return Err(ToolError::Option("need at least one iteration".into()));
     }
     let list = if kind == Kind::Atomic {
-        vec![crate::gni::amo::AMO_SIZE]
+        vec![userlib::gni::amo::AMO_SIZE]
     } else {
         sizes(opts.min_size, opts.max_size)
     };
@@ -292,7 +292,7 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
     pair.client
         .buf
         .write(0, &pattern)
-        .map_err(crate::gni::GniError::from)?;
+        .map_err(userlib::gni::GniError::from)?;
     header(kind, opts, &pair, out)?;
     if !opts.report_all {
         table_header(kind, out)?;

@@ -3,11 +3,11 @@
 
 use std::io::Write;
 
-use driver::emulated::{Cluster, EngineKind};
 use firmware_spec::cassini::csr;
+use platform::{Cluster, EngineKind};
 
 use super::{RULE, ToolError, ToolResult, engine_name};
-use crate::cxi::{OpenOptions, get_device_list, open_device_with};
+use userlib::cxi::{OpenOptions, get_device_list, open_device_with};
 
 /// Options of [`stat`].
 #[derive(Clone, Debug)]
@@ -111,7 +111,7 @@ pub fn stat(opts: &StatOptions, out: &mut dyn Write) -> ToolResult<()> {
                 let dev = open_device_with(&devs, d.dev_id, admin())?;
                 let csrs = dev.map_csr()?;
                 writeln!(out, "    Counters (non-zero):")?;
-                for c in crate::cxi::csr::counters(csrs.generation()) {
+                for c in userlib::cxi::csr::counters(csrs.generation()) {
                     let v = csrs.read_counter(&c)?;
                     if v != 0 {
                         writeln!(out, "      {}.{} = {v}", c.view, c.name)?;

@@ -1,0 +1,365 @@
+//! Emulated Cassini clusters: the engine and its fabric, one host memory per node, one
+//! emulated Cassini per node on that node's PCI bus, the Cassini driver probed by id.
+//! Everything it hands out is a driver type ([`CxiDevice`], [`HostMem`]) or an emu-core seam
+//! ([`Progress`]), so the code above runs the same on a real NIC.
+//!
+//! ```no_run
+//! use platform::{Cluster, EngineKind};
+//! let cluster = Cluster::builder().nics(2).engine(EngineKind::Deterministic { seed: 7 }).build()?;
+//! let dev = cluster.node(0).and_then(|n| n.cxi(0)).expect("node 0 has a Cassini");
+//! let client = dev.open();
+//! # let _ = client;
+//! # Ok::<(), platform::ClusterError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use driver::cassini::{CassiniDriver, CxiDevice, DriverConfig};
+use driver::mem::HostMem;
+use driver::pci::{BindState, PciAddress, PciBus, PciDriver, PciError};
+use emu_core::engine::threaded::Threaded;
+use emu_core::engine::{Engine, EngineError, Progress};
+use emu_core::fabric::{Fabric, FabricConfig, FabricError, PortId, Topology};
+use thiserror::Error;
+
+use crate::devices::EmulatedDevice;
+use crate::engine::EngineKind;
+use crate::function::{AttachError, attach};
+
+/// Why a cluster could not be built.
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    /// A cluster needs at least one NIC.
+    #[error("a cluster needs at least one NIC")]
+    NoNics,
+    /// The fabric could not be built (bad topology for this many NICs).
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The engine refused something.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A node or its NIC could not be put together.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    /// The PCI layer refused an operation.
+    #[error(transparent)]
+    Pci(#[from] PciError),
+    /// The driver did not bind a node's NIC.
+    #[error("node {node}: the Cassini driver did not bind {address}: {reason}")]
+    NotBound {
+        /// The node.
+        node: usize,
+        /// The function.
+        address: PciAddress,
+        /// What the bus recorded.
+        reason: String,
+    },
+}
+
+/// Builder of a [`Cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterBuilder {
+    nics: usize,
+    engine: EngineKind,
+    topology: Option<Topology>,
+    memory: u64,
+    driver: DriverConfig,
+    msix_vectors: u16,
+    bind: bool,
+}
+
+impl Default for ClusterBuilder {
+    fn default() -> Self {
+        ClusterBuilder {
+            nics: 2,
+            engine: EngineKind::Deterministic { seed: 0 },
+            topology: None,
+            memory: 256 << 20,
+            driver: DriverConfig::default(),
+            msix_vectors: 128,
+            bind: true,
+        }
+    }
+}
+
+impl ClusterBuilder {
+    /// Number of nodes, one Cassini each (default 2).
+    pub fn nics(mut self, n: usize) -> Self {
+        self.nics = n;
+        self
+    }
+
+    /// The engine (default deterministic, seed 0).
+    pub fn engine(mut self, e: EngineKind) -> Self {
+        self.engine = e;
+        self
+    }
+
+    /// The fabric topology (default: one switch with a port per NIC).
+    pub fn topology(mut self, t: Topology) -> Self {
+        self.topology = Some(t);
+        self
+    }
+
+    /// Host memory per node in bytes (default 256 MiB, committed lazily).
+    pub fn memory_per_node(mut self, bytes: u64) -> Self {
+        self.memory = bytes;
+        self
+    }
+
+    /// Driver module parameters.
+    pub fn driver_config(mut self, c: DriverConfig) -> Self {
+        self.driver = c;
+        self
+    }
+
+    /// MSI-X vectors of each emulated function.
+    pub fn msix_vectors(mut self, n: u16) -> Self {
+        self.msix_vectors = n;
+        self
+    }
+
+    /// Whether to load the driver at build time (default true). With `false` the devices sit
+    /// unbound on their buses, out of reset, until [`Node::probe`].
+    pub fn bind_drivers(mut self, bind: bool) -> Self {
+        self.bind = bind;
+        self
+    }
+
+    /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
+    pub fn build(self) -> Result<Cluster, ClusterError> {
+        if self.nics == 0 {
+            return Err(ClusterError::NoNics);
+        }
+        let topology = self.topology.clone().unwrap_or(Topology::SingleSwitch {
+            ports: self.nics as u32,
+        });
+        let fabric = Fabric::new(FabricConfig::new(topology))?;
+        let (engine, threaded) = self.engine.start(fabric)?;
+        let progress = engine.progress_handle();
+        let mut nodes = Vec::with_capacity(self.nics);
+        for i in 0..self.nics {
+            nodes.push(self.build_node(i, &engine, &progress)?);
+        }
+        Ok(Cluster {
+            engine,
+            threaded,
+            progress,
+            nodes,
+            kind: self.engine,
+        })
+    }
+
+    fn build_node(
+        &self,
+        i: usize,
+        engine: &Arc<dyn Engine>,
+        progress: &Arc<dyn Progress>,
+    ) -> Result<Node, ClusterError> {
+        let nid = i as u32;
+        let model = emu_cassini::Cassini::new(emu_cassini::CassiniConfig {
+            nid,
+            nid_base: 0,
+            msix_vectors: self.msix_vectors,
+            ..emu_cassini::CassiniConfig::default()
+        });
+        let nic = attach(engine, i, self.memory, Box::new(model), PortId(nid))?;
+        let node = Node {
+            index: i,
+            nid,
+            memory: Arc::clone(&nic.host),
+            driver: CassiniDriver::new(nic.host, self.driver.clone()),
+            bus: Mutex::new(nic.bus),
+            cxi: Mutex::new(Vec::new()),
+            progress: Arc::clone(progress),
+        };
+        if self.bind {
+            node.probe()?;
+        }
+        Ok(node)
+    }
+}
+
+/// One node: its RAM, its PCI bus, the Cassini device(s) the driver brought up.
+pub struct Node {
+    index: usize,
+    nid: u32,
+    memory: Arc<dyn HostMem>,
+    driver: CassiniDriver,
+    bus: Mutex<PciBus>,
+    cxi: Mutex<Vec<Arc<CxiDevice>>>,
+    progress: Arc<dyn Progress>,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("index", &self.index)
+            .field("nid", &self.nid)
+            .field("cxi", &self.cxi_devices().len())
+            .finish()
+    }
+}
+
+impl Node {
+    /// The node's index in the cluster.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The NID of the node's NIC.
+    pub fn nid(&self) -> u32 {
+        self.nid
+    }
+
+    /// Cassini device `i` of the node (`/dev/cxi<i>`), once the driver is bound.
+    pub fn cxi(&self, i: usize) -> Option<Arc<CxiDevice>> {
+        self.cxi_devices().get(i).cloned()
+    }
+
+    /// Every Cassini device of the node.
+    pub fn cxi_devices(&self) -> Vec<Arc<CxiDevice>> {
+        self.cxi
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Load the driver: offer the node's unbound functions to the Cassini driver (probe by
+    /// id). Returns the devices bound so far.
+    pub fn probe(&self) -> Result<Vec<Arc<CxiDevice>>, ClusterError> {
+        let mut bus = self.bus.lock().unwrap_or_else(PoisonError::into_inner);
+        let report = bus.probe_all(&[&self.driver as &dyn PciDriver]);
+        let mut cxi = self.cxi.lock().unwrap_or_else(PoisonError::into_inner);
+        for (address, state) in report {
+            match state {
+                BindState::Bound { .. } => {
+                    if let Some(dev) = bus.drvdata::<CxiDevice>(address) {
+                        dev.set_progress(Arc::clone(&self.progress));
+                        cxi.push(dev);
+                    }
+                }
+                BindState::Failed { failures } => {
+                    return Err(ClusterError::NotBound {
+                        node: self.index,
+                        address,
+                        reason: failures
+                            .iter()
+                            .map(|f| format!("{}: {}", f.driver, f.error))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    });
+                }
+                BindState::Unbound => {}
+            }
+        }
+        Ok(cxi.clone())
+    }
+
+    /// The node's host memory (where its processes' buffers live).
+    pub fn memory(&self) -> &Arc<dyn HostMem> {
+        &self.memory
+    }
+
+    /// The engine's progress handle: code waiting for the device calls `progress()`.
+    pub fn progress(&self) -> &Arc<dyn Progress> {
+        &self.progress
+    }
+
+    /// Run `f` on the node's PCI bus.
+    pub fn with_bus<R>(&self, f: impl FnOnce(&mut PciBus) -> R) -> R {
+        f(&mut self.bus.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// An emulated cluster: engine, fabric, nodes.
+pub struct Cluster {
+    engine: Arc<dyn Engine>,
+    threaded: Option<Arc<Threaded>>,
+    progress: Arc<dyn Progress>,
+    nodes: Vec<Node>,
+    kind: EngineKind,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("engine", &self.kind)
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// A builder (2 NICs, deterministic engine, seed 0).
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// The nodes.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Node `i`.
+    pub fn node(&self, i: usize) -> Option<&Node> {
+        self.nodes.get(i)
+    }
+
+    /// The engine kind.
+    pub fn engine_kind(&self) -> &EngineKind {
+        &self.kind
+    }
+
+    /// The engine (for counters, link faults, and running it).
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// The engine's progress handle.
+    pub fn progress(&self) -> &Arc<dyn Progress> {
+        &self.progress
+    }
+
+    /// Run engine work until nothing is left or `max` steps ran (deterministic engine: each
+    /// step is one event; threaded: each step yields). Returns the steps that did work.
+    pub fn run(&self, max: u64) -> u64 {
+        let mut n = 0;
+        while n < max && self.progress.progress() {
+            n += 1;
+        }
+        n
+    }
+
+    /// The emulated devices, for `nicemu devices`.
+    pub fn devices(&self) -> Vec<EmulatedDevice> {
+        let mut out = Vec::new();
+        for node in &self.nodes {
+            node.with_bus(|bus| {
+                for f in bus.functions() {
+                    let dev = bus.drvdata::<CxiDevice>(f.address());
+                    out.push(EmulatedDevice::describe(
+                        node.index,
+                        bus,
+                        f,
+                        dev.as_ref().map(|d| d.info().nid),
+                        dev.as_ref().map(|d| format!("{:?}", d.info().version)),
+                        dev.as_ref().map(|d| format!("{:?}", d.info().platform)),
+                    ));
+                }
+            });
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(t) = &self.threaded {
+            t.shutdown();
+        }
+    }
+}
