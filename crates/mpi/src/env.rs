@@ -1,0 +1,149 @@
+//! Environment knobs (`FI_CXI_*`, `MPICH_GNI_*`, `MPICH_OFI_*`, ...), read once at init. A job
+//! started in-process gets its own set instead of the process environment, so tests can run
+//! jobs with different settings side by side.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// A set of environment variables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// An empty environment (every knob at its default).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The variables of this process whose names start with one of the knob prefixes
+    /// (`FI_`, `MPICH_`, `NICEMU_`, `PMI_`).
+    pub fn from_process() -> Self {
+        let vars = std::env::vars()
+            .filter(|(k, _)| {
+                ["FI_", "MPICH_", "NICEMU_", "PMI_"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
+            })
+            .collect();
+        Env { vars }
+    }
+
+    /// This set with `var=value` added (or replaced).
+    pub fn with(mut self, var: &str, value: &str) -> Self {
+        self.vars.insert(var.to_string(), value.to_string());
+        self
+    }
+
+    /// Set `var=value`.
+    pub fn set(&mut self, var: &str, value: &str) {
+        self.vars.insert(var.to_string(), value.to_string());
+    }
+
+    /// The raw value of `var`.
+    pub fn get(&self, var: &str) -> Option<&str> {
+        self.vars.get(var).map(String::as_str)
+    }
+
+    /// `var` parsed as a `T`, `default` when unset; a value that does not parse is an
+    /// [`Error::Config`] naming the variable.
+    pub fn parse<T: FromStr>(&self, var: &str, default: T) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.get(var) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|e: T::Err| Error::Config {
+                var: var.to_string(),
+                value: v.to_string(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// A size in bytes: a decimal number with an optional `K`, `M` or `G` suffix (powers of
+    /// 1024), as the Cray MPICH knobs accept.
+    pub fn size(&self, var: &str, default: usize) -> Result<usize> {
+        let Some(v) = self.get(var) else {
+            return Ok(default);
+        };
+        parse_size(v).ok_or_else(|| Error::Config {
+            var: var.to_string(),
+            value: v.to_string(),
+            reason: "expected a size in bytes (a number, optionally with K, M or G)".into(),
+        })
+    }
+
+    /// One of `choices` (compared without case), `default` when unset.
+    pub fn choice<'a>(&self, var: &str, choices: &[&'a str], default: &'a str) -> Result<&'a str> {
+        let Some(v) = self.get(var) else {
+            return Ok(default);
+        };
+        choices
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(v.trim()))
+            .copied()
+            .ok_or_else(|| Error::Config {
+                var: var.to_string(),
+                value: v.to_string(),
+                reason: format!("expected one of {}", choices.join(", ")),
+            })
+    }
+
+    /// A boolean: `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`, `enabled`/`disabled`.
+    pub fn flag(&self, var: &str, default: bool) -> Result<bool> {
+        let Some(v) = self.get(var) else {
+            return Ok(default);
+        };
+        match v.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" | "enabled" => Ok(true),
+            "0" | "false" | "no" | "off" | "disabled" => Ok(false),
+            _ => Err(Error::Config {
+                var: var.to_string(),
+                value: v.to_string(),
+                reason: "expected 1/0, true/false, yes/no, on/off or enabled/disabled".into(),
+            }),
+        }
+    }
+}
+
+/// `1234`, `64K`, `8M`, `1G` (powers of 1024), or `None`.
+pub fn parse_size(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let (num, mult) = match v.chars().last()? {
+        'k' | 'K' => (&v[..v.len() - 1], 1usize << 10),
+        'm' | 'M' => (&v[..v.len() - 1], 1 << 20),
+        'g' | 'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_bad_values() {
+        let env = Env::new()
+            .with("A", "64K")
+            .with("B", "oops")
+            .with("C", "hybrid");
+        assert_eq!(env.size("A", 0).unwrap(), 65536);
+        assert_eq!(env.size("Z", 7).unwrap(), 7);
+        let e = env.size("B", 0).unwrap_err().to_string();
+        assert!(e.starts_with("B=\"oops\""), "{e}");
+        assert_eq!(
+            env.choice("C", &["hardware", "software", "hybrid"], "hardware")
+                .unwrap(),
+            "hybrid"
+        );
+        assert!(env.choice("B", &["x"], "x").is_err());
+        assert!(env.flag("B", false).is_err());
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("G"), None);
+    }
+}

@@ -1,0 +1,23 @@
+//! The process-management interface a transport uses to learn its peers' addresses, modelled on
+//! PMI-1 (`PMI_Get_rank`, `PMI_Get_size`, `PMI_KVS_Put`, `PMI_KVS_Commit` + `PMI_Barrier`,
+//! `PMI_KVS_Get`). An in-process job implements it over shared memory; a multi-process launch
+//! over the launcher's PMI wire protocol.
+
+use crate::error::Result;
+
+/// One process's view of the job's key-value space.
+pub trait Pmi: Send {
+    /// This process's rank in the job.
+    fn rank(&self) -> u32;
+    /// The number of processes in the job.
+    fn size(&self) -> u32;
+    /// The number of processes on this node, and this one's index among them (for NIC and PID
+    /// assignment).
+    fn local(&self) -> (u32, u32);
+    /// Publish `value` under `key` for this rank.
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<()>;
+    /// Commit what was put and wait until every process has done so (`PMI_Barrier`).
+    fn fence(&mut self) -> Result<()>;
+    /// The value `rank` published under `key` before the last fence.
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>>;
+}
