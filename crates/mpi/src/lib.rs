@@ -7,13 +7,38 @@
 
 #![forbid(unsafe_code)]
 
+pub mod collective;
+pub mod communicator;
+pub mod datatype;
 pub mod env;
 pub mod error;
 pub mod matching;
+pub mod op;
 pub mod pmi;
+pub mod point_to_point;
+pub mod request;
 pub mod transport;
 pub mod universe;
 
 pub use env::Env;
 pub use error::{Error, Result};
 pub use universe::Universe;
+
+/// What `use mpi::traits::*;` brings in, as in rsmpi.
+pub mod traits {
+    pub use crate::collective::Root;
+    pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+}
+
+/// rsmpi-style paths of the common types.
+pub mod topology {
+    pub use crate::communicator::{
+        CommRank as Rank, CommunicatorRelation, Group, SimpleCommunicator,
+    };
+}
+
+pub use communicator::{ANY_TAG, SimpleCommunicator, TAG_UB, Tag};
+pub use datatype::{Kind, Vector};
+pub use op::SystemOperation;
+pub use point_to_point::{Message, Status};
+pub use request::{Request, scope};

@@ -4,8 +4,12 @@
 //!
 //! * [`portals`]: one matching Portals table entry — PRIORITY / OVERFLOW lists, unexpected
 //!   headers, LE options, and the events every operation must produce.
+//! * [`mpi_loopback`]: the `mpi` transport contract as an in-memory reference transport.
+//! * [`mpi_semantics`]: the MPI semantics suite every transport must pass.
 //!
 //! How the suite is organised and how to replay a failing property test: `docs/testing.md`.
 #![forbid(unsafe_code)]
 
+pub mod mpi_loopback;
+pub mod mpi_semantics;
 pub mod portals;

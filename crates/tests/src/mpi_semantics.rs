@@ -1,0 +1,373 @@
+//! The MPI semantics suite: one program, run by every rank of a job, that checks
+//! point-to-point semantics (order, wildcards, probes, truncation, cancel, synchronous sends,
+//! derived datatypes), communicator management, and every collective against a sequential
+//! reference — on the world and on split communicators. It runs unchanged on any transport
+//! (the loopback reference, cxi, gni); a failed check panics with what differed.
+
+use mpi::collective::Root;
+use mpi::topology::CommunicatorRelation;
+use mpi::{Error, SimpleCommunicator, SystemOperation, Vector};
+
+/// Run the whole suite on `world`.
+pub fn run(world: &SimpleCommunicator) {
+    point_to_point(world);
+    communicators(world);
+    collectives(world);
+    // The same collectives on split communicators (odd / even ranks, reversed order).
+    let half = world
+        .split_by_color_with_key(Some(world.rank() % 2), -world.rank())
+        .expect("split")
+        .expect("every rank has a color");
+    collectives(&half);
+    world.barrier().expect("final barrier");
+}
+
+/// A value every rank can compute for (rank, index).
+fn v(rank: i32, i: usize) -> i64 {
+    i64::from(rank) * 1000 + i as i64
+}
+
+fn point_to_point(w: &SimpleCommunicator) {
+    let (r, p) = (w.rank(), w.size());
+    if p < 2 {
+        return;
+    }
+    // Non-overtaking: 40 messages with varied tags from 0 to 1, received with ANY_TAG.
+    if r == 0 {
+        for i in 0..40 {
+            let msg: Vec<i64> = vec![i; (i as usize % 5) * 100];
+            w.process_at_rank(1)
+                .send_with_tag(&msg[..], (i % 3) as i32)
+                .expect("send");
+        }
+    } else if r == 1 {
+        for i in 0..40 {
+            let (m, st) = w.process_at_rank(0).receive_vec::<i64>().expect("recv");
+            assert_eq!(st.tag(), (i % 3) as i32, "message {i} out of order");
+            assert_eq!(m.len(), (i as usize % 5) * 100);
+            assert!(m.iter().all(|&x| x == i));
+        }
+    }
+    w.barrier().expect("barrier");
+
+    // ANY_SOURCE: everyone sends its rank to 0.
+    if r == 0 {
+        let mut seen = vec![false; p as usize];
+        for _ in 1..p {
+            let (x, st) = w.any_process().receive_with_tag::<i32>(7).expect("recv");
+            assert_eq!(x, st.source_rank());
+            assert!(!seen[x as usize], "rank {x} twice");
+            seen[x as usize] = true;
+        }
+    } else {
+        w.process_at_rank(0).send_with_tag(&r, 7).expect("send");
+    }
+    w.barrier().expect("barrier");
+
+    // Probe, matched probe, truncation, cancel, synchronous send — between 0 and 1.
+    if r == 1 {
+        let data: Vec<u32> = (0..37).collect();
+        w.process_at_rank(0)
+            .send_with_tag(&data[..], 11)
+            .expect("send");
+        w.process_at_rank(0)
+            .send_with_tag(&data[..], 12)
+            .expect("send");
+        w.process_at_rank(0)
+            .send_with_tag(&[1u64, 2], 13)
+            .expect("send");
+        w.process_at_rank(0)
+            .synchronous_send_with_tag(&5u8, 14)
+            .expect("ssend");
+    } else if r == 0 {
+        let st = w.process_at_rank(1).probe_with_tag(11).expect("probe");
+        assert_eq!((st.source_rank(), st.tag(), st.count::<u32>()), (1, 11, 37));
+        let (msg, st) = w
+            .any_process()
+            .matched_probe_with_tag(Some(12))
+            .expect("mprobe");
+        assert_eq!(st.count::<u32>(), 37);
+        let (v12, _) = msg.matched_receive_vec::<u32>().expect("mrecv");
+        let (v11, _) = w
+            .process_at_rank(1)
+            .receive_vec_with_tag::<u32>(11)
+            .expect("recv");
+        assert_eq!(v11, v12);
+        assert_eq!(v11, (0..37).collect::<Vec<u32>>());
+        let mut small = 0u64;
+        match w.process_at_rank(1).receive_into_with_tag(&mut small, 13) {
+            Err(Error::Truncate {
+                len: 16,
+                capacity: 8,
+            }) => {}
+            other => panic!("expected a truncation error, got {other:?}"),
+        }
+        let (b, _) = w
+            .process_at_rank(1)
+            .receive_with_tag::<u8>(14)
+            .expect("recv");
+        assert_eq!(b, 5);
+        let mut never = [0u8; 4];
+        mpi::scope(|s| {
+            let req = w
+                .process_at_rank(1)
+                .immediate_receive_into_with_tag(s, &mut never, 999)
+                .expect("irecv");
+            req.cancel().expect("cancel");
+            let st = req.wait().expect("wait");
+            assert!(st.is_cancelled());
+        });
+    }
+    w.barrier().expect("barrier");
+
+    // Immediate operations in a ring, and a derived vector type.
+    let right = (r + 1) % p;
+    let left = (r + p - 1) % p;
+    let col = Vector::new(4, 1, 3);
+    let matrix: Vec<f64> = (0..12).map(|i| f64::from(r) + i as f64).collect();
+    let packed = col.pack(&matrix).expect("pack");
+    let mut got = vec![0f64; 4];
+    mpi::scope(|s| {
+        let rreq = w
+            .process_at_rank(left)
+            .immediate_receive_into_with_tag(s, &mut got[..], 3)
+            .expect("irecv");
+        let sreq = w
+            .process_at_rank(right)
+            .immediate_send_with_tag(&packed[..], 3)
+            .expect("isend");
+        mpi::request::wait_all(vec![sreq, rreq]).expect("waitall");
+    });
+    let mut out = vec![-1f64; 12];
+    col.unpack(&got, &mut out).expect("unpack");
+    for k in 0..4 {
+        assert_eq!(out[k * 3], f64::from(left) + (k * 3) as f64);
+    }
+    let mut sr = 0i32;
+    w.sendrecv_into(&r, right, 4, &mut sr, Some(left), Some(4))
+        .expect("sendrecv");
+    assert_eq!(sr, left);
+    w.barrier().expect("barrier");
+}
+
+fn communicators(w: &SimpleCommunicator) {
+    let d = w.duplicate().expect("dup");
+    assert_eq!(d.compare(w), CommunicatorRelation::Congruent);
+    assert_eq!(w.compare(&w.clone()), CommunicatorRelation::Identical);
+    // Traffic on the duplicate does not match receives on the original.
+    if w.size() > 1 {
+        if w.rank() == 0 {
+            d.process_at_rank(1).send_with_tag(&1i32, 0).expect("send");
+            w.process_at_rank(1).send_with_tag(&2i32, 0).expect("send");
+        } else if w.rank() == 1 {
+            let (a, _) = w
+                .process_at_rank(0)
+                .receive_with_tag::<i32>(0)
+                .expect("recv");
+            let (b, _) = d
+                .process_at_rank(0)
+                .receive_with_tag::<i32>(0)
+                .expect("recv");
+            assert_eq!((a, b), (2, 1));
+        }
+    }
+    let none = w
+        .split_by_color(if w.rank() == 0 { None } else { Some(1) })
+        .expect("split");
+    assert_eq!(none.is_none(), w.rank() == 0);
+    if let Some(c) = none {
+        assert_eq!(c.size(), w.size() - 1);
+        assert_eq!(c.rank(), w.rank() - 1);
+    }
+    let g = w.group();
+    assert_eq!(g.rank(), Some(w.rank()));
+    let sub = g.include(&[0]).expect("incl");
+    let c = w.split_by_subgroup(&sub).expect("create");
+    assert_eq!(c.is_some(), w.rank() == 0);
+}
+
+/// Every collective against the sequential reference.
+pub fn collectives(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    let pu = p as usize;
+    c.barrier().expect("barrier");
+
+    for &n in &[1usize, 3, 300, 70_000] {
+        // Allreduce (recursive doubling below 64 KiB, ring above).
+        let mine: Vec<i64> = (0..n).map(|i| v(r, i)).collect();
+        let mut sum = vec![0i64; n];
+        c.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum())
+            .expect("allreduce");
+        for (i, s) in sum.iter().enumerate() {
+            let want: i64 = (0..p).map(|q| v(q, i)).sum();
+            assert_eq!(*s, want, "allreduce n={n} i={i} p={p}");
+        }
+        let mut mx = vec![0i64; n];
+        c.all_reduce_into(&mine[..], &mut mx[..], SystemOperation::max())
+            .expect("allreduce max");
+        assert!(mx.iter().enumerate().all(|(i, &x)| x == v(p - 1, i)));
+
+        for root in [0, p - 1] {
+            // Bcast.
+            let mut b: Vec<i64> = if r == root {
+                (0..n).map(|i| v(root, i)).collect()
+            } else {
+                vec![0; n]
+            };
+            c.process_at_rank(root)
+                .broadcast_into(&mut b[..])
+                .expect("bcast");
+            assert!(
+                b.iter().enumerate().all(|(i, &x)| x == v(root, i)),
+                "bcast n={n}"
+            );
+            // Reduce.
+            let proc_ = c.process_at_rank(root);
+            if r == root {
+                let mut out = vec![0i64; n];
+                proc_
+                    .reduce_into_root(&mine[..], &mut out[..], SystemOperation::sum())
+                    .expect("reduce");
+                assert_eq!(out, sum, "reduce n={n}");
+            } else {
+                proc_
+                    .reduce_into(&mine[..], SystemOperation::sum())
+                    .expect("reduce");
+            }
+        }
+    }
+    // Long bcast (scatter + allgather when p >= 8).
+    let n = (600 << 10) / 8;
+    let mut b: Vec<i64> = if r == 0 {
+        (0..n).map(|i| i as i64).collect()
+    } else {
+        vec![0; n]
+    };
+    c.process_at_rank(0)
+        .broadcast_into(&mut b[..])
+        .expect("long bcast");
+    assert!(b.iter().enumerate().all(|(i, &x)| x == i as i64));
+
+    // Gather / scatter (binomial) and their v forms.
+    let root = p / 2;
+    let mine = [r, r * 2];
+    if r == root {
+        let mut all = vec![0i32; 2 * pu];
+        c.process_at_rank(root)
+            .gather_into_root(&mine[..], &mut all[..])
+            .expect("gather");
+        for q in 0..p {
+            assert_eq!(&all[2 * q as usize..2 * q as usize + 2], &[q, q * 2]);
+        }
+        let mut got = [0i32; 2];
+        let src: Vec<i32> = (0..2 * p).collect();
+        c.process_at_rank(root)
+            .scatter_into_root(&src[..], &mut got[..])
+            .expect("scatter");
+        assert_eq!(got, [2 * r, 2 * r + 1]);
+    } else {
+        c.process_at_rank(root)
+            .gather_into(&mine[..])
+            .expect("gather");
+        let mut got = [0i32; 2];
+        c.process_at_rank(root)
+            .scatter_into(&mut got[..])
+            .expect("scatter");
+        assert_eq!(got, [2 * r, 2 * r + 1]);
+    }
+    let counts: Vec<usize> = (0..pu).map(|q| q % 3 + 1).collect();
+    let mine: Vec<i32> = vec![r; counts[r as usize]];
+    let total: usize = counts.iter().sum();
+    let expect: Vec<i32> = (0..p).flat_map(|q| vec![q; counts[q as usize]]).collect();
+    if r == root {
+        let mut all = vec![0i32; total];
+        c.process_at_rank(root)
+            .gather_varcount_into_root(&mine[..], &mut all[..], &counts)
+            .expect("gatherv");
+        assert_eq!(all, expect);
+        let mut got = vec![0i32; counts[r as usize]];
+        c.process_at_rank(root)
+            .scatter_varcount_into_root(&expect[..], &counts, &mut got[..])
+            .expect("scatterv");
+        assert_eq!(got, mine);
+    } else {
+        c.process_at_rank(root)
+            .gather_varcount_into(&mine[..])
+            .expect("gatherv");
+        let mut got = vec![0i32; counts[r as usize]];
+        c.process_at_rank(root)
+            .scatter_varcount_into(&mut got[..])
+            .expect("scatterv");
+        assert_eq!(got, mine);
+    }
+
+    // Allgather (Bruck small, ring large) and allgatherv.
+    for &n in &[1usize, 12_000] {
+        let mine: Vec<i64> = (0..n).map(|i| v(r, i)).collect();
+        let mut all = vec![0i64; n * pu];
+        c.all_gather_into(&mine[..], &mut all[..])
+            .expect("allgather");
+        for q in 0..pu {
+            assert!(
+                (0..n).all(|i| all[q * n + i] == v(q as i32, i)),
+                "allgather n={n}"
+            );
+        }
+    }
+    let mut allv = vec![0i32; total];
+    c.all_gather_varcount_into(&mine[..], &mut allv[..], &counts)
+        .expect("allgatherv");
+    assert_eq!(allv, expect);
+
+    // Alltoall (Bruck for 8 B blocks with >= 8 ranks, pairwise otherwise) and alltoallv.
+    for &n in &[1usize, 100] {
+        let send: Vec<i64> = (0..pu * n).map(|k| v(r, k)).collect();
+        let mut recv = vec![0i64; pu * n];
+        c.all_to_all_into(&send[..], &mut recv[..])
+            .expect("alltoall");
+        for q in 0..pu {
+            for i in 0..n {
+                assert_eq!(recv[q * n + i], v(q as i32, r as usize * n + i), "alltoall");
+            }
+        }
+    }
+    // Rank r sends (r + q) % 3 elements to q.
+    let scounts: Vec<usize> = (0..p).map(|q| ((r + q) % 3) as usize).collect();
+    let rcounts: Vec<usize> = (0..p).map(|q| ((q + r) % 3) as usize).collect();
+    let send: Vec<i32> = (0..p)
+        .flat_map(|q| vec![r * 100 + q; scounts[q as usize]])
+        .collect();
+    let mut recv = vec![0i32; rcounts.iter().sum()];
+    c.all_to_all_varcount_into(&send[..], &scounts, &mut recv[..], &rcounts)
+        .expect("alltoallv");
+    let want: Vec<i32> = (0..p)
+        .flat_map(|q| vec![q * 100 + r; rcounts[q as usize]])
+        .collect();
+    assert_eq!(recv, want);
+
+    // Reduce-scatter (block), scan, exscan.
+    let send: Vec<i64> = (0..pu * 3).map(|k| v(r, k)).collect();
+    let mut mine_rs = [0i64; 3];
+    c.reduce_scatter_block_into(&send[..], &mut mine_rs[..], SystemOperation::sum())
+        .expect("reduce_scatter_block");
+    for (i, x) in mine_rs.iter().enumerate() {
+        let k = r as usize * 3 + i;
+        assert_eq!(*x, (0..p).map(|q| v(q, k)).sum::<i64>());
+    }
+    let mut sc = 0i64;
+    c.scan_into(&i64::from(r + 1), &mut sc, SystemOperation::sum())
+        .expect("scan");
+    assert_eq!(sc, i64::from((r + 1) * (r + 2) / 2));
+    let mut ex = -7i64;
+    c.exclusive_scan_into(&i64::from(r + 1), &mut ex, SystemOperation::sum())
+        .expect("exscan");
+    assert_eq!(
+        ex,
+        if r == 0 {
+            -7
+        } else {
+            i64::from(r * (r + 1) / 2)
+        }
+    );
+    c.barrier().expect("barrier");
+}
