@@ -19,6 +19,7 @@ pub mod point_to_point;
 pub mod request;
 pub mod transport;
 pub mod universe;
+pub mod window;
 
 pub use env::Env;
 pub use error::{Error, Result};
@@ -42,3 +43,4 @@ pub use datatype::{Kind, Vector};
 pub use op::SystemOperation;
 pub use point_to_point::{Message, Status};
 pub use request::{Request, scope};
+pub use window::{LockType, Window};

@@ -61,6 +61,8 @@ pub struct Loopback {
     matcher: Matcher<usize, Held>,
     done: HashMap<OpId, Completion>,
     waiting_ack: HashMap<OpId, ()>,
+    /// For each window of this rank: the window id of every peer (from the keys).
+    peers: HashMap<u32, Vec<Option<u32>>>,
     stats: Stats,
 }
 
@@ -76,6 +78,7 @@ impl Loopback {
             matcher: Matcher::new(),
             done: HashMap::new(),
             waiting_ack: HashMap::new(),
+            peers: HashMap::new(),
             stats: Stats::new(),
         }
     }
@@ -118,11 +121,19 @@ impl Loopback {
     }
 
     fn window(&self, win: WinId, rank: Rank) -> Result<Window> {
+        let id = if rank == self.rank {
+            win.0
+        } else {
+            self.peers
+                .get(&win.0)
+                .and_then(|p| p.get(rank as usize).copied().flatten())
+                .ok_or_else(|| Error::Rma(format!("rank {rank} has no part in window {}", win.0)))?
+        };
         self.fabric
             .windows
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&(win.0, rank))
+            .get(&(id, rank))
             .cloned()
             .ok_or_else(|| Error::Rma(format!("no window {} on rank {rank}", win.0)))
     }
@@ -272,11 +283,16 @@ impl Transport for Loopback {
     }
 
     fn win_connect(&mut self, win: WinId, keys: Vec<Vec<u8>>) -> Result<()> {
-        for (r, k) in keys.iter().enumerate() {
-            if k.as_slice() != win.0.to_le_bytes() {
-                return Err(Error::Rma(format!("rank {r} created another window")));
-            }
-        }
+        let ids = keys
+            .iter()
+            .map(|k| {
+                (!k.is_empty())
+                    .then(|| k.as_slice().try_into().map(u32::from_le_bytes))
+                    .transpose()
+                    .map_err(|_| Error::Rma(format!("a window key of {} bytes", k.len())))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.peers.insert(win.0, ids);
         Ok(())
     }
 
@@ -371,6 +387,7 @@ impl Transport for Loopback {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&(win.0, self.rank));
+        self.peers.remove(&win.0);
         Ok(())
     }
 }

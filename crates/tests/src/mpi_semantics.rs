@@ -6,7 +6,7 @@
 
 use mpi::collective::Root;
 use mpi::topology::CommunicatorRelation;
-use mpi::{Error, SimpleCommunicator, SystemOperation, Vector};
+use mpi::{Error, LockType, SimpleCommunicator, SystemOperation, Vector};
 
 /// Run the whole suite on `world`.
 pub fn run(world: &SimpleCommunicator) {
@@ -19,6 +19,8 @@ pub fn run(world: &SimpleCommunicator) {
         .expect("split")
         .expect("every rank has a color");
     collectives(&half);
+    rma(world);
+    rma(&half);
     world.barrier().expect("final barrier");
 }
 
@@ -370,4 +372,85 @@ pub fn collectives(c: &SimpleCommunicator) {
         }
     );
     c.barrier().expect("barrier");
+}
+
+/// One-sided communication: fence epochs with put, get and accumulate; fetch-and-op and
+/// compare-and-swap; exclusive and shared passive-target locks; errors for bad accesses.
+pub fn rma(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    let pu = p as usize;
+    let mut win = c.window_allocate::<i64>(pu + 5).expect("window");
+    assert_eq!(
+        win.local().expect("local"),
+        vec![0; pu + 5],
+        "a new window is zeroed"
+    );
+
+    // Fence epoch: put my rank into slot r of my right neighbour; accumulate into rank 0.
+    win.fence().expect("fence");
+    let right = (r + 1) % p;
+    win.put(&[i64::from(r) + 100], right, r as usize)
+        .expect("put");
+    win.accumulate(&[i64::from(r), 1], 0, pu, SystemOperation::sum())
+        .expect("accumulate");
+    win.fence().expect("fence");
+    let local = win.local().expect("local");
+    let left = (r + p - 1) % p;
+    assert_eq!(local[left as usize], i64::from(left) + 100, "put landed");
+    if r == 0 {
+        assert_eq!(local[pu], i64::from(p * (p - 1) / 2), "accumulated ranks");
+        assert_eq!(local[pu + 1], i64::from(p), "accumulated ones");
+    }
+    let got = win.get(right, 0, pu).expect("get");
+    assert_eq!(got[r as usize], i64::from(r) + 100, "get sees my put");
+    win.fence().expect("fence");
+
+    // Fetch-and-op: every rank takes a distinct ticket from rank 0.
+    let ticket = win
+        .fetch_and_op(1, 0, pu + 2, SystemOperation::sum())
+        .expect("fetch_and_op");
+    let mut all = vec![0i64; pu];
+    c.all_gather_into(&ticket, &mut all[..]).expect("allgather");
+    all.sort_unstable();
+    assert_eq!(all, (0..i64::from(p)).collect::<Vec<_>>(), "tickets");
+    // Compare-and-swap: exactly one rank wins the empty slot.
+    let old = win
+        .compare_and_swap(i64::from(r) + 1, 0, 0, pu + 3)
+        .expect("cas");
+    let mut olds = vec![0i64; pu];
+    c.all_gather_into(&old, &mut olds[..]).expect("allgather");
+    assert_eq!(
+        olds.iter().filter(|&&o| o == 0).count(),
+        1,
+        "one CAS winner"
+    );
+    win.fence().expect("fence");
+
+    // Exclusive locks serialize read-modify-write: the counter ends at p.
+    win.lock(LockType::Exclusive, 0).expect("lock");
+    let v = win.get(0, pu + 4, 1).expect("get")[0];
+    win.put(&[v + 1], 0, pu + 4).expect("put");
+    win.unlock(0).expect("unlock");
+    c.barrier().expect("barrier");
+    win.lock_all().expect("lock_all");
+    let counter = win.get(0, pu + 4, 1).expect("get")[0];
+    let fetched = win.fetch(0, pu + 4).expect("atomic read");
+    win.unlock_all().expect("unlock_all");
+    assert_eq!(
+        counter,
+        i64::from(p),
+        "exclusive epochs were not serialized"
+    );
+    assert_eq!(fetched, counter);
+    c.barrier().expect("barrier");
+
+    // Bad accesses are errors, not crashes.
+    assert!(matches!(win.put(&[1], 0, pu + 5), Err(Error::Rma(_))));
+    assert!(matches!(win.put(&[1], p, 0), Err(Error::Rank { .. })));
+    assert!(matches!(
+        win.accumulate(&[1], 0, 0, SystemOperation::product()),
+        Err(Error::Op(_))
+    ));
+    assert!(matches!(win.unlock(0), Err(Error::Rma(_))));
+    win.free().expect("free");
 }

@@ -1,0 +1,462 @@
+//! One-sided communication (MPI 4.1 ch. 12): windows of registered memory on every rank,
+//! reached with NIC RDMA (put, get) and NIC atomics (accumulate, get_accumulate,
+//! fetch_and_op, compare_and_swap), synchronized by fence or by passive-target locks.
+//!
+//! Nothing here is emulated with messages: every access is a transport RMA operation or NIC
+//! atomic. Locks are a 64-bit word at the start of each rank's window, taken with NIC atomics
+//! (exclusive: compare-and-swap 0 → writer bit; shared: fetch-add of one reader, backed out
+//! when a writer holds it), as MPI libraries over RDMA networks implement passive target.
+//! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
+//! integers and floats) are `MPI_ERR_OP`.
+
+use std::marker::PhantomData;
+
+use zerocopy::IntoBytes;
+
+use crate::communicator::{CommRank, SimpleCommunicator};
+use crate::datatype::{Equivalence, Kind, value_from_bytes, vec_from_bytes};
+use crate::error::{Error, Result};
+use crate::op::SystemOperation;
+use crate::transport::{AmoOp, AmoType, Atomic, Completion, OpId, WinId};
+use crate::universe::wait_op;
+
+/// Bytes before the user's part of each rank's window: the lock word.
+const HEADER: usize = 8;
+/// The writer bit of the lock word.
+const WRITER: u64 = 1 << 63;
+
+/// The kind of a passive-target lock (`MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// One writer.
+    Exclusive,
+    /// Many readers.
+    Shared,
+}
+
+/// A window of `T` elements on every rank of a communicator (`MPI_Win_allocate`).
+pub struct Window<T: Equivalence> {
+    comm: SimpleCommunicator,
+    win: WinId,
+    len: usize,
+    /// Operations issued and not yet known complete, by target.
+    pending: Vec<(CommRank, OpId)>,
+    /// Locks held: (target, kind).
+    locks: Vec<(CommRank, LockType)>,
+    _t: PhantomData<T>,
+}
+
+fn amo_type(kind: Kind) -> Result<AmoType> {
+    Ok(match kind {
+        Kind::I32 => AmoType::I32,
+        Kind::U32 => AmoType::U32,
+        Kind::I64 => AmoType::I64,
+        Kind::U64 => AmoType::U64,
+        Kind::F32 => AmoType::F32,
+        Kind::F64 => AmoType::F64,
+        k => {
+            return Err(Error::Op(format!(
+                "no NIC atomic on elements of {k:?} (32/64-bit integers and floats only)"
+            )));
+        }
+    })
+}
+
+fn amo_op(op: SystemOperation) -> Result<AmoOp> {
+    Ok(match op {
+        SystemOperation::Sum => AmoOp::Sum,
+        SystemOperation::Min => AmoOp::Min,
+        SystemOperation::Max => AmoOp::Max,
+        SystemOperation::BitwiseAnd => AmoOp::Band,
+        SystemOperation::BitwiseOr => AmoOp::Bor,
+        SystemOperation::BitwiseXor => AmoOp::Bxor,
+        SystemOperation::LogicalAnd => AmoOp::Land,
+        SystemOperation::LogicalOr => AmoOp::Lor,
+        SystemOperation::LogicalXor => AmoOp::Lxor,
+        SystemOperation::Product => {
+            return Err(Error::Op("MPI_PROD is not a NIC atomic operation".into()));
+        }
+    })
+}
+
+impl SimpleCommunicator {
+    /// Allocate a window of `count` zeroed elements on every rank (`MPI_Win_allocate`).
+    /// Collective.
+    pub fn window_allocate<T: Equivalence>(&self, count: usize) -> Result<Window<T>> {
+        let bytes = count
+            .checked_mul(std::mem::size_of::<T>())
+            .and_then(|b| b.checked_add(HEADER))
+            .ok_or_else(|| Error::Count(format!("a window of {count} elements")))?;
+        let (win, key) = self.core.borrow_mut().transport.win_create(bytes)?;
+        // Keys may differ in length: exchange lengths, then the padded keys.
+        let lens =
+            vec_from_bytes::<u64>(&self.all_gather_bytes(&(key.len() as u64).to_le_bytes())?);
+        let max = lens.iter().copied().max().unwrap_or(0) as usize;
+        let mut padded = key.clone();
+        padded.resize(max, 0);
+        let all = self.all_gather_bytes(&padded)?;
+        let world = self.world_size();
+        let mut keys = vec![Vec::new(); world];
+        for (r, len) in lens.iter().enumerate() {
+            let w = self.world_rank(r as CommRank)? as usize;
+            keys[w] = all[r * max..r * max + *len as usize].to_vec();
+        }
+        self.core.borrow_mut().transport.win_connect(win, keys)?;
+        self.barrier()?;
+        Ok(Window {
+            comm: self.clone(),
+            win,
+            len: count,
+            pending: Vec::new(),
+            locks: Vec::new(),
+            _t: PhantomData,
+        })
+    }
+
+    fn world_size(&self) -> usize {
+        self.core.borrow().transport.size() as usize
+    }
+}
+
+impl<T: Equivalence> Window<T> {
+    /// Elements per rank.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, target: CommRank, disp: usize, count: usize) -> Result<(u32, usize)> {
+        let world = self.comm.world_rank(target)?;
+        if disp.checked_add(count).is_none_or(|e| e > self.len) {
+            return Err(Error::Rma(format!(
+                "{count} elements at displacement {disp} outside a window of {}",
+                self.len
+            )));
+        }
+        Ok((world, HEADER + disp * std::mem::size_of::<T>()))
+    }
+
+    /// This rank's part of the window (a local load; synchronize first).
+    pub fn local(&self) -> Result<Vec<T>> {
+        let mut b = vec![0u8; self.len * std::mem::size_of::<T>()];
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_read(self.win, HEADER, &mut b)?;
+        Ok(vec_from_bytes(&b))
+    }
+
+    /// Store `data` into this rank's part at `disp` (a local store).
+    pub fn local_write(&self, disp: usize, data: &[T]) -> Result<()> {
+        let me = self.comm.rank();
+        let (_, off) = self.check(me, disp, data.len())?;
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_write(self.win, off, data.as_bytes())
+    }
+
+    /// `MPI_Put`: complete at the next synchronization (fence, flush, unlock).
+    pub fn put(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<()> {
+        let (w, off) = self.check(target, disp, data.len())?;
+        let op = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .put(self.win, w, off, data.as_bytes())?;
+        self.pending.push((target, op));
+        Ok(())
+    }
+
+    /// `MPI_Get` (here completed before returning, which the standard allows).
+    pub fn get(&mut self, target: CommRank, disp: usize, count: usize) -> Result<Vec<T>> {
+        let (w, off) = self.check(target, disp, count)?;
+        let n = count * std::mem::size_of::<T>();
+        let op = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .get(self.win, w, off, n)?;
+        match wait_op(&self.comm.core, op)? {
+            Completion::Fetched(b) => Ok(vec_from_bytes(&b)),
+            c => Err(Error::Rma(format!("a get completed as {c:?}"))),
+        }
+    }
+
+    fn atomic(
+        &mut self,
+        target: CommRank,
+        off: usize,
+        op: AmoOp,
+        operand: &[u8],
+        compare: &[u8],
+        fetch: bool,
+    ) -> Result<OpId> {
+        let (w, _) = self.check(target, 0, 0)?;
+        let a = Atomic {
+            op,
+            ty: amo_type(T::KIND)?,
+            operand: operand.to_vec(),
+            compare: compare.to_vec(),
+            fetch,
+        };
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .atomic(self.win, w, off, &a)
+    }
+
+    /// `MPI_Accumulate`: element-wise NIC atomics; complete at the next synchronization.
+    pub fn accumulate(
+        &mut self,
+        data: &[T],
+        target: CommRank,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<()> {
+        let (_, off) = self.check(target, disp, data.len())?;
+        let aop = amo_op(op)?;
+        let size = std::mem::size_of::<T>();
+        for (i, x) in data.iter().enumerate() {
+            let id = self.atomic(target, off + i * size, aop, x.as_bytes(), &[], false)?;
+            self.pending.push((target, id));
+        }
+        Ok(())
+    }
+
+    /// `MPI_Accumulate` with `MPI_REPLACE` (an atomic put).
+    pub fn accumulate_replace(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<()> {
+        let (_, off) = self.check(target, disp, data.len())?;
+        let size = std::mem::size_of::<T>();
+        for (i, x) in data.iter().enumerate() {
+            let id = self.atomic(
+                target,
+                off + i * size,
+                AmoOp::Replace,
+                x.as_bytes(),
+                &[],
+                false,
+            )?;
+            self.pending.push((target, id));
+        }
+        Ok(())
+    }
+
+    fn fetched(&self, op: OpId) -> Result<T> {
+        match wait_op(&self.comm.core, op)? {
+            Completion::Fetched(b) => value_from_bytes(&b),
+            c => Err(Error::Rma(format!("a fetching atomic completed as {c:?}"))),
+        }
+    }
+
+    /// `MPI_Get_accumulate`: the old elements, then `op` applied (element-wise atomics).
+    pub fn get_accumulate(
+        &mut self,
+        data: &[T],
+        target: CommRank,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<Vec<T>> {
+        let (_, off) = self.check(target, disp, data.len())?;
+        let aop = amo_op(op)?;
+        let size = std::mem::size_of::<T>();
+        let ops = data
+            .iter()
+            .enumerate()
+            .map(|(i, x)| self.atomic(target, off + i * size, aop, x.as_bytes(), &[], true))
+            .collect::<Result<Vec<_>>>()?;
+        ops.into_iter().map(|op| self.fetched(op)).collect()
+    }
+
+    /// `MPI_Fetch_and_op`.
+    pub fn fetch_and_op(
+        &mut self,
+        value: T,
+        target: CommRank,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<T> {
+        let (_, off) = self.check(target, disp, 1)?;
+        let id = self.atomic(target, off, amo_op(op)?, value.as_bytes(), &[], true)?;
+        self.fetched(id)
+    }
+
+    /// `MPI_Fetch_and_op` with `MPI_NO_OP`: an atomic read.
+    pub fn fetch(&mut self, target: CommRank, disp: usize) -> Result<T> {
+        let (_, off) = self.check(target, disp, 1)?;
+        let zero = T::new_zeroed();
+        let id = self.atomic(target, off, AmoOp::NoOp, zero.as_bytes(), &[], true)?;
+        self.fetched(id)
+    }
+
+    /// `MPI_Compare_and_swap`: store `value` if the target equals `compare`; the old value.
+    pub fn compare_and_swap(
+        &mut self,
+        value: T,
+        compare: T,
+        target: CommRank,
+        disp: usize,
+    ) -> Result<T> {
+        let (_, off) = self.check(target, disp, 1)?;
+        let id = self.atomic(
+            target,
+            off,
+            AmoOp::CompareSwap,
+            value.as_bytes(),
+            compare.as_bytes(),
+            true,
+        )?;
+        self.fetched(id)
+    }
+
+    /// `MPI_Win_flush`: every operation to `target` is complete at the target.
+    pub fn flush(&mut self, target: CommRank) -> Result<()> {
+        let mine: Vec<OpId> = self
+            .pending
+            .iter()
+            .filter(|(t, _)| *t == target)
+            .map(|(_, op)| *op)
+            .collect();
+        self.pending.retain(|(t, _)| *t != target);
+        for op in mine {
+            wait_op(&self.comm.core, op)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_flush_all`.
+    pub fn flush_all(&mut self) -> Result<()> {
+        for (_, op) in std::mem::take(&mut self.pending) {
+            wait_op(&self.comm.core, op)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_fence`: every operation of every rank since the last fence is complete.
+    /// Collective.
+    pub fn fence(&mut self) -> Result<()> {
+        self.flush_all()?;
+        self.comm.barrier()
+    }
+
+    fn lock_word(
+        &mut self,
+        target: CommRank,
+        op: AmoOp,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        let (w, _) = self.check(target, 0, 0)?;
+        let a = Atomic {
+            op,
+            ty: AmoType::U64,
+            operand: operand.to_le_bytes().to_vec(),
+            compare: compare.to_le_bytes().to_vec(),
+            fetch: true,
+        };
+        let id = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .atomic(self.win, w, 0, &a)?;
+        match wait_op(&self.comm.core, id)? {
+            Completion::Fetched(b) => value_from_bytes(&b),
+            c => Err(Error::Rma(format!("a lock atomic completed as {c:?}"))),
+        }
+    }
+
+    /// `MPI_Win_lock`: start a passive-target epoch on `target`.
+    pub fn lock(&mut self, kind: LockType, target: CommRank) -> Result<()> {
+        if self.locks.iter().any(|(t, _)| *t == target) {
+            return Err(Error::Rma(format!("rank {target} is already locked")));
+        }
+        let start = std::time::Instant::now();
+        loop {
+            let got = match kind {
+                LockType::Exclusive => self.lock_word(target, AmoOp::CompareSwap, WRITER, 0)? == 0,
+                LockType::Shared => {
+                    let old = self.lock_word(target, AmoOp::Sum, 1, 0)?;
+                    if old & WRITER != 0 {
+                        self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
+                        false
+                    } else {
+                        true
+                    }
+                }
+            };
+            if got {
+                self.locks.push((target, kind));
+                return Ok(());
+            }
+            if start.elapsed() > crate::universe::WAIT_LIMIT {
+                return Err(Error::Timeout(format!("lock of rank {target}")));
+            }
+            self.comm.core.borrow_mut().transport.progress()?;
+        }
+    }
+
+    /// `MPI_Win_unlock`: complete every operation to `target` and end the epoch.
+    pub fn unlock(&mut self, target: CommRank) -> Result<()> {
+        let i = self
+            .locks
+            .iter()
+            .position(|(t, _)| *t == target)
+            .ok_or_else(|| Error::Rma(format!("rank {target} is not locked")))?;
+        self.flush(target)?;
+        let (_, kind) = self.locks.remove(i);
+        match kind {
+            LockType::Exclusive => {
+                self.lock_word(target, AmoOp::Replace, 0, 0)?;
+            }
+            LockType::Shared => {
+                self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_lock_all`: a shared lock on every rank.
+    pub fn lock_all(&mut self) -> Result<()> {
+        for r in 0..self.comm.size() {
+            self.lock(LockType::Shared, r)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    pub fn unlock_all(&mut self) -> Result<()> {
+        for r in 0..self.comm.size() {
+            self.unlock(r)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Equivalence> Window<T> {
+    /// `MPI_Win_free`: complete this rank's operations, wait until every rank has, release
+    /// the memory. Collective.
+    pub fn free(mut self) -> Result<()> {
+        self.flush_all()?;
+        self.comm.barrier()
+        // Drop releases the memory.
+    }
+}
+
+impl<T: Equivalence> Drop for Window<T> {
+    fn drop(&mut self) {
+        // Complete what is in flight, then release this rank's memory. Without a prior
+        // `free` (the collective form), peers still accessing this rank's part get errors.
+        let _ = self.flush_all();
+        let _ = self.comm.core.borrow_mut().transport.win_free(self.win);
+    }
+}
