@@ -7,3 +7,4 @@
 
 pub mod cxi;
 pub mod gni;
+pub mod osu;
