@@ -1052,14 +1052,12 @@ impl StateMachineTest for Sut {
     }
 }
 
-/// At least 1,000 cases: `PROPTEST_CASES` may raise the count, never lower it.
+/// 1,000 cases by default. proptest applies `PROPTEST_CASES` on top of this config, so the
+/// variable sets the count either way (`PROPTEST_CASES=10` for a quick run, `=10000` for a
+/// long one).
 fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .map_or(1000, |n| n.max(1000));
     Config {
-        cases,
+        cases: 1000,
         max_shrink_iters: 2048,
         // Failing cases are saved beside this file
         // (`portals_emulated.proptest-regressions`) and replayed first on the next run.
