@@ -69,8 +69,25 @@ impl Universe {
         f(self.core.borrow_mut().transport.as_mut())
     }
 
+    /// `MPI_Finalize`: complete this rank's traffic and wait for every rank to do so, then
+    /// release the transport. Dropping a `Universe` does the same, ignoring errors.
+    pub fn finalize(self) -> Result<()> {
+        self.core.borrow_mut().transport.finalize()
+    }
+
     /// The name of the transport (`cxi` or `gni`).
     pub fn transport_name(&self) -> &'static str {
         self.core.borrow().transport.name()
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        // Finalizing twice is harmless: the transport's step is idempotent once drained.
+        if let Ok(mut core) = self.core.try_borrow_mut()
+            && let Err(e) = core.transport.finalize()
+        {
+            tracing::warn!(error = %e, "MPI finalize failed");
+        }
     }
 }

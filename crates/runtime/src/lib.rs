@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod gemini;
 pub mod pmi;
 
 use std::sync::Arc;
@@ -110,6 +111,19 @@ impl Job {
     pub fn env(mut self, var: &str, value: &str) -> Self {
         self.env.set(var, value);
         self
+    }
+
+    /// Run `f` as every rank of the job on an emulated machine of its NIC; what each rank
+    /// returned, by rank.
+    pub fn run<R: Send>(&self, f: impl Fn(Universe) -> R + Sync) -> Result<Vec<R>, JobError> {
+        match self.nic {
+            Nic::Gemini => gemini::run_gemini(self, f),
+            Nic::Cassini => Err(JobError::Shape(
+                "MPI over Cassini needs the cxi transport, which is not in this build yet; \
+                 use --nic gemini"
+                    .into(),
+            )),
+        }
     }
 
     /// This job with `n` ranks on each node (the node count divided accordingly).

@@ -18,6 +18,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod gni;
+
 use crate::error::Result;
 
 /// A rank of the whole job (`MPI_COMM_WORLD` numbering).
@@ -274,4 +276,11 @@ pub trait Transport {
 
     /// Release `win` on this rank.
     fn win_free(&mut self, win: WinId) -> Result<()>;
+
+    /// `MPI_Finalize`'s part: wait until everything this rank sent has been delivered and
+    /// every rank has got that far, so that no peer still writes into memory this rank is
+    /// about to release. Collective over the job.
+    fn finalize(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
