@@ -20,4 +20,10 @@ pub trait Pmi: Send {
     fn fence(&mut self) -> Result<()>;
     /// The value `rank` published under `key` before the last fence.
     fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>>;
+
+    /// Abort the job (`PMI_Abort`): every rank's waits end with `why`.
+    fn abort(&self, why: &str);
+
+    /// Why the job was aborted, if it was.
+    fn aborted(&self) -> Option<String>;
 }

@@ -9,7 +9,7 @@ use crate::datatype::{Buffer, BufferMut, Equivalence, value_from_bytes, vec_from
 use crate::error::{Error, Result};
 use crate::request::{Request, Scope, Target};
 use crate::transport::{Envelope, MatchBits, MatchSpec, OpId, SendMode};
-use crate::universe::wait_op;
+use crate::universe::{Waiter, wait_op};
 
 /// What a receive learned (`MPI_Status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -499,14 +499,12 @@ impl<'c> Source<'c> {
     }
 
     fn probe(&self, tag: Option<Tag>) -> Result<Status> {
-        let start = std::time::Instant::now();
+        let mut w = Waiter::new();
         loop {
             if let Some(s) = self.immediate_probe(tag)? {
                 return Ok(s);
             }
-            if start.elapsed() > crate::universe::WAIT_LIMIT {
-                return Err(Error::Timeout("probe: no message arrived".into()));
-            }
+            w.tick(&self.comm.core, "probe")?;
         }
     }
 
@@ -526,14 +524,12 @@ impl<'c> Source<'c> {
     }
 
     fn matched_probe(&self, tag: Option<Tag>) -> Result<(Message<'c>, Status)> {
-        let start = std::time::Instant::now();
+        let mut w = Waiter::new();
         loop {
             if let Some(m) = self.immediate_matched_probe(tag)? {
                 return Ok(m);
             }
-            if start.elapsed() > crate::universe::WAIT_LIMIT {
-                return Err(Error::Timeout("matched probe: no message arrived".into()));
-            }
+            w.tick(&self.comm.core, "matched probe")?;
         }
     }
 }

@@ -23,20 +23,67 @@ pub(crate) struct Core {
 /// Shared handle on a rank's [`Core`].
 pub(crate) type CoreRef = Rc<RefCell<Core>>;
 
+/// A network failure is fatal to the job (`MPI_ERRORS_ARE_FATAL`): tell every rank, so no
+/// peer waits forever for this one. Errors in the caller's arguments are returned only.
+pub(crate) fn fatal(core: &CoreRef, e: Error) -> Error {
+    if matches!(e, Error::Transport(_) | Error::Timeout(_))
+        && let Ok(mut c) = core.try_borrow_mut()
+    {
+        c.transport.abort(&e.to_string());
+    }
+    e
+}
+
+/// Fails once some rank aborted the job.
+pub(crate) fn check_aborted(core: &CoreRef) -> Result<()> {
+    match core.borrow().transport.aborted() {
+        Some(why) => Err(Error::Transport(format!("job aborted: {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// A waiting loop's bookkeeping: every 4096 polls, check for an aborted job and for the
+/// wait limit.
+pub(crate) struct Waiter {
+    start: Instant,
+    polls: u32,
+}
+
+impl Waiter {
+    pub(crate) fn new() -> Self {
+        Waiter {
+            start: Instant::now(),
+            polls: 0,
+        }
+    }
+
+    /// Called once per poll; fails when the job was aborted or the wait lasted too long.
+    pub(crate) fn tick(&mut self, core: &CoreRef, what: &str) -> Result<()> {
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(4096) {
+            check_aborted(core)?;
+            if self.start.elapsed() > WAIT_LIMIT {
+                return Err(fatal(
+                    core,
+                    Error::Timeout(format!("{what} did not complete in {WAIT_LIMIT:?}")),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Progress `op` until it completes.
 pub(crate) fn wait_op(core: &CoreRef, op: OpId) -> Result<Completion> {
-    let start = Instant::now();
-    let mut polls = 0u32;
+    let mut w = Waiter::new();
     loop {
-        if let Some(c) = core.borrow_mut().transport.test(op)? {
-            return Ok(c);
+        let r = core.borrow_mut().transport.test(op);
+        match r {
+            Ok(Some(c)) => return Ok(c),
+            Ok(None) => {}
+            Err(e) => return Err(fatal(core, e)),
         }
-        polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(4096) && start.elapsed() > WAIT_LIMIT {
-            return Err(Error::Timeout(format!(
-                "operation {op:?} did not complete in {WAIT_LIMIT:?}"
-            )));
-        }
+        w.tick(core, &format!("operation {op:?}"))?;
     }
 }
 

@@ -380,7 +380,7 @@ impl<T: Equivalence> Window<T> {
         if self.locks.iter().any(|(t, _)| *t == target) {
             return Err(Error::Rma(format!("rank {target} is already locked")));
         }
-        let start = std::time::Instant::now();
+        let mut w = crate::universe::Waiter::new();
         loop {
             let got = match kind {
                 LockType::Exclusive => self.lock_word(target, AmoOp::CompareSwap, WRITER, 0)? == 0,
@@ -398,9 +398,7 @@ impl<T: Equivalence> Window<T> {
                 self.locks.push((target, kind));
                 return Ok(());
             }
-            if start.elapsed() > crate::universe::WAIT_LIMIT {
-                return Err(Error::Timeout(format!("lock of rank {target}")));
-            }
+            w.tick(&self.comm.core, "a window lock")?;
             self.comm.core.borrow_mut().transport.progress()?;
         }
     }

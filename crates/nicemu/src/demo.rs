@@ -46,6 +46,12 @@ pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if args.which == Which::All && !args.no_bench {
         tools(out)?;
         writeln!(out)?;
+        writeln!(
+            out,
+            "== MPI on emulated Geminis (threaded engine, ranks as threads): OSU benchmarks"
+        )?;
+        crate::osu::demo(out)?;
+        writeln!(out)?;
         writeln!(out, "== Emulation core")?;
         crate::bench::engine(1_000_000, out)?;
     }

@@ -4,7 +4,7 @@
 //! `firmware-spec`; `demo` ([`demo`]) runs the main job; `bench` ([`bench`]) prints
 //! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
 //! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
-//! Gemini ones.
+//! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job.
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -12,6 +12,7 @@ mod cxi_tools;
 mod demo;
 mod devices;
 mod gni_tools;
+mod osu;
 mod spec;
 
 use std::process::ExitCode;
@@ -71,6 +72,8 @@ enum Command {
     GniWriteBw(gni_tools::BwArgs),
     /// Gemini RDMA read bandwidth.
     GniReadBw(gni_tools::BwArgs),
+    /// OSU-format MPI micro-benchmarks as an MPI job on emulated NICs.
+    Osu(osu::OsuArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::GniSendBw(args) => gni_tools::bw(gni_tools::Bw::Send, args, &mut out),
         Command::GniWriteBw(args) => gni_tools::bw(gni_tools::Bw::Write, args, &mut out),
         Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
+        Command::Osu(args) => osu::run_args(args, &mut out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

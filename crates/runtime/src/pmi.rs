@@ -113,6 +113,19 @@ impl Pmi for InProcessPmi {
         Ok(())
     }
 
+    fn abort(&self, why: &str) {
+        self.shared.abort(&format!("rank {}: {why}", self.rank));
+    }
+
+    fn aborted(&self) -> Option<String> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .aborted
+            .clone()
+    }
+
     fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>> {
         let st = self
             .shared

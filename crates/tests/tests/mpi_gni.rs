@@ -78,3 +78,50 @@ fn the_vshort_knob_moves_the_eager_limit_and_bad_knobs_are_init_errors() {
         }
     }
 }
+
+#[test]
+fn many_rendezvous_in_flight_arrive_intact() {
+    // Sixteen 1 MiB messages in flight at once: sixteen BTE GETs on one channel, whose
+    // completions must reach the right receives (a BTE channel retires its TXDs in order).
+    let n = 1 << 20;
+    let out = job(2)
+        .run(|u: Universe| -> Result<(), String> {
+            let w = u.world();
+            for it in 0..3u8 {
+                if w.rank() == 0 {
+                    let bufs: Vec<Vec<u8>> = (0..16u8).map(|k| vec![k ^ it; n]).collect();
+                    let reqs = bufs
+                        .iter()
+                        .map(|b| w.process_at_rank(1).immediate_send_with_tag(&b[..], 5))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())?;
+                    mpi::request::wait_all(reqs).map_err(|e| e.to_string())?;
+                } else {
+                    let mut bufs = vec![vec![0u8; n]; 16];
+                    mpi::scope(|s| -> Result<(), String> {
+                        let reqs = bufs
+                            .iter_mut()
+                            .map(|b| {
+                                w.process_at_rank(0).immediate_receive_into_with_tag(
+                                    s,
+                                    &mut b[..],
+                                    5,
+                                )
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|e| e.to_string())?;
+                        mpi::request::wait_all(reqs).map_err(|e| e.to_string())?;
+                        Ok(())
+                    })?;
+                    for (k, b) in bufs.iter().enumerate() {
+                        if b.iter().any(|&x| x != k as u8 ^ it) {
+                            return Err(format!("round {it}: message {k} corrupt"));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .expect("job");
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}

@@ -283,4 +283,13 @@ pub trait Transport {
     fn finalize(&mut self) -> Result<()> {
         Ok(())
     }
+
+    /// A fatal error on this rank: abort the whole job (MPI's default error handler,
+    /// `MPI_ERRORS_ARE_FATAL`, for network failures), so no peer waits for this rank forever.
+    fn abort(&mut self, _why: &str) {}
+
+    /// Why the job was aborted by some rank, if it was.
+    fn aborted(&self) -> Option<String> {
+        None
+    }
 }

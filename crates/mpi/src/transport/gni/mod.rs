@@ -41,6 +41,14 @@ use crate::transport::{
     Atomic, Completion, Envelope, MatchSpec, OpId, Rank, SendMode, Stats, Transport, WinId,
 };
 
+/// Registered staging buffers kept per size class.
+const CACHE_PER_CLASS: usize = 64;
+
+/// The size class of a staging buffer for `len` bytes: a power of two, at least a page.
+fn size_class(len: usize) -> u64 {
+    (len.max(4096) as u64).next_power_of_two()
+}
+
 /// SMSG credits per mailbox.
 const CREDITS: u16 = 16;
 /// CQ entries.
@@ -124,6 +132,8 @@ pub struct GniTransport {
     rndv_out: HashMap<u64, (OpId, Staged)>,
     gets: HashMap<u64, Get>,
     rma: rma::Rma,
+    /// The registration cache: free registered staging buffers by size class.
+    cache: HashMap<u64, Vec<Staged>>,
     stats: Stats,
     /// SMSG messages sent and not yet reported delivered by a local event.
     smsg_out: u64,
@@ -158,7 +168,11 @@ impl GniTransport {
         };
         let (rank, size) = (pmi.rank(), pmi.size());
         let client = Arc::new(kgni.open());
-        let cdm = Cdm::create(&client, rank, ptag, cookie, CdmMode::empty()).map_err(tr)?;
+        // One BTE channel: BTE completions carry only the endpoint's event data, and
+        // uGNI hands them to posts in order; several channels could finish out of order and
+        // complete the wrong rendezvous (gni_pub.h, GNI_CDM_MODE_BTE_SINGLE_CHANNEL).
+        let cdm =
+            Cdm::create(&client, rank, ptag, cookie, CdmMode::BTE_SINGLE_CHANNEL).map_err(tr)?;
         let nic = cdm.attach(-1).map_err(tr)?;
         let tx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
         let rx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
@@ -236,6 +250,7 @@ impl GniTransport {
             rndv_out: HashMap::new(),
             gets: HashMap::new(),
             rma: rma::Rma::default(),
+            cache: HashMap::new(),
             stats: Stats::new(),
             smsg_out: 0,
             finalized: false,
@@ -264,18 +279,31 @@ impl GniTransport {
         Ok(())
     }
 
-    /// Registered memory of at least `len` bytes (padded to 4 for GETs).
-    fn stage(&self, len: usize) -> Result<Staged> {
-        let n = (len.max(8) as u64).next_multiple_of(8);
-        let mem = self.nic.space().alloc(n).map_err(mem_err)?;
+    /// Registered memory of at least `len` bytes (padded to 4 for GETs), from the
+    /// registration cache when a buffer of the size class is free.
+    fn stage(&mut self, len: usize) -> Result<Staged> {
+        let class = size_class(len);
+        if let Some(s) = self.cache.get_mut(&class).and_then(Vec::pop) {
+            return Ok(s);
+        }
+        let mem = self.nic.space().alloc(class).map_err(mem_err)?;
         let mh = self
             .nic
             .mem_register(mem.va(), mem.len(), None, MemFlags::READWRITE)
             .map_err(tr)?;
+        self.count("registrations");
         Ok(Staged { mem, mh })
     }
 
-    fn release(&self, s: Staged) -> Result<()> {
+    /// Give a staging buffer back to the registration cache (deregistered when its class
+    /// already holds [`CACHE_PER_CLASS`] buffers). Keeping registrations, as Cray MPICH does
+    /// with its registration cache, also means no late request can find them gone.
+    fn release(&mut self, s: Staged) -> Result<()> {
+        let free = self.cache.entry(s.mem.len()).or_default();
+        if free.len() < CACHE_PER_CLASS {
+            free.push(s);
+            return Ok(());
+        }
         self.nic.mem_deregister(&s.mh).map_err(tr)
     }
 
@@ -395,6 +423,9 @@ impl GniTransport {
                     PostType::FmaGet
                 };
                 let mut d = put_desc(ty, stage.mem.va(), stage.mh, va, mh, len);
+                if bte {
+                    fence(&mut d);
+                }
                 self.next += 1;
                 let token = self.next;
                 d.post_id = token;
@@ -467,7 +498,8 @@ impl GniTransport {
             let token = c.desc.post_id;
             if let Some(g) = self.gets.remove(&token) {
                 self.finish_get(g)?;
-            } else if let Some((op, done)) = self.rma.complete(token, &self.nic)? {
+            } else if let Some((op, done, stage)) = self.rma.complete(token)? {
+                self.release(stage)?;
                 self.done.insert(op, done);
             }
         }
@@ -494,6 +526,14 @@ impl GniTransport {
         }
         Ok(did)
     }
+}
+
+/// BTE completions carry only the endpoint's event data and `GNI_GetCompleted` hands them
+/// to the oldest post; without `FENCE` a later TXD of the channel may finish first (gemini.md:
+/// FENCE "wait for all responses from this and previous posts before the next RDMA
+/// descriptor"), so every BTE post is fenced and completions arrive in posting order.
+pub(super) fn fence(d: &mut firmware_spec::gemini::post::PostDescriptor) {
+    d.rdma_mode |= firmware_spec::gemini::gni::RdmaMode::FENCE;
 }
 
 fn parse_u32(v: &str) -> Option<u32> {
@@ -620,10 +660,17 @@ impl Transport for GniTransport {
     }
 
     fn win_create(&mut self, len: usize) -> Result<(WinId, Vec<u8>)> {
-        let s = self.stage(len)?;
-        let zero = vec![0u8; s.mem.len() as usize];
-        s.mem.write(0, &zero).map_err(mem_err)?;
-        Ok(self.rma.create(s))
+        // Fresh pages are zeroed; window memory never comes from the staging cache.
+        let mem = self
+            .nic
+            .space()
+            .alloc((len.max(8) as u64).next_multiple_of(8))
+            .map_err(mem_err)?;
+        let mh = self
+            .nic
+            .mem_register(mem.va(), mem.len(), None, MemFlags::READWRITE)
+            .map_err(tr)?;
+        Ok(self.rma.create(Staged { mem, mh }))
     }
 
     fn win_connect(&mut self, win: WinId, keys: Vec<Vec<u8>>) -> Result<()> {
@@ -688,9 +735,17 @@ impl Transport for GniTransport {
 
     fn win_free(&mut self, win: WinId) -> Result<()> {
         if let Some(s) = self.rma.free(win) {
-            self.release(s)?;
+            self.nic.mem_deregister(&s.mh).map_err(tr)?;
         }
         Ok(())
+    }
+
+    fn abort(&mut self, why: &str) {
+        self.pmi.abort(why);
+    }
+
+    fn aborted(&self) -> Option<String> {
+        self.pmi.aborted()
     }
 
     fn finalize(&mut self) -> Result<()> {
@@ -705,14 +760,19 @@ impl Transport for GniTransport {
             || !self.rndv_out.is_empty()
         {
             self.progress()?;
+            if let Some(why) = self.pmi.aborted() {
+                return Err(Error::Transport(format!("job aborted: {why}")));
+            }
             if start.elapsed() > FINALIZE_LIMIT {
-                return Err(Error::Timeout(format!(
+                let why = format!(
                     "finalize: {} messages undelivered, {} rendezvous sends unmatched, {} gets \
                      in flight",
                     self.smsg_out,
                     self.rndv_out.len(),
                     self.gets.len()
-                )));
+                );
+                self.pmi.abort(&why);
+                return Err(Error::Timeout(why));
             }
         }
         // Nobody writes into this rank's mailboxes once every rank got here.
@@ -736,6 +796,9 @@ impl GniTransport {
         self.next += 1;
         let token = self.next;
         d.post_id = token;
+        if bte {
+            fence(&mut d);
+        }
         let ep = self.ep(target)?;
         if bte {
             ep.post_rdma(&d).map_err(tr)?;
@@ -760,6 +823,11 @@ impl Drop for GniTransport {
         }
         for s in self.rma.drain() {
             let _ = self.nic.mem_deregister(&s.mh);
+        }
+        for (_, v) in self.cache.drain() {
+            for s in v {
+                let _ = self.nic.mem_deregister(&s.mh);
+            }
         }
         let _ = self.nic.mem_deregister(&self.mbox.mh);
     }

@@ -11,11 +11,10 @@ use std::collections::HashMap;
 use firmware_spec::gemini::gni::PostType;
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::post::PostDescriptor;
-use userlib::gni::Nic;
 use userlib::gni::amo::{AmoCmd, amo_desc};
 use userlib::gni::post::put_desc;
 
-use super::{Staged, mem_err, tr};
+use super::{Staged, mem_err};
 use crate::error::{Error, Result};
 use crate::transport::{AmoOp, AmoType, Atomic, Completion, OpId, Rank, WinId};
 
@@ -235,8 +234,8 @@ impl Rma {
         self.inflight.insert(token, (op, stage, finish));
     }
 
-    /// Post `token` completed: its operation and how it ended.
-    pub(super) fn complete(&mut self, token: u64, nic: &Nic) -> Result<Option<(OpId, Completion)>> {
+    /// Post `token` completed: its operation, how it ended, and its staging buffer back.
+    pub(super) fn complete(&mut self, token: u64) -> Result<Option<(OpId, Completion, Staged)>> {
         let Some((op, stage, finish)) = self.inflight.remove(&token) else {
             return Ok(None);
         };
@@ -248,8 +247,7 @@ impl Rma {
                 Completion::Fetched(b)
             }
         };
-        nic.mem_deregister(&stage.mh).map_err(tr)?;
-        Ok(Some((op, c)))
+        Ok(Some((op, c, stage)))
     }
 
     pub(super) fn free(&mut self, w: WinId) -> Option<Staged> {

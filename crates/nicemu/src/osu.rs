@@ -1,0 +1,222 @@
+//! `nicemu osu <benchmark>`: the OSU-format MPI micro-benchmarks (`tools::osu`) run by the
+//! in-process runtime as an MPI job on emulated NICs. Knobs (`MPICH_GNI_*`, `FI_CXI_*`) come
+//! from the environment, as for a real MPI job.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use mpi::Env;
+use platform::EngineKind;
+use runtime::{Job, Nic};
+use tools::osu::{Bench, Options, run};
+
+/// Which benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Which {
+    /// osu_latency (2 ranks).
+    Latency,
+    /// osu_bw.
+    Bw,
+    /// osu_bibw.
+    Bibw,
+    /// osu_mbw_mr (nodes / 2 pairs).
+    MbwMr,
+    /// osu_bcast.
+    Bcast,
+    /// osu_allreduce.
+    Allreduce,
+    /// osu_alltoall.
+    Alltoall,
+    /// osu_barrier.
+    Barrier,
+    /// osu_put_latency.
+    PutLatency,
+    /// osu_get_bw.
+    GetBw,
+    /// Every benchmark in turn.
+    All,
+}
+
+impl Which {
+    fn benches(self) -> Vec<Bench> {
+        match self {
+            Which::Latency => vec![Bench::Latency],
+            Which::Bw => vec![Bench::Bw],
+            Which::Bibw => vec![Bench::Bibw],
+            Which::MbwMr => vec![Bench::MbwMr],
+            Which::Bcast => vec![Bench::Bcast],
+            Which::Allreduce => vec![Bench::Allreduce],
+            Which::Alltoall => vec![Bench::Alltoall],
+            Which::Barrier => vec![Bench::Barrier],
+            Which::PutLatency => vec![Bench::PutLatency],
+            Which::GetBw => vec![Bench::GetBw],
+            Which::All => Bench::ALL.to_vec(),
+        }
+    }
+}
+
+/// The NIC family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NicArg {
+    /// HPE Slingshot-11 Cassini (cxi transport).
+    Cassini,
+    /// Cray Gemini (gni transport).
+    Gemini,
+}
+
+/// The engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Real time, ranks as threads.
+    Threaded,
+    /// Virtual time, seeded.
+    Deterministic,
+}
+
+#[derive(Args)]
+pub struct OsuArgs {
+    /// The benchmark.
+    #[arg(value_enum)]
+    bench: Which,
+    /// NIC family of the emulated machine.
+    #[arg(long, value_enum, default_value_t = NicArg::Gemini)]
+    nic: NicArg,
+    /// Nodes (one rank each; point-to-point and one-sided tests use ranks 0 and 1).
+    #[arg(long, default_value_t = 2)]
+    nodes: u32,
+    /// Engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Threaded)]
+    engine: EngineArg,
+    /// Seed of the deterministic engine.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Message sizes `min:max` (or `max`), bytes, as OSU's `-m`.
+    #[arg(short = 'm', long, value_parser = parse_range)]
+    message_size: Option<(usize, usize)>,
+    /// Timed iterations per size up to 8 KiB (OSU's `-i`).
+    #[arg(short = 'i', long, default_value_t = 1000)]
+    iterations: usize,
+    /// Timed iterations per size above 8 KiB.
+    #[arg(long, default_value_t = 100)]
+    iterations_large: usize,
+    /// Untimed iterations first (OSU's `-x`).
+    #[arg(short = 'x', long, default_value_t = 10)]
+    warmup: usize,
+    /// Window of the bandwidth tests (OSU's `-W`).
+    #[arg(short = 'W', long, default_value_t = 64)]
+    window: usize,
+}
+
+fn parse_range(s: &str) -> Result<(usize, usize), String> {
+    let size = |t: &str| {
+        mpi::env::parse_size(t).ok_or_else(|| format!("bad size '{t}' (bytes, K, M or G)"))
+    };
+    let (lo, hi) = match s.split_once(':') {
+        Some((a, b)) => (size(a)?, size(b)?),
+        None => (1, size(s)?),
+    };
+    if lo == 0 || lo > hi {
+        return Err(format!("bad size range '{s}' (1 <= min <= max)"));
+    }
+    Ok((lo, hi))
+}
+
+impl OsuArgs {
+    fn options(&self) -> Options {
+        let (min_size, max_size) = self.message_size.unwrap_or((1, 1 << 20));
+        Options {
+            min_size,
+            max_size,
+            iterations: self.iterations,
+            iterations_large: self.iterations_large,
+            warmup: self.warmup,
+            window: self.window,
+        }
+    }
+
+    fn job(&self) -> Job {
+        let nic = match self.nic {
+            NicArg::Cassini => Nic::Cassini,
+            NicArg::Gemini => Nic::Gemini,
+        };
+        let engine = match self.engine {
+            EngineArg::Threaded => EngineKind::Threaded,
+            EngineArg::Deterministic => EngineKind::Deterministic { seed: self.seed },
+        };
+        let mut job = Job::new(nic, self.nodes).engine(engine);
+        job.env = Env::from_process();
+        job
+    }
+}
+
+/// Run the chosen benchmarks and print their tables.
+pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    if args.nodes < 2 {
+        anyhow::bail!("--nodes must be at least 2 (got {})", args.nodes);
+    }
+    let o = args.options();
+    let job = args.job();
+    let progress = std::io::stderr().is_terminal();
+    for bench in args.bench.benches() {
+        let t = Instant::now();
+        if progress {
+            eprintln!(
+                "{}: {} ranks on emulated {:?} ({:?} engine)...",
+                bench.program(),
+                job.ranks(),
+                args.nic,
+                args.engine
+            );
+        }
+        let tables = job.run(|u| run(bench, &u.world(), &o))?;
+        let table = tables
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))??
+            .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
+        write!(out, "{table}")?;
+        writeln!(out)?;
+        if progress {
+            eprintln!(
+                "{}: done in {:.1} s",
+                bench.program(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A short run for the main job: latency and bandwidth on two ranks, allreduce on four.
+pub fn demo(out: &mut dyn Write) -> anyhow::Result<()> {
+    let o = Options {
+        min_size: 8,
+        max_size: 4 << 20,
+        iterations: 500,
+        iterations_large: 20,
+        warmup: 10,
+        window: 16,
+    };
+    for (bench, ranks, sizes) in [
+        (Bench::Latency, 2, (8, 1 << 20)),
+        (Bench::Bw, 2, (8, 4 << 20)),
+        (Bench::Allreduce, 4, (8, 1 << 16)),
+    ] {
+        let o = Options {
+            min_size: sizes.0,
+            max_size: sizes.1,
+            ..o.clone()
+        };
+        let tables = Job::new(Nic::Gemini, ranks).run(|u| run(bench, &u.world(), &o))?;
+        let table = tables
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))??
+            .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
+        writeln!(out, "{} ({ranks} ranks, gni transport)", bench.program())?;
+        write!(out, "{table}")?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
