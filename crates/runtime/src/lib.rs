@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cassini;
 pub mod pmi;
 
 use std::sync::Arc;

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 
 use crate::error::Result;
 
+pub mod cxi;
+
 /// A rank of the whole job (`MPI_COMM_WORLD` numbering).
 pub type Rank = u32;
 
