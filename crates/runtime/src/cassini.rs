@@ -13,7 +13,9 @@ pub fn run_cassini<R: Send>(
     f: impl Fn(Universe) -> R + Sync,
 ) -> Result<Vec<R>, JobError> {
     if job.nodes == 0 || job.ranks_per_node == 0 {
-        return Err(JobError::Shape("a job needs at least one node and one rank".into()));
+        return Err(JobError::Shape(
+            "a job needs at least one node and one rank".into(),
+        ));
     }
     let cluster = Cluster::builder()
         .nics(job.nodes as usize)

@@ -6,8 +6,7 @@
 use std::time::{Duration, Instant};
 
 use mpi::transport::{
-    AmoOp, AmoType, Atomic, Completion, Envelope, MatchBits, MatchSpec, OpId, SendMode,
-    Transport,
+    AmoOp, AmoType, Atomic, Completion, Envelope, MatchBits, MatchSpec, OpId, SendMode, Transport,
 };
 use mpi::{Error, Universe};
 use platform::EngineKind;
@@ -28,7 +27,11 @@ fn spec(source: Option<u32>, tag: Option<u32>) -> MatchSpec {
     MatchSpec {
         source,
         bits: MatchBits::of(CTX, tag.unwrap_or(0)),
-        ignore: if tag.is_none() { MatchBits::TAG_MASK } else { 0 },
+        ignore: if tag.is_none() {
+            MatchBits::TAG_MASK
+        } else {
+            0
+        },
     }
 }
 
@@ -60,11 +63,18 @@ fn received(c: Completion) -> (Envelope, Vec<u8>) {
 }
 
 fn send(t: &mut dyn Transport, dest: u32, tag: u32, data: &[u8]) {
-    let op = t.send(dest, bits(tag), data, SendMode::Standard).expect("send");
+    let op = t
+        .send(dest, bits(tag), data, SendMode::Standard)
+        .expect("send");
     assert_eq!(wait(t, op), Completion::Sent);
 }
 
-fn recv(t: &mut dyn Transport, source: Option<u32>, tag: Option<u32>, cap: usize) -> (Envelope, Vec<u8>) {
+fn recv(
+    t: &mut dyn Transport,
+    source: Option<u32>,
+    tag: Option<u32>,
+    cap: usize,
+) -> (Envelope, Vec<u8>) {
     let op = t.recv(spec(source, tag), cap).expect("recv");
     received(wait(t, op))
 }
@@ -106,7 +116,9 @@ fn sizes_in_order(job: &Job) {
         barrier(t);
         if t.rank() == 0 {
             for (i, &len) in SIZES.iter().enumerate() {
-                let op = t.send(1, bits(3), &pattern(len, i as u8), SendMode::Standard).unwrap();
+                let op = t
+                    .send(1, bits(3), &pattern(len, i as u8), SendMode::Standard)
+                    .unwrap();
                 assert_eq!(wait(t, op), Completion::Sent);
             }
         } else if t.rank() == 1 {
@@ -117,8 +129,15 @@ fn sizes_in_order(job: &Job) {
             }
             for (i, &len) in SIZES.iter().enumerate() {
                 let (env, data) = recv(t, Some(0), Some(3), 2 << 20);
-                assert_eq!((env.source, env.bits, env.len), (0, bits(3), len), "unexpected #{i}");
-                assert!(data == pattern(len, i as u8), "unexpected message {i} of {len} bytes");
+                assert_eq!(
+                    (env.source, env.bits, env.len),
+                    (0, bits(3), len),
+                    "unexpected #{i}"
+                );
+                assert!(
+                    data == pattern(len, i as u8),
+                    "unexpected message {i} of {len} bytes"
+                );
             }
         }
         barrier(t);
@@ -131,7 +150,10 @@ fn sizes_in_order(job: &Job) {
             for (i, (&len, op)) in SIZES.iter().zip(ops).enumerate() {
                 let (env, data) = received(wait(t, op));
                 assert_eq!(env.len, len);
-                assert!(data == pattern(len, 50 + i as u8), "expected message {i} of {len} bytes");
+                assert!(
+                    data == pattern(len, 50 + i as u8),
+                    "expected message {i} of {len} bytes"
+                );
             }
         } else if t.rank() == 0 {
             recv(t, Some(1), Some(99), 0);
@@ -193,7 +215,9 @@ fn wildcards(job: &Job) {
         seen.sort();
         seen
     });
-    let want: Vec<_> = (1..job.ranks()).flat_map(|r| [(r, r), (r, r + 20)]).collect();
+    let want: Vec<_> = (1..job.ranks())
+        .flat_map(|r| [(r, r), (r, r + 20)])
+        .collect();
     let mut want = want;
     want.sort();
     assert_eq!(got[0], want);
@@ -275,7 +299,10 @@ fn cancel_and_truncate(job: &Job) {
             assert_eq!(data, pattern(1000, 10)[..100]);
             let (env, data) = received(wait(t, op2));
             assert_eq!((env.len, data), (50, pattern(50, 11)[..10].to_vec()));
-            assert!(!t.cancel(op2).unwrap_or(false), "a completed receive is not cancelled");
+            assert!(
+                !t.cancel(op2).unwrap_or(false),
+                "a completed receive is not cancelled"
+            );
             // Unexpected truncation.
             recv(t, Some(0), Some(97), 0);
             let (env, data) = recv(t, Some(0), Some(12), 7);
@@ -308,12 +335,18 @@ fn synchronous(job: &Job) {
         if t.rank() == 0 {
             let ops: Vec<_> = sizes
                 .iter()
-                .map(|&n| t.send(1, bits(20), &pattern(n, 20), SendMode::Synchronous).unwrap())
+                .map(|&n| {
+                    t.send(1, bits(20), &pattern(n, 20), SendMode::Synchronous)
+                        .unwrap()
+                })
                 .collect();
             let start = Instant::now();
             while start.elapsed() < Duration::from_millis(300) {
                 for &op in &ops {
-                    assert!(t.test(op).unwrap().is_none(), "a synchronous send completed unmatched");
+                    assert!(
+                        t.test(op).unwrap().is_none(),
+                        "a synchronous send completed unmatched"
+                    );
                 }
             }
             send(t, 1, 21, &[]);
@@ -375,11 +408,20 @@ fn protocol_statistics_follow_the_thresholds() {
     assert_eq!(one(&[192], "idc"), (1, 0));
     assert_eq!(one(&[193], "eager"), (1, 0));
     assert_eq!(one(&[16384], "eager"), (1, 0));
-    assert_eq!(one(&[16385], "rendezvous"), (1, 1), "receiver's NIC pulled it");
+    assert_eq!(
+        one(&[16385], "rendezvous"),
+        (1, 1),
+        "receiver's NIC pulled it"
+    );
     assert_eq!(one(&[193], "idc"), (0, 0));
     assert_eq!(one(&[16385], "eager"), (0, 1));
     let moved = |sizes| {
-        stats_of(&job(2).env("FI_CXI_RDZV_THRESHOLD", "4096").env("FI_CXI_RDZV_EAGER_SIZE", "1K"), sizes)
+        stats_of(
+            &job(2)
+                .env("FI_CXI_RDZV_THRESHOLD", "4096")
+                .env("FI_CXI_RDZV_EAGER_SIZE", "1K"),
+            sizes,
+        )
     };
     let st = moved(&[4096]);
     assert_eq!(st[0]["rendezvous"], 0);
@@ -405,7 +447,9 @@ fn a_bad_knob_fails_init_naming_the_variable() {
             }) => assert_eq!(v, var),
             other => panic!("{var}={value}: expected an init error, got {other:?}"),
         }
-        let msg = run_cassini(&job(1).env(var, value), |_| ()).unwrap_err().to_string();
+        let msg = run_cassini(&job(1).env(var, value), |_| ())
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains(var), "{msg}");
     }
 }
@@ -421,7 +465,12 @@ fn four_ranks_two_per_node_exchange_in_a_ring() {
         for len in [16usize, 5000, 40_000] {
             let r = t.recv(spec(Some(left), Some(len as u32)), len).unwrap();
             let s = t
-                .send(right, bits(len as u32), &pattern(len, me as u8), SendMode::Standard)
+                .send(
+                    right,
+                    bits(len as u32),
+                    &pattern(len, me as u8),
+                    SendMode::Standard,
+                )
                 .unwrap();
             let (env, data) = received(wait(t, r));
             assert_eq!(env.source, left);
@@ -464,7 +513,10 @@ fn rma_put_get_and_atomics() {
                 wait(t, op)
             };
             assert_eq!(add(t, 5, false), Completion::Sent);
-            assert_eq!(add(t, 7, true), Completion::Fetched(5u64.to_le_bytes().to_vec()));
+            assert_eq!(
+                add(t, 7, true),
+                Completion::Fetched(5u64.to_le_bytes().to_vec())
+            );
             let cas = Atomic {
                 op: AmoOp::CompareSwap,
                 ty: AmoType::U64,
@@ -473,7 +525,10 @@ fn rma_put_get_and_atomics() {
                 fetch: true,
             };
             let op = t.atomic(win, 1, 8, &cas).unwrap();
-            assert_eq!(wait(t, op), Completion::Fetched(12u64.to_le_bytes().to_vec()));
+            assert_eq!(
+                wait(t, op),
+                Completion::Fetched(12u64.to_le_bytes().to_vec())
+            );
             let bad = Atomic {
                 op: AmoOp::Bxor,
                 ty: AmoType::F64,

@@ -20,8 +20,8 @@ use firmware_spec::cassini::rc::ReturnCode;
 use firmware_spec::cassini::tgt::TargetCmd;
 use userlib::cxi::dfa::C_PID_ANY;
 use userlib::cxi::{
-    CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, CxiError, Device, Domain, EqOptions,
-    EventQueue, Lni, Md, Pte, PteMap, open_device,
+    CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, CxiError, Device, Domain, EqOptions, EventQueue,
+    Lni, Md, Pte, PteMap, open_device,
 };
 
 use crate::error::{Error, Result};
@@ -58,9 +58,9 @@ impl Buf {
     pub fn read(&self, off: u64, len: usize) -> Result<Vec<u8>> {
         let mut v = vec![0u8; len];
         if len > 0 {
-            self.mem.read(off, &mut v).map_err(|e| {
-                Error::Transport(format!("cxi: reading a staging buffer: {e}"))
-            })?;
+            self.mem
+                .read(off, &mut v)
+                .map_err(|e| Error::Transport(format!("cxi: reading a staging buffer: {e}")))?;
         }
         Ok(v)
     }
@@ -252,10 +252,10 @@ impl Endpoint {
     /// here: this runs at init, before any traffic).
     pub fn set_state(&mut self, pte: &Pte, state: PtlteState) -> Result<()> {
         let cmd = pte.set_state_cmd(state, 0);
+        self.tgq.emit_set_state(&cmd).map_err(cxi_err("SETSTATE"))?;
         self.tgq
-            .emit_set_state(&cmd)
-            .map_err(cxi_err("SETSTATE"))?;
-        self.tgq.ring().map_err(cxi_err("ringing the target queue"))?;
+            .ring()
+            .map_err(cxi_err("ringing the target queue"))?;
         let ev = self.wait_init_event(EventType::StateChange)?;
         if ev.return_code() != ReturnCode::Ok {
             return Err(Error::Transport(format!(
@@ -332,7 +332,9 @@ impl Endpoint {
 
     /// Ring the transmit queue.
     pub fn ring_tx(&mut self) -> Result<()> {
-        self.txq.ring().map_err(cxi_err("ringing the transmit queue"))
+        self.txq
+            .ring()
+            .map_err(cxi_err("ringing the transmit queue"))
     }
 
     /// Ring the target queue.
@@ -444,7 +446,13 @@ impl Endpoint {
     }
 
     /// A target command naming only a list and a buffer id (UNLINK) on `pte`.
-    pub fn target_cmd_on(&mut self, pte: &Pte, op: TgtOp, list: PtlList, buffer_id: u16) -> Result<()> {
+    pub fn target_cmd_on(
+        &mut self,
+        pte: &Pte,
+        op: TgtOp,
+        list: PtlList,
+        buffer_id: u16,
+    ) -> Result<()> {
         let cmd = TargetCmd {
             opcode: op,
             ptl_list: list,

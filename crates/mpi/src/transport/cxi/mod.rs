@@ -239,17 +239,21 @@ impl CxiTransport {
     fn setup_rx(&mut self) -> Result<()> {
         let ctrl = self.ep.buf(4096)?;
         let pte = self.ep.rx.pte.clone();
-        self.ep.append(
-            &pte,
-            PtlList::Priority,
-            Some((&ctrl, 0)),
-            LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE | LeFlags::EVENT_UNLINK_DISABLE,
-            u32::MAX,
-            proto::CTRL,
-            !proto::CTRL,
-            proto::CTRL_BID,
-            0,
-        )?;
+        // A software-managed PtlTE takes no priority LEs: there, notices land in the
+        // request buffers like everything else.
+        if !self.software {
+            self.ep.append(
+                &pte,
+                PtlList::Priority,
+                Some((&ctrl, 0)),
+                LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE | LeFlags::EVENT_UNLINK_DISABLE,
+                u32::MAX,
+                proto::CTRL,
+                !proto::CTRL,
+                proto::CTRL_BID,
+                0,
+            )?;
+        }
         // Kept alive with the landing buffers (index 0 is never used for landing).
         let (count, size) = if self.software {
             (self.cfg.req_count, self.cfg.req_size)
@@ -537,6 +541,9 @@ impl Transport for CxiTransport {
 impl Drop for CxiTransport {
     fn drop(&mut self) {
         // Let commands already rung finish before the queues go away.
-        let _ = self.ep.txq.wait_empty(Some(std::time::Duration::from_secs(1)));
+        let _ = self
+            .ep
+            .txq
+            .wait_empty(Some(std::time::Duration::from_secs(1)));
     }
 }

@@ -29,8 +29,7 @@ fn le_bits(spec: &MatchSpec) -> (u64, u64) {
 
 impl CxiTransport {
     fn spec_match_id(&self, spec: &MatchSpec) -> u32 {
-        spec.source
-            .map_or(u32::MAX, |s| self.match_ids[s as usize])
+        spec.source.map_or(u32::MAX, |s| self.match_ids[s as usize])
     }
 
     pub(super) fn new_recv(&mut self, capacity: usize) -> (u64, u16) {
@@ -304,7 +303,10 @@ impl CxiTransport {
         let len = r.env.map_or(0, |e| e.len);
         let keep = len.min(r.capacity);
         // At least one byte, so that the source sees its Get and completes.
-        let n = keep.saturating_sub(eager).max(1).min(len.saturating_sub(eager).max(1));
+        let n = keep
+            .saturating_sub(eager)
+            .max(1)
+            .min(len.saturating_sub(eager).max(1));
         let buf = match r.buf.is_some() {
             true => None,
             false => Some(self.ep.buf(eager + n)?),

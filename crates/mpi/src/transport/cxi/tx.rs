@@ -97,10 +97,7 @@ impl CxiTransport {
                 eager_length: eager,
                 rendezvous_id: rid,
                 initiator: my_id,
-                match_bits: bits
-                    | RDZV
-                    | u64::from(rid) << RID_SHIFT
-                    | u64::from(lac) << LAC_SHIFT,
+                match_bits: bits | RDZV | u64::from(rid) << RID_SHIFT | u64::from(lac) << LAC_SHIFT,
                 header_data: buf.iova(0),
                 user_ptr: id,
                 ..FullDma::default()
