@@ -184,7 +184,7 @@ impl CxiTransport {
     ) -> Result<OpId> {
         let size = a.ty.size();
         let key = self.remote(win, target, offset, size)?;
-        if offset % size != 0 {
+        if !offset.is_multiple_of(size) {
             return Err(Error::Rma(format!(
                 "an atomic at offset {offset} is not aligned to its {size}-byte element"
             )));

@@ -303,10 +303,7 @@ impl CxiTransport {
         let len = r.env.map_or(0, |e| e.len);
         let keep = len.min(r.capacity);
         // At least one byte, so that the source sees its Get and completes.
-        let n = keep
-            .saturating_sub(eager)
-            .max(1)
-            .min(len.saturating_sub(eager).max(1));
+        let n = keep.saturating_sub(eager).max(1);
         let buf = match r.buf.is_some() {
             true => None,
             false => Some(self.ep.buf(eager + n)?),
