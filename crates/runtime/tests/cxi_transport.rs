@@ -566,3 +566,98 @@ fn small_exchange_on_the_deterministic_engine() {
         }
     });
 }
+
+#[test]
+fn hardware_flow_control_is_fatal_with_the_providers_message() {
+    // One overflow buffer with room for two eager messages: the third unexpected message
+    // finds no overflow LE and the PtlTE enters flow control.
+    let j = job(2)
+        .env("FI_CXI_OFLOW_BUF_COUNT", "1")
+        .env("FI_CXI_OFLOW_BUF_SIZE", "40K");
+    let out = run(&j, |t| {
+        if t.rank() == 0 {
+            let ops: Vec<_> = (0..6)
+                .map(|i| t.send(1, bits(i), &pattern(16384, 1), SendMode::Standard))
+                .collect();
+            // The sender sees its messages refused (C_RC_PT_DISABLED).
+            let start = Instant::now();
+            let mut err = None;
+            while err.is_none() && start.elapsed() < LIMIT {
+                for op in ops.iter().flatten() {
+                    if let Err(e) = t.test(*op) {
+                        err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            err.unwrap_or_default()
+        } else {
+            let start = Instant::now();
+            loop {
+                if let Err(e) = t.progress() {
+                    break e.to_string();
+                }
+                assert!(start.elapsed() < LIMIT, "no flow control");
+            }
+        }
+    });
+    assert!(out[0].contains("PtDisabled"), "{}", out[0]);
+    assert!(
+        out[1].starts_with("PtlTE ")
+            && out[1].contains(
+                "LE resources not recovered during flow control. \
+                 FI_CXI_RX_MATCH_MODE=[hybrid OR software] is required."
+            ),
+        "{}",
+        out[1]
+    );
+}
+
+#[test]
+fn software_matching_lands_a_burst_in_request_buffers() {
+    // A burst of unexpected eager messages packed into small request buffers, matched in
+    // reverse order by the host.
+    let j = job(2)
+        .env("FI_CXI_RX_MATCH_MODE", "software")
+        .env("FI_CXI_REQ_BUF_MIN_POSTED", "3")
+        .env("FI_CXI_REQ_BUF_SIZE", "40K");
+    run(&j, |t| {
+        if t.rank() == 0 {
+            for i in 0..6 {
+                send(t, 1, i, &pattern(16384, i as u8));
+            }
+        } else {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(100) {
+                t.progress().unwrap();
+            }
+            for i in (0..6).rev() {
+                assert!(recv(t, Some(0), Some(i), 16384).1 == pattern(16384, i as u8));
+            }
+        }
+    });
+}
+
+/// Half round trip of 8-byte messages (IDC) between two nodes, for the report.
+#[test]
+fn ping_pong_latency() {
+    let out = run(&job(2), |t| {
+        let other = 1 - t.rank();
+        let iters = 200;
+        let start = Instant::now();
+        for _ in 0..iters {
+            if t.rank() == 0 {
+                send(t, other, 1, &[0; 8]);
+                recv(t, Some(other), Some(1), 8);
+            } else {
+                recv(t, Some(other), Some(1), 8);
+                send(t, other, 1, &[0; 8]);
+            }
+        }
+        start.elapsed() / (2 * iters)
+    });
+    eprintln!(
+        "cxi transport 8 B half round trip (threaded engine): {:?}",
+        out[0]
+    );
+}

@@ -196,6 +196,15 @@ impl CxiTransport {
             return Ok(());
         };
         if sc.ptlte_state == PtlteState::Disabled && sc.sc_nic_auto {
+            if self.software {
+                return Err(crate::Error::Transport(format!(
+                    "cxi: PtlTE {} entered flow control ({:?}): the request buffers ran out \
+                     and recovery is not implemented; raise FI_CXI_REQ_BUF_MIN_POSTED or \
+                     FI_CXI_REQ_BUF_SIZE",
+                    self.ep.rx.pte.number(),
+                    sc.sc_reason
+                )));
+            }
             return Err(self.flow_control_error());
         }
         Ok(())
