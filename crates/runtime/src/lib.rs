@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cassini;
 pub mod gemini;
 pub mod pmi;
 
@@ -118,11 +119,7 @@ impl Job {
     pub fn run<R: Send>(&self, f: impl Fn(Universe) -> R + Sync) -> Result<Vec<R>, JobError> {
         match self.nic {
             Nic::Gemini => gemini::run_gemini(self, f),
-            Nic::Cassini => Err(JobError::Shape(
-                "MPI over Cassini needs the cxi transport, which is not in this build yet; \
-                 use --nic gemini"
-                    .into(),
-            )),
+            Nic::Cassini => cassini::run_cassini(self, f),
         }
     }
 

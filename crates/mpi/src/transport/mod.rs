@@ -22,6 +22,8 @@ pub mod gni;
 
 use crate::error::Result;
 
+pub mod cxi;
+
 /// A rank of the whole job (`MPI_COMM_WORLD` numbering).
 pub type Rank = u32;
 

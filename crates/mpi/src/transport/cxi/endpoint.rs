@@ -1,0 +1,500 @@
+//! One rank's endpoint on its Cassini, built only with `userlib::cxi` calls as the CXI
+//! provider builds it (cassini.md §§4, 7): an LNI, a domain (VNI, PID), a communication
+//! profile, one event queue for everything, a transmit and a target command queue, and the
+//! PtlTEs of the PID granule: the receive PtlTE at index 0 and the rendezvous-source PtlTE at
+//! `rdzv_get_idx` (libfabric's index layout, cassini.md §7).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use driver::cassini::CxiDevice;
+use driver::mem::UserMemory;
+use firmware_spec::cassini::cmd::{CState, FullDma, IdcMsg, Payload, TgtOp};
+use firmware_spec::cassini::dfa::{PidBits, build_dfa, match_id};
+use firmware_spec::cassini::event::{Event, EventType};
+use firmware_spec::cassini::le::{
+    LeFlags, MapFlags, PtAllocOpts, PtlList, PtlteState, TcType, TrafficClass,
+};
+use firmware_spec::cassini::rc::ReturnCode;
+use firmware_spec::cassini::tgt::TargetCmd;
+use userlib::cxi::dfa::C_PID_ANY;
+use userlib::cxi::{
+    CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, CxiError, Device, Domain, EqOptions, EventQueue,
+    Lni, Md, Pte, PteMap, open_device,
+};
+
+use crate::error::{Error, Result};
+
+/// The VNI of the default service (`default_vnis` {1, 10}, cassini.md §7).
+pub const VNI: u32 = 10;
+/// PtlTE index of the receive queue in the PID granule (libfabric layout, cassini.md §7).
+pub const RX_INDEX: u32 = 0;
+/// PtlTE index of the RMA windows (libfabric's standard MR PtlTE, cassini.md §7).
+pub const RMA_INDEX: u32 = 117;
+/// Event queue size: 64 pages of 64 B slots.
+const EQ_BYTES: u64 = 64 * 4096;
+
+/// A userlib error as a transport error with its message.
+pub fn cxi_err(what: &str) -> impl Fn(CxiError) -> Error + '_ {
+    move |e| Error::Transport(format!("cxi: {what}: {e}"))
+}
+
+/// A registered staging buffer (user memory and the MD that maps it).
+pub struct Buf {
+    /// The memory.
+    pub mem: UserMemory,
+    /// Its mapping.
+    pub md: Md,
+}
+
+impl Buf {
+    /// IOVA of byte `off`.
+    pub fn iova(&self, off: u64) -> u64 {
+        self.md.iova() + off
+    }
+
+    /// Copy out `len` bytes at `off`.
+    pub fn read(&self, off: u64, len: usize) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        if len > 0 {
+            self.mem
+                .read(off, &mut v)
+                .map_err(|e| Error::Transport(format!("cxi: reading a staging buffer: {e}")))?;
+        }
+        Ok(v)
+    }
+
+    /// Copy `data` in at `off`.
+    pub fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.mem
+            .write(off, data)
+            .map_err(|e| Error::Transport(format!("cxi: writing a staging buffer: {e}")))
+    }
+}
+
+/// A peer's address as published through PMI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Addr {
+    /// NID.
+    pub nid: u32,
+    /// PID of its domain.
+    pub pid: u32,
+}
+
+impl Addr {
+    /// 8 bytes for PMI.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = self.nid.to_le_bytes().to_vec();
+        v.extend_from_slice(&self.pid.to_le_bytes());
+        v
+    }
+
+    /// From [`Addr::encode`].
+    pub fn decode(b: &[u8]) -> Option<Addr> {
+        let nid = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?);
+        let pid = u32::from_le_bytes(b.get(4..8)?.try_into().ok()?);
+        Some(Addr { nid, pid })
+    }
+}
+
+/// A PtlTE mapped in the domain.
+pub struct Portal {
+    /// The mapping (dropped first).
+    pub _map: PteMap,
+    /// The PtlTE.
+    pub pte: Pte,
+}
+
+/// The NIC objects of one rank. Field order is drop order: queues and PtlTEs before the EQ,
+/// the EQ before the LNI.
+pub struct Endpoint {
+    /// Staging buffers kept for reuse, by size.
+    pool: BTreeMap<u64, Vec<Buf>>,
+    /// Rendezvous-source LEs appended, by LAC.
+    rdzv_lacs: BTreeSet<u8>,
+    /// The receive PtlTE (index 0).
+    pub rx: Portal,
+    /// The rendezvous-source PtlTE (`rdzv_get_idx`).
+    pub rdzv: Portal,
+    /// The RMA PtlTE: libfabric's standard MR PtlTE, matching on the window key.
+    pub rma: Portal,
+    /// Transmit queue.
+    pub txq: CmdQueue,
+    /// Target queue.
+    pub tgq: CmdQueue,
+    /// The one event queue.
+    pub eq: EventQueue,
+    _eq_md: Md,
+    _eq_buf: UserMemory,
+    _cp: Cp,
+    /// The domain.
+    pub domain: Domain,
+    /// The LNI.
+    pub lni: Lni,
+    /// The device.
+    pub dev: Device,
+    /// This NIC's NID.
+    pub nid: u32,
+    /// PID bits of the device.
+    pub pid_bits: PidBits,
+    /// PtlTE index rendezvous Gets are sent to.
+    pub rdzv_get_idx: u32,
+    /// Last C_STATE emitted (libfabric emits it only when it changes).
+    cstate: Option<CState>,
+    /// Timeout of blocking steps.
+    pub timeout: Duration,
+}
+
+impl Endpoint {
+    /// Open device `index` and build the endpoint; the receive PtlTE starts in `rx_state`.
+    pub fn new(
+        devices: &[Arc<CxiDevice>],
+        index: u32,
+        rx_state: PtlteState,
+        timeout: Duration,
+    ) -> Result<Endpoint> {
+        let dev = open_device(devices, index).map_err(cxi_err("opening the device"))?;
+        let nid = dev.info().nid;
+        let pid_bits = dev.info().pid_bits().map_err(cxi_err("pid bits"))?;
+        let rdzv_get_idx = dev.info().rdzv_get_idx;
+        let lni = dev
+            .alloc_lni(CXI_DEFAULT_SVC_ID)
+            .map_err(cxi_err("allocating an LNI"))?;
+        let domain = lni
+            .alloc_domain(VNI, C_PID_ANY)
+            .map_err(cxi_err("allocating a domain"))?;
+        let cp = lni
+            .alloc_cp(VNI, TrafficClass::BestEffort, TcType::Default)
+            .map_err(cxi_err("allocating a communication profile"))?;
+        let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
+        let eq_md = lni
+            .map_buffer(&eq_buf, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
+            .map_err(cxi_err("mapping the EQ buffer"))?;
+        let eq = lni
+            .alloc_evtq(&eq_buf, Some(&eq_md), &EqOptions::default(), None, None)
+            .map_err(cxi_err("allocating the EQ"))?;
+        let txq = lni
+            .alloc_cmdq(Some(&eq), &CqOptions::transmit(1024, &cp))
+            .map_err(cxi_err("allocating the transmit queue"))?;
+        let tgq = lni
+            .alloc_cmdq(Some(&eq), &CqOptions::target(512))
+            .map_err(cxi_err("allocating the target queue"))?;
+        let portal = |idx: u32, opts: PtAllocOpts| -> Result<Portal> {
+            let pte = lni
+                .alloc_pte(Some(&eq), opts | PtAllocOpts::USE_LONG_EVENT)
+                .map_err(cxi_err("allocating a PtlTE"))?;
+            let map = pte
+                .map(&domain, idx, false)
+                .map_err(cxi_err("mapping a PtlTE"))?;
+            Ok(Portal { _map: map, pte })
+        };
+        let rx = portal(
+            RX_INDEX,
+            PtAllocOpts::IS_MATCHING | PtAllocOpts::EN_FLOWCTRL,
+        )?;
+        let rdzv = portal(rdzv_get_idx, PtAllocOpts::IS_MATCHING)?;
+        let rma = portal(RMA_INDEX, PtAllocOpts::IS_MATCHING)?;
+        let mut ep = Endpoint {
+            pool: BTreeMap::new(),
+            rdzv_lacs: BTreeSet::new(),
+            rx,
+            rdzv,
+            rma,
+            txq,
+            tgq,
+            eq,
+            _eq_md: eq_md,
+            _eq_buf: eq_buf,
+            _cp: cp,
+            domain,
+            lni,
+            dev,
+            nid,
+            pid_bits,
+            rdzv_get_idx,
+            cstate: None,
+            timeout,
+        };
+        ep.set_state(&ep.rx.pte.clone(), rx_state)?;
+        ep.set_state(&ep.rdzv.pte.clone(), PtlteState::Enabled)?;
+        ep.set_state(&ep.rma.pte.clone(), PtlteState::Enabled)?;
+        Ok(ep)
+    }
+
+    /// This endpoint's address.
+    pub fn addr(&self) -> Addr {
+        Addr {
+            nid: self.nid,
+            pid: self.domain.pid(),
+        }
+    }
+
+    /// The match id of `addr` (`CXI_MATCH_ID`).
+    pub fn match_id_of(&self, addr: Addr) -> u32 {
+        match_id(self.pid_bits, addr.pid, addr.nid)
+    }
+
+    /// This endpoint's match id.
+    pub fn my_match_id(&self) -> u32 {
+        self.match_id_of(self.addr())
+    }
+
+    /// (DFA, index_ext) of PtlTE `index` of `addr`.
+    pub fn dfa(&self, addr: Addr, index: u32) -> (u32, u8) {
+        build_dfa(addr.nid, addr.pid, self.pid_bits, index)
+    }
+
+    /// SETSTATE on `pte` and wait for its STATE_CHANGE (other events before it are an error
+    /// here: this runs at init, before any traffic).
+    pub fn set_state(&mut self, pte: &Pte, state: PtlteState) -> Result<()> {
+        let cmd = pte.set_state_cmd(state, 0);
+        self.tgq.emit_set_state(&cmd).map_err(cxi_err("SETSTATE"))?;
+        self.tgq
+            .ring()
+            .map_err(cxi_err("ringing the target queue"))?;
+        let ev = self.wait_init_event(EventType::StateChange)?;
+        if ev.return_code() != ReturnCode::Ok {
+            return Err(Error::Transport(format!(
+                "cxi: PtlTE {} did not reach {state:?}: {:?}",
+                pte.number(),
+                ev.return_code()
+            )));
+        }
+        Ok(())
+    }
+
+    /// At init only: the next event, which must be of type `ty`.
+    pub fn wait_init_event(&mut self, ty: EventType) -> Result<Event> {
+        let ev = self
+            .eq
+            .poll(Some(self.timeout))
+            .map_err(cxi_err("waiting for an event at init"))?;
+        self.eq.ack().map_err(cxi_err("acknowledging events"))?;
+        if ev.event_type() != ty {
+            return Err(Error::Transport(format!(
+                "cxi: expected a {ty:?} event at init, got {ev:?}"
+            )));
+        }
+        Ok(ev)
+    }
+
+    /// A staging buffer of at least `len` bytes (a whole number of pages, a power of two).
+    pub fn buf(&mut self, len: usize) -> Result<Buf> {
+        let size = (len.max(1) as u64).next_power_of_two().max(4096);
+        if let Some(b) = self.pool.get_mut(&size).and_then(Vec::pop) {
+            return Ok(b);
+        }
+        let mem = self
+            .dev
+            .alloc_buffer(size)
+            .map_err(cxi_err("allocating a staging buffer"))?;
+        let md = self
+            .lni
+            .map_buffer(&mem, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
+            .map_err(cxi_err("registering a staging buffer"))?;
+        Ok(Buf { mem, md })
+    }
+
+    /// Give a staging buffer back (kept for reuse up to a few per size).
+    pub fn release(&mut self, b: Buf) {
+        let v = self.pool.entry(b.mem.len()).or_default();
+        if v.len() < 8 && b.mem.len() <= (4 << 20) {
+            v.push(b);
+        }
+    }
+
+    /// Emit with `f`, ringing and letting the device run while the queue is full.
+    pub fn emit(
+        &mut self,
+        target: bool,
+        mut f: impl FnMut(&mut CmdQueue) -> std::result::Result<(), CxiError>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let q = if target { &mut self.tgq } else { &mut self.txq };
+            match f(q) {
+                Ok(()) => return Ok(()),
+                Err(CxiError::Again) => {
+                    q.ring().map_err(cxi_err("ringing a queue"))?;
+                    self.dev.progress();
+                    if start.elapsed() > self.timeout {
+                        return Err(Error::Timeout("cxi: a command queue stayed full".into()));
+                    }
+                }
+                Err(e) => return Err(cxi_err("emitting a command")(e)),
+            }
+        }
+    }
+
+    /// Ring the transmit queue.
+    pub fn ring_tx(&mut self) -> Result<()> {
+        self.txq
+            .ring()
+            .map_err(cxi_err("ringing the transmit queue"))
+    }
+
+    /// Ring the target queue.
+    pub fn ring_tg(&mut self) -> Result<()> {
+        self.tgq.ring().map_err(cxi_err("ringing the target queue"))
+    }
+
+    /// An IDC small message (payload ≤ 192 B) to the receive PtlTE of `to`.
+    pub fn idc_msg(
+        &mut self,
+        to: Addr,
+        match_bits: u64,
+        header_data: u64,
+        user_ptr: u64,
+        data: &[u8],
+    ) -> Result<()> {
+        let (dfa, index_ext) = self.dfa(to, RX_INDEX);
+        let cstate = CState {
+            initiator: self.my_match_id(),
+            index_ext,
+            eq: self.eq.eqn() as u16,
+            user_ptr,
+            ..CState::default()
+        };
+        let payload = Payload::new(data).map_err(|e| Error::Transport(format!("cxi: {e}")))?;
+        let msg = IdcMsg {
+            dfa,
+            match_bits,
+            header_data,
+            user_ptr,
+            payload,
+        };
+        // The state carries index_ext and user_ptr, so it changes with almost every message;
+        // the library only writes it when it differs from the last one.
+        self.cstate = Some(cstate);
+        self.emit(false, |q| q.emit_idc_msg(&cstate, &msg))?;
+        self.ring_tx()
+    }
+
+    /// A full DMA command (PUT, GET, RENDEZVOUS_PUT).
+    pub fn dma(&mut self, cmd: FullDma) -> Result<()> {
+        self.emit(false, |q| q.emit_dma(&cmd))?;
+        self.ring_tx()
+    }
+
+    /// Append an LE to `list` of `pte`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &mut self,
+        pte: &Pte,
+        list: PtlList,
+        buf: Option<(&Buf, u64)>,
+        flags: LeFlags,
+        match_id: u32,
+        match_bits: u64,
+        ignore_bits: u64,
+        buffer_id: u16,
+        min_free: u32,
+    ) -> Result<()> {
+        let (start, length, lac) = match buf {
+            Some((b, len)) => (b.md.iova(), len, b.md.lac()),
+            None => (0, (1u64 << 56) - 1, 0),
+        };
+        let mut cmd = TargetCmd {
+            opcode: TgtOp::Append,
+            ptl_list: list,
+            ptlte_index: pte.index(),
+            buffer_id,
+            lac,
+            start,
+            length,
+            min_free,
+            match_id,
+            match_bits,
+            ignore_bits,
+            ..TargetCmd::default()
+        };
+        cmd.set_opts(flags);
+        self.emit(true, |q| q.emit_target(&cmd))?;
+        self.ring_tg()
+    }
+
+    /// A SEARCH / SEARCH_AND_DELETE / UNLINK target command.
+    #[allow(clippy::too_many_arguments)]
+    pub fn target_cmd(
+        &mut self,
+        op: TgtOp,
+        list: PtlList,
+        flags: LeFlags,
+        match_id: u32,
+        match_bits: u64,
+        ignore_bits: u64,
+        buffer_id: u16,
+    ) -> Result<()> {
+        let mut cmd = TargetCmd {
+            opcode: op,
+            ptl_list: list,
+            ptlte_index: self.rx.pte.index(),
+            buffer_id,
+            length: (1u64 << 56) - 1,
+            match_id,
+            match_bits,
+            ignore_bits,
+            ..TargetCmd::default()
+        };
+        cmd.set_opts(flags);
+        self.emit(true, |q| q.emit_target(&cmd))?;
+        self.ring_tg()
+    }
+
+    /// A target command naming only a list and a buffer id (UNLINK) on `pte`.
+    pub fn target_cmd_on(
+        &mut self,
+        pte: &Pte,
+        op: TgtOp,
+        list: PtlList,
+        buffer_id: u16,
+    ) -> Result<()> {
+        let cmd = TargetCmd {
+            opcode: op,
+            ptl_list: list,
+            ptlte_index: pte.index(),
+            buffer_id,
+            ..TargetCmd::default()
+        };
+        self.emit(true, |q| q.emit_target(&cmd))?;
+        self.ring_tg()
+    }
+
+    /// Make sure the rendezvous-source PtlTE exposes LAC `lac`: one persistent LE over the
+    /// whole IOVA space of the LAC, Gets only, any initiator, match bits naming the LAC
+    /// (`cxip_rdzv_pte.c` as described in cassini.md §6). Its LINK event is consumed by the
+    /// caller's event loop.
+    pub fn expose_lac(&mut self, lac: u8) -> Result<bool> {
+        if !self.rdzv_lacs.insert(lac) {
+            return Ok(false);
+        }
+        let pte = self.rdzv.pte.clone();
+        let mut cmd = TargetCmd {
+            opcode: TgtOp::Append,
+            ptl_list: PtlList::Priority,
+            ptlte_index: pte.index(),
+            buffer_id: u16::from(lac),
+            lac,
+            start: 0,
+            length: (1u64 << 56) - 1,
+            match_id: u32::MAX,
+            match_bits: u64::from(lac) << super::proto::LAC_SHIFT,
+            ignore_bits: !super::proto::LAC_MASK,
+            ..TargetCmd::default()
+        };
+        cmd.set_opts(
+            LeFlags::OP_GET
+                | LeFlags::EVENT_LINK_DISABLE
+                | LeFlags::EVENT_UNLINK_DISABLE
+                | LeFlags::UNRESTRICTED_BODY_RO
+                | LeFlags::UNRESTRICTED_END_RO,
+        );
+        self.emit(true, |q| q.emit_target(&cmd))?;
+        self.ring_tg()?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,247 @@
+//! The event loop: every event of the endpoint's one EQ, dispatched by type, PtlTE and
+//! buffer id (target events) or user pointer (initiator events).
+
+use firmware_spec::cassini::event::{Event, EventType, TargetLong};
+use firmware_spec::cassini::le::{PtlList, PtlteState};
+use firmware_spec::cassini::rc::ReturnCode;
+
+use super::endpoint::cxi_err;
+use super::proto;
+use super::{CxiTransport, MatchMode};
+use crate::error::Result;
+use crate::transport::{Completion, OpId};
+
+/// Events handled per call before the EQ is acknowledged.
+const BATCH: usize = 256;
+
+impl CxiTransport {
+    /// Handle what the EQ holds; `true` if there was anything.
+    pub(super) fn drain_events(&mut self) -> Result<bool> {
+        let mut any = false;
+        for _ in 0..BATCH {
+            let ev = self
+                .ep
+                .eq
+                .get_event()
+                .map_err(cxi_err("reading the event queue"))?;
+            let Some(ev) = ev else { break };
+            any = true;
+            if let Err(e) = self.handle(ev) {
+                self.fatal.get_or_insert_with(|| e.to_string());
+                break;
+            }
+        }
+        if any {
+            self.ep.eq.ack().map_err(cxi_err("acknowledging events"))?;
+        }
+        Ok(any)
+    }
+
+    fn handle(&mut self, ev: Event) -> Result<()> {
+        match ev {
+            Event::InitiatorShort(i) => self.on_initiator(
+                i.event_type,
+                i.return_code,
+                i.user_ptr,
+                i.ptl_list,
+                i.rendezvous,
+            ),
+            Event::InitiatorLong(i) => self.on_initiator(
+                i.event_type,
+                i.return_code,
+                i.user_ptr,
+                i.ptl_list,
+                i.rendezvous,
+            ),
+            Event::TargetLong(t) => self.on_target(&t),
+            Event::CommandFailure(c) => Err(crate::Error::Transport(format!(
+                "cxi: a command failed: {c:?}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn on_initiator(
+        &mut self,
+        ty: EventType,
+        rc: ReturnCode,
+        user_ptr: u64,
+        list: PtlList,
+        rendezvous: bool,
+    ) -> Result<()> {
+        if rc != ReturnCode::Ok {
+            if user_ptr == 0 && ty == EventType::Ack {
+                // A match-complete notice the peer could not take: the peer is gone.
+                return Ok(());
+            }
+            return Err(crate::Error::Transport(format!(
+                "cxi: {ty:?} of operation {user_ptr:#x} failed: {rc:?}{}",
+                if rc == ReturnCode::PtDisabled {
+                    " (the target PtlTE is in flow control)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        match ty {
+            EventType::Ack => {
+                if let Some(op) = self.sends.get_mut(&user_ptr) {
+                    op.acked = true;
+                    // Landed on a posted receive: matched (libfabric: ACK ptl_list).
+                    if list == PtlList::Priority {
+                        op.matched = true;
+                    }
+                    self.try_finish_send(user_ptr);
+                } else if self.rma_ops.contains_key(&user_ptr) {
+                    self.finish_rma(user_ptr)?;
+                }
+            }
+            EventType::Reply if rendezvous => {
+                // `struct cxi_rdzv_user_ptr`: buffer_id@48:16 names the receive.
+                let bid = (user_ptr >> 48) as u16;
+                if let Some(&id) = self.bids.get(&bid) {
+                    self.bump("hw_gets");
+                    if let Some(r) = self.recvs.get_mut(&id) {
+                        r.rdzv_pending = false;
+                    }
+                    self.finish_recv(id)?;
+                }
+            }
+            EventType::Reply => {
+                if let Some(r) = self.recvs.get_mut(&user_ptr) {
+                    r.rdzv_pending = false;
+                    self.finish_recv(user_ptr)?;
+                } else if self.rma_ops.contains_key(&user_ptr) {
+                    self.finish_rma(user_ptr)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_target(&mut self, t: &TargetLong) -> Result<()> {
+        if t.ptlte_index == self.ep.rdzv.pte.index() {
+            if t.event_type == EventType::Get && t.return_code == ReturnCode::Ok {
+                // The receiver pulled a rendezvous source: the send is complete.
+                let rid = (t.match_bits & 0xFF) as u8;
+                if let Some(id) = self.rdzv_ids.remove(&rid) {
+                    if let Some(op) = self.sends.get_mut(&id) {
+                        op.pulled = true;
+                    }
+                    self.try_finish_send(id);
+                }
+            }
+            return Ok(());
+        }
+        if t.ptlte_index != self.ep.rx.pte.index() {
+            return Ok(());
+        }
+        let bid = t.buffer_id;
+        let landing = usize::from(bid.wrapping_sub(proto::BUF_BID));
+        let is_landing = bid >= proto::BUF_BID && landing < self.landing.len();
+        match t.event_type {
+            EventType::StateChange => self.on_state_change(t),
+            EventType::Link if t.return_code != ReturnCode::Ok => {
+                if t.return_code == ReturnCode::NoSpace {
+                    return Err(self.flow_control_error());
+                }
+                Err(crate::Error::Transport(format!(
+                    "cxi: appending a list entry failed: {:?}",
+                    t.return_code
+                )))
+            }
+            EventType::Search | EventType::Unlink => {
+                self.answers.insert(bid, *t);
+                Ok(())
+            }
+            EventType::Put if t.return_code != ReturnCode::Ok => Err(crate::Error::Transport(
+                format!("cxi: a message arrived with {:?}", t.return_code),
+            )),
+            EventType::Put => match t.ptl_list {
+                PtlList::Request if is_landing => self.on_request_landing(landing, t),
+                PtlList::Overflow if is_landing => self.on_overflow_landing(landing, t),
+                PtlList::Priority if bid == proto::CTRL_BID => {
+                    self.on_notice(t.header_data);
+                    Ok(())
+                }
+                PtlList::Priority => match self.bids.get(&bid) {
+                    Some(&id) => self.on_expected(id, t),
+                    None => Ok(()),
+                },
+                _ => Ok(()),
+            },
+            EventType::PutOverflow => match self.bids.get(&bid) {
+                Some(&id) => self.on_ux_matched(id, t),
+                None => Ok(()),
+            },
+            EventType::Rendezvous if !t.get_issued => {
+                // The NIC left the Get to software (`rdzv_get_en` off).
+                let Some(&id) = self.bids.get(&bid) else {
+                    return Ok(());
+                };
+                let eager = self.cfg.rdzv_eager.min(t.rlength as usize);
+                let source = self.rank_of(firmware_spec::cassini::dfa::dfa_to_init(
+                    t.initiator,
+                    self.ep.pid_bits,
+                ))?;
+                self.sw_get(id, source, t.match_bits, t.header_data, eager)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn on_state_change(&mut self, t: &TargetLong) -> Result<()> {
+        let Some(Ok(sc)) = t.state_change() else {
+            return Ok(());
+        };
+        if sc.ptlte_state == PtlteState::Disabled && sc.sc_nic_auto {
+            if self.software {
+                return Err(crate::Error::Transport(format!(
+                    "cxi: PtlTE {} entered flow control ({:?}): the request buffers ran out \
+                     and recovery is not implemented; raise FI_CXI_REQ_BUF_MIN_POSTED or \
+                     FI_CXI_REQ_BUF_SIZE",
+                    self.ep.rx.pte.number(),
+                    sc.sc_reason
+                )));
+            }
+            return Err(self.flow_control_error());
+        }
+        Ok(())
+    }
+
+    /// The error of a PtlTE whose flow control this transport cannot recover from (the CXI
+    /// provider's message, `cxip_msg_hpc.c`).
+    pub(super) fn flow_control_error(&self) -> crate::Error {
+        let n = self.ep.rx.pte.number();
+        let mut m = format!(
+            "PtlTE {n} LE resources not recovered during flow control. \
+             FI_CXI_RX_MATCH_MODE=[hybrid OR software] is required."
+        );
+        if self.cfg.mode == MatchMode::Hybrid {
+            m.push_str(" (the hybrid switch to software matching is not implemented yet)");
+        }
+        crate::Error::Transport(m)
+    }
+
+    /// Complete RMA operation `id`.
+    pub(super) fn finish_rma(&mut self, id: u64) -> Result<()> {
+        let Some(mut op) = self.rma_ops.remove(&id) else {
+            return Ok(());
+        };
+        let c = if op.fetch {
+            let data = match &op.buf {
+                Some(b) => b.read(op.at, op.len)?,
+                None => Vec::new(),
+            };
+            Completion::Fetched(data)
+        } else {
+            Completion::Sent
+        };
+        if let Some(b) = op.buf.take() {
+            self.ep.release(b);
+        }
+        self.done.insert(OpId(id), c);
+        Ok(())
+    }
+}

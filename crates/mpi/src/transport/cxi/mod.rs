@@ -1,0 +1,580 @@
+//! The cxi transport: what libfabric's CXI provider does for Cray MPICH on a Cassini, over
+//! `userlib::cxi` (cassini.md, fi_cxi.7).
+//!
+//! - [`endpoint`]: the NIC objects of a rank (LNI, domain, EQ, command queues, PtlTEs) and
+//!   the commands it writes.
+//! - [`proto`]: the transport's match bits, header data and buffer ids.
+//! - [`tx`]: sends — IDC up to 192 B, eager DMA up to `FI_CXI_RDZV_THRESHOLD`, rendezvous
+//!   puts offloaded to the NIC above it; synchronous sends.
+//! - [`rx`]: hardware matching — posted receives as priority LEs, overflow buffers and
+//!   unexpected headers, SEARCH for probe, SEARCH_AND_DELETE for claim, UNLINK for cancel.
+//! - [`sw`]: software matching — request buffers of a software-managed PtlTE and
+//!   [`crate::matching::Matcher`]; the hybrid switch.
+//! - [`events`]: the event loop that drives all of it.
+//! - [`rma`]: windows on a non-matching PtlTE, put/get as DMA, atomics as Cassini AMOs.
+
+pub mod config;
+pub mod endpoint;
+mod events;
+pub mod proto;
+mod rma;
+mod rx;
+mod sw;
+mod tx;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use driver::cassini::CxiDevice;
+use firmware_spec::cassini::le::{LeFlags, PtlList, PtlteState};
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::matching::Matcher;
+use crate::pmi::Pmi;
+use crate::transport::{
+    Atomic, Completion, Envelope, MatchSpec, OpId, Rank, SendMode, Stats, Transport, WinId,
+};
+
+pub use config::{Config, MatchMode};
+use endpoint::{Addr, Buf, Endpoint};
+
+/// An overflow (hardware mode) or request (software mode) buffer: a locally managed LE the
+/// NIC packs messages into.
+struct LandingBuf {
+    buf: Buf,
+    /// Unexpected messages stored in it and not yet matched (hardware mode).
+    outstanding: usize,
+    /// The NIC unlinked it (full); appended again once nothing in it is needed.
+    unlinked: bool,
+}
+
+/// A send in flight.
+struct SendOp {
+    staging: Option<Buf>,
+    /// Needs the receiver's match (synchronous mode).
+    sync: bool,
+    /// Rendezvous id (the receiver's Get completes the send).
+    rdzv: Option<u8>,
+    acked: bool,
+    matched: bool,
+    pulled: bool,
+}
+
+/// A receive in flight (posted, claimed, or matched and waiting for its data).
+struct RecvOp {
+    capacity: usize,
+    bid: u16,
+    /// The LE's buffer, or where a software Get lands.
+    buf: Option<Buf>,
+    /// Matched message.
+    env: Option<Envelope>,
+    /// The data landed in the LE (priority match).
+    expected: bool,
+    /// Eager bytes taken from an overflow or request buffer.
+    eager: Option<Vec<u8>>,
+    /// Waiting for the overflow PUT event of the message at this IOVA.
+    ux_start: Option<u64>,
+    /// Waiting for the rendezvous REPLY.
+    rdzv_pending: bool,
+}
+
+/// What tells apart unexpected messages stored at one IOVA: initiator, match bits, length.
+type UxKey = (u32, u64, u32);
+
+/// A message held by software matching (software mode, or hybrid after the switch).
+struct SwMsg {
+    eager: Vec<u8>,
+    /// Match bits with transport bits (rendezvous and sync flags).
+    bits: u64,
+    header_data: u64,
+}
+
+/// An RMA operation in flight.
+struct RmaOp {
+    buf: Option<Buf>,
+    len: usize,
+    fetch: bool,
+    /// Where the fetched bytes land in `buf`.
+    at: u64,
+}
+
+/// A window: this rank's memory exposed on the RMA PtlTE, and every rank's key.
+struct Window {
+    buf: Buf,
+    len: usize,
+    keys: Vec<Option<u64>>,
+}
+
+/// The cxi transport of one rank.
+pub struct CxiTransport {
+    rank: Rank,
+    size: u32,
+    cfg: Config,
+    /// Current matching (hybrid starts in hardware).
+    software: bool,
+    peers: Vec<Addr>,
+    match_ids: Vec<u32>,
+    by_match_id: HashMap<u32, Rank>,
+    next_op: u64,
+    done: BTreeMap<OpId, Completion>,
+    sends: HashMap<u64, SendOp>,
+    recvs: HashMap<u64, RecvOp>,
+    rma_ops: HashMap<u64, RmaOp>,
+    bids: HashMap<u16, u64>,
+    next_bid: u16,
+    rdzv_ids: HashMap<u8, u64>,
+    next_rid: u8,
+    landing: Vec<LandingBuf>,
+    /// Unexpected eager data by IOVA in an overflow buffer (hardware mode). Zero-byte
+    /// messages share the IOVA of the next message, so one IOVA may hold several.
+    ux_data: HashMap<u64, Vec<(UxKey, Vec<u8>)>>,
+    /// Receives waiting for the overflow data at an IOVA.
+    ux_waiting: HashMap<u64, Vec<(UxKey, u64)>>,
+    /// Software matching.
+    matcher: Matcher<u64, SwMsg>,
+    /// Answers of target commands (SEARCH, UNLINK) by buffer id.
+    answers: HashMap<u16, firmware_spec::cassini::event::TargetLong>,
+    windows: BTreeMap<u32, Window>,
+    next_win: u32,
+    /// Freed windows' memory, kept registered until the transport goes.
+    retired: Vec<Buf>,
+    stats: Stats,
+    /// A fatal error seen by the event loop: every later call returns it.
+    fatal: Option<String>,
+    finalized: bool,
+    ep: Endpoint,
+    /// The rest of the control block is dropped after the endpoint's buffers.
+    _pmi: Box<dyn Pmi>,
+}
+
+impl CxiTransport {
+    /// Open the NIC, build the endpoint, post the landing buffers and exchange addresses
+    /// with every rank through `pmi`.
+    pub fn new(
+        devices: &[Arc<CxiDevice>],
+        mut pmi: Box<dyn Pmi>,
+        env: &Env,
+    ) -> Result<CxiTransport> {
+        let (_, local_index) = pmi.local();
+        let cfg = Config::from_env(env, local_index, devices.len())?;
+        if devices.is_empty() {
+            return Err(Error::Transport("cxi: no cxi device on this node".into()));
+        }
+        let rx_state = if cfg.mode == MatchMode::Software {
+            PtlteState::SoftwareManaged
+        } else {
+            PtlteState::Enabled
+        };
+        let ep = Endpoint::new(devices, cfg.device, rx_state, cfg.timeout)?;
+        let rank = pmi.rank();
+        let size = pmi.size();
+        let mut t = CxiTransport {
+            rank,
+            size,
+            software: cfg.mode == MatchMode::Software,
+            cfg,
+            peers: Vec::new(),
+            match_ids: Vec::new(),
+            by_match_id: HashMap::new(),
+            next_op: 1,
+            done: BTreeMap::new(),
+            sends: HashMap::new(),
+            recvs: HashMap::new(),
+            rma_ops: HashMap::new(),
+            bids: HashMap::new(),
+            next_bid: proto::RECV_BID,
+            rdzv_ids: HashMap::new(),
+            next_rid: 0,
+            landing: Vec::new(),
+            ux_data: HashMap::new(),
+            ux_waiting: HashMap::new(),
+            matcher: Matcher::new(),
+            answers: HashMap::new(),
+            windows: BTreeMap::new(),
+            next_win: 1,
+            retired: Vec::new(),
+            stats: Stats::new(),
+            fatal: None,
+            finalized: false,
+            ep,
+            _pmi: Box::new(NoPmi),
+        };
+        for k in [
+            "idc",
+            "eager",
+            "rendezvous",
+            "unexpected",
+            "expected",
+            "sync_notices",
+            "recv_rendezvous",
+            "sw_gets",
+            "hw_gets",
+        ] {
+            t.stats.insert(k, 0);
+        }
+        t.setup_rx()?;
+        // The staging buffers' LAC on the rendezvous-source PtlTE.
+        let b = t.ep.buf(1)?;
+        t.ep.expose_lac(b.md.lac())?;
+        t.ep.release(b);
+
+        pmi.put("cxi-addr", &t.ep.addr().encode())?;
+        pmi.fence()?;
+        for r in 0..size {
+            let v = pmi.get(r, "cxi-addr")?;
+            let a = Addr::decode(&v).ok_or_else(|| {
+                Error::Transport(format!("cxi: rank {r} published a bad address"))
+            })?;
+            let id = t.ep.match_id_of(a);
+            t.peers.push(a);
+            t.match_ids.push(id);
+            t.by_match_id.insert(id, r);
+        }
+        t._pmi = pmi;
+        t.progress()?;
+        Ok(t)
+    }
+
+    /// The control LE and the overflow (hardware) or request (software) buffers.
+    fn setup_rx(&mut self) -> Result<()> {
+        let ctrl = self.ep.buf(4096)?;
+        let pte = self.ep.rx.pte.clone();
+        // A software-managed PtlTE takes no priority LEs: there, notices land in the
+        // request buffers like everything else.
+        if !self.software {
+            self.ep.append(
+                &pte,
+                PtlList::Priority,
+                Some((&ctrl, 0)),
+                LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE | LeFlags::EVENT_UNLINK_DISABLE,
+                u32::MAX,
+                proto::CTRL,
+                !proto::CTRL,
+                proto::CTRL_BID,
+                0,
+            )?;
+        }
+        // Kept alive with the landing buffers (index 0 is never used for landing).
+        let (count, size) = if self.software {
+            (self.cfg.req_count, self.cfg.req_size)
+        } else {
+            (self.cfg.oflow_count, self.cfg.oflow_size)
+        };
+        self.landing.push(LandingBuf {
+            buf: ctrl,
+            outstanding: 0,
+            unlinked: false,
+        });
+        for _ in 0..count {
+            let buf = self.ep.buf(size)?;
+            self.landing.push(LandingBuf {
+                buf,
+                outstanding: 0,
+                unlinked: true,
+            });
+            let i = self.landing.len() - 1;
+            self.append_landing(i)?;
+        }
+        Ok(())
+    }
+
+    /// (Re)append landing buffer `i` to the overflow or request list.
+    fn append_landing(&mut self, i: usize) -> Result<()> {
+        let list = if self.software {
+            PtlList::Request
+        } else {
+            PtlList::Overflow
+        };
+        // Room for the largest eager message and its wire headers must remain, else the NIC
+        // unlinks the buffer (`min_free`, cassini.md §4.2).
+        let min_free = (self.cfg.rdzv_threshold.max(config::IDC_MAX) + 256) as u32;
+        let pte = self.ep.rx.pte.clone();
+        let lb = &mut self.landing[i];
+        lb.unlinked = false;
+        let len = lb.buf.mem.len();
+        let buf = Buf {
+            mem: lb.buf.mem.clone(),
+            md: lb.buf.md.clone(),
+        };
+        self.ep.append(
+            &pte,
+            list,
+            Some((&buf, len)),
+            LeFlags::OP_PUT
+                | LeFlags::MANAGE_LOCAL
+                | LeFlags::NO_TRUNCATE
+                | LeFlags::EVENT_LINK_DISABLE
+                | LeFlags::EVENT_UNLINK_DISABLE
+                | LeFlags::UNRESTRICTED_BODY_RO
+                | LeFlags::UNRESTRICTED_END_RO,
+            u32::MAX,
+            0,
+            u64::MAX,
+            proto::BUF_BID + i as u16,
+            min_free,
+        )
+    }
+
+    fn new_op(&mut self) -> u64 {
+        let id = self.next_op;
+        self.next_op += 1;
+        id
+    }
+
+    fn new_bid(&mut self, op: u64) -> u16 {
+        loop {
+            let b = self.next_bid;
+            self.next_bid = if b == u16::MAX - 1 {
+                proto::RECV_BID
+            } else {
+                b + 1
+            };
+            if let std::collections::hash_map::Entry::Vacant(e) = self.bids.entry(b) {
+                e.insert(op);
+                return b;
+            }
+        }
+    }
+
+    fn bump(&mut self, key: &'static str) {
+        *self.stats.entry(key).or_insert(0) += 1;
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.fatal {
+            Some(m) => Err(Error::Transport(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn check_rank(&self, r: Rank) -> Result<()> {
+        if r >= self.size {
+            return Err(Error::Rank {
+                rank: i64::from(r),
+                size: self.size as usize,
+            });
+        }
+        Ok(())
+    }
+
+    /// The rank of an initiator match id.
+    fn rank_of(&self, id: u32) -> Result<Rank> {
+        self.by_match_id.get(&id).copied().ok_or_else(|| {
+            Error::Transport(format!("cxi: a message from unknown initiator {id:#x}"))
+        })
+    }
+
+    /// Run the event loop until `f` says done, or the transport's timeout.
+    fn wait_for<T>(&mut self, what: &str, mut f: impl FnMut(&mut Self) -> Option<T>) -> Result<T> {
+        let start = Instant::now();
+        loop {
+            self.progress()?;
+            if let Some(v) = f(self) {
+                return Ok(v);
+            }
+            if start.elapsed() > self.cfg.timeout {
+                return Err(Error::Timeout(format!("cxi: {what}")));
+            }
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Whether matching is currently done in software.
+    pub fn software_matching(&self) -> bool {
+        self.software
+    }
+}
+
+/// Placeholder PMI kept while the real one is in use during init.
+struct NoPmi;
+
+impl Pmi for NoPmi {
+    fn rank(&self) -> u32 {
+        0
+    }
+    fn size(&self) -> u32 {
+        0
+    }
+    fn local(&self) -> (u32, u32) {
+        (0, 0)
+    }
+    fn put(&mut self, _: &str, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn fence(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn get(&mut self, _: u32, key: &str) -> Result<Vec<u8>> {
+        Err(Error::Transport(format!("cxi: PMI key {key} after init")))
+    }
+    fn abort(&self, _: &str) {}
+    fn aborted(&self) -> Option<String> {
+        None
+    }
+}
+
+impl Transport for CxiTransport {
+    fn name(&self) -> &'static str {
+        "cxi"
+    }
+
+    fn abort(&mut self, why: &str) {
+        self._pmi.abort(why);
+    }
+
+    fn aborted(&self) -> Option<String> {
+        self._pmi.aborted()
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        // Complete what this rank sent (sends finish on their ACK), then wait for every rank,
+        // so no peer still writes into this rank's buffers when they go.
+        let start = std::time::Instant::now();
+        while !self.sends.is_empty() && start.elapsed() < self.cfg.timeout {
+            if self._pmi.aborted().is_some() || self.fatal.is_some() {
+                break;
+            }
+            self.progress()?;
+        }
+        self._pmi.fence()
+    }
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn send(&mut self, dest: Rank, bits: u64, data: &[u8], mode: SendMode) -> Result<OpId> {
+        self.check()?;
+        self.check_rank(dest)?;
+        self.start_send(dest, bits, data, mode == SendMode::Synchronous)
+    }
+
+    fn recv(&mut self, spec: MatchSpec, capacity: usize) -> Result<OpId> {
+        self.check()?;
+        if let Some(s) = spec.source {
+            self.check_rank(s)?;
+        }
+        if self.software {
+            self.sw_recv(spec, capacity)
+        } else {
+            self.hw_recv(spec, capacity)
+        }
+    }
+
+    fn cancel(&mut self, op: OpId) -> Result<bool> {
+        self.check()?;
+        if self.done.contains_key(&op) {
+            return Ok(false);
+        }
+        if self.software {
+            self.sw_cancel(op)
+        } else {
+            self.hw_cancel(op)
+        }
+    }
+
+    fn probe(&mut self, spec: MatchSpec) -> Result<Option<Envelope>> {
+        self.check()?;
+        self.progress()?;
+        if self.software {
+            Ok(self.matcher.probe(&spec))
+        } else {
+            self.hw_probe(spec)
+        }
+    }
+
+    fn claim(&mut self, spec: MatchSpec) -> Result<Option<(Envelope, OpId)>> {
+        self.check()?;
+        self.progress()?;
+        if self.software {
+            self.sw_claim(spec)
+        } else {
+            self.hw_claim(spec)
+        }
+    }
+
+    fn test(&mut self, op: OpId) -> Result<Option<Completion>> {
+        if let Some(c) = self.done.remove(&op) {
+            return Ok(Some(c));
+        }
+        self.progress()?;
+        Ok(self.done.remove(&op))
+    }
+
+    fn progress(&mut self) -> Result<bool> {
+        self.check()?;
+        let did = self.drain_events()?;
+        if !did {
+            self.ep.dev.progress();
+        }
+        self.check()?;
+        Ok(did)
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats.clone()
+    }
+
+    fn win_create(&mut self, len: usize) -> Result<(WinId, Vec<u8>)> {
+        self.check()?;
+        self.rma_win_create(len)
+    }
+
+    fn win_connect(&mut self, win: WinId, keys: Vec<Vec<u8>>) -> Result<()> {
+        self.rma_win_connect(win, keys)
+    }
+
+    fn win_read(&mut self, win: WinId, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.rma_win_read(win, offset, out)
+    }
+
+    fn win_write(&mut self, win: WinId, offset: usize, data: &[u8]) -> Result<()> {
+        self.rma_win_write(win, offset, data)
+    }
+
+    fn put(&mut self, win: WinId, target: Rank, offset: usize, data: &[u8]) -> Result<OpId> {
+        self.check()?;
+        self.check_rank(target)?;
+        self.rma_put(win, target, offset, data)
+    }
+
+    fn get(&mut self, win: WinId, target: Rank, offset: usize, len: usize) -> Result<OpId> {
+        self.check()?;
+        self.check_rank(target)?;
+        self.rma_get(win, target, offset, len)
+    }
+
+    fn atomic(&mut self, win: WinId, target: Rank, offset: usize, atomic: &Atomic) -> Result<OpId> {
+        self.check()?;
+        self.check_rank(target)?;
+        self.rma_atomic(win, target, offset, atomic)
+    }
+
+    fn win_free(&mut self, win: WinId) -> Result<()> {
+        self.rma_win_free(win)
+    }
+}
+
+impl Drop for CxiTransport {
+    fn drop(&mut self) {
+        // Let commands already rung finish before the queues go away.
+        let _ = self
+            .ep
+            .txq
+            .wait_empty(Some(std::time::Duration::from_secs(1)));
+    }
+}

@@ -1,0 +1,387 @@
+//! Hardware matching (`FI_CXI_RX_MATCH_MODE=hardware`, cassini.md §4.2): a posted receive is
+//! a use-once PRIORITY LE with its match bits, ignore bits and the initiator's match id
+//! (`CXI_MATCH_ID_ANY` for `MPI_ANY_SOURCE`). A message no LE takes lands in an OVERFLOW
+//! buffer and leaves an unexpected header in the NIC; an append that matches a header gives
+//! PUT_OVERFLOW and the eager bytes are copied out of the overflow buffer. A rendezvous put
+//! matched by an LE is pulled by the target NIC itself (RENDEZVOUS with `get_issued`, then a
+//! REPLY). Probe is a SEARCH of the unexpected list, claim a SEARCH_AND_DELETE of one header
+//! (the rest of a claimed rendezvous is then pulled by a Get software issues), cancel an
+//! UNLINK.
+
+use firmware_spec::cassini::cmd::{DmaFlags, DmaOp, TgtOp};
+use firmware_spec::cassini::dma::FullDma;
+use firmware_spec::cassini::event::TargetLong;
+use firmware_spec::cassini::le::{LeFlags, PtlList};
+use firmware_spec::cassini::rc::ReturnCode;
+
+use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
+use super::{CxiTransport, RecvOp};
+use crate::error::{Error, Result};
+use crate::transport::{Completion, Envelope, MatchSpec, OpId};
+
+/// The LE match fields of `spec`.
+fn le_bits(spec: &MatchSpec) -> (u64, u64) {
+    (
+        proto::user_bits(spec.bits),
+        (spec.ignore & !proto::CTRL) | RECV_IGNORE,
+    )
+}
+
+impl CxiTransport {
+    fn spec_match_id(&self, spec: &MatchSpec) -> u32 {
+        spec.source.map_or(u32::MAX, |s| self.match_ids[s as usize])
+    }
+
+    pub(super) fn new_recv(&mut self, capacity: usize) -> (u64, u16) {
+        let id = self.new_op();
+        let bid = self.new_bid(id);
+        self.recvs.insert(
+            id,
+            RecvOp {
+                capacity,
+                bid,
+                buf: None,
+                env: None,
+                expected: false,
+                eager: None,
+                ux_start: None,
+                rdzv_pending: false,
+            },
+        );
+        (id, bid)
+    }
+
+    pub(super) fn hw_recv(&mut self, spec: MatchSpec, capacity: usize) -> Result<OpId> {
+        let (id, bid) = self.new_recv(capacity);
+        let buf = self.ep.buf(capacity)?;
+        let (bits, ignore) = le_bits(&spec);
+        let match_id = self.spec_match_id(&spec);
+        let pte = self.ep.rx.pte.clone();
+        self.ep.append(
+            &pte,
+            PtlList::Priority,
+            Some((&buf, capacity as u64)),
+            LeFlags::OP_PUT
+                | LeFlags::USE_ONCE
+                | LeFlags::EVENT_UNLINK_DISABLE
+                | LeFlags::UNRESTRICTED_BODY_RO
+                | LeFlags::UNRESTRICTED_END_RO,
+            match_id,
+            bits,
+            ignore,
+            bid,
+            0,
+        )?;
+        if let Some(op) = self.recvs.get_mut(&id) {
+            op.buf = Some(buf);
+        }
+        Ok(OpId(id))
+    }
+
+    /// Wait for the answer (SEARCH or UNLINK event) to the target command tagged `bid`.
+    fn answer(&mut self, bid: u16, what: &str) -> Result<TargetLong> {
+        self.wait_for(what, |t| t.answers.remove(&bid))
+    }
+
+    pub(super) fn hw_cancel(&mut self, op: OpId) -> Result<bool> {
+        let Some(r) = self.recvs.get(&op.0) else {
+            return Ok(false);
+        };
+        if r.env.is_some() {
+            return Ok(false);
+        }
+        let bid = r.bid;
+        self.ep.target_cmd(
+            TgtOp::Unlink,
+            PtlList::Priority,
+            LeFlags::empty(),
+            0,
+            0,
+            0,
+            bid,
+        )?;
+        let ev = self.answer(bid, "waiting for an UNLINK")?;
+        if ev.return_code != ReturnCode::Ok {
+            // Already matched: its events are on their way.
+            return Ok(false);
+        }
+        self.drop_recv(op.0);
+        self.done.insert(op, Completion::Cancelled);
+        Ok(true)
+    }
+
+    /// Forget receive `id` and give back its resources.
+    pub(super) fn drop_recv(&mut self, id: u64) -> Option<RecvOp> {
+        let mut r = self.recvs.remove(&id)?;
+        self.bids.remove(&r.bid);
+        if let Some(b) = r.buf.take() {
+            self.ep.release(b);
+        }
+        Some(r)
+    }
+
+    pub(super) fn hw_probe(&mut self, spec: MatchSpec) -> Result<Option<Envelope>> {
+        let (bits, ignore) = le_bits(&spec);
+        let match_id = self.spec_match_id(&spec);
+        self.ep.target_cmd(
+            TgtOp::Search,
+            PtlList::Unexpected,
+            LeFlags::empty(),
+            match_id,
+            bits,
+            ignore,
+            proto::SEARCH_BID,
+        )?;
+        let ev = self.answer(proto::SEARCH_BID, "waiting for a SEARCH")?;
+        if ev.return_code != ReturnCode::Ok {
+            return Ok(None);
+        }
+        Ok(Some(Envelope {
+            source: self.rank_of(ev.initiator)?,
+            bits: proto::user_bits(ev.match_bits),
+            len: ev.rlength as usize,
+        }))
+    }
+
+    pub(super) fn hw_claim(&mut self, spec: MatchSpec) -> Result<Option<(Envelope, OpId)>> {
+        let (bits, ignore) = le_bits(&spec);
+        let match_id = self.spec_match_id(&spec);
+        let (id, bid) = self.new_recv(usize::MAX);
+        self.ep.target_cmd(
+            TgtOp::SearchAndDelete,
+            PtlList::Unexpected,
+            LeFlags::USE_ONCE,
+            match_id,
+            bits,
+            ignore,
+            bid,
+        )?;
+        let ev = self.answer(bid, "waiting for a SEARCH_AND_DELETE")?;
+        if ev.return_code != ReturnCode::Ok {
+            self.drop_recv(id);
+            return Ok(None);
+        }
+        // The PUT_OVERFLOW of the removed header came before the SEARCH event.
+        let env = match self.recvs.get(&id) {
+            Some(r) => r.env,
+            None => self.done.get(&OpId(id)).and_then(|c| match c {
+                Completion::Received { envelope, .. } => Some(*envelope),
+                _ => None,
+            }),
+        };
+        let env = env.ok_or_else(|| {
+            Error::Transport("cxi: SEARCH_AND_DELETE matched but reported no header".into())
+        })?;
+        Ok(Some((env, OpId(id))))
+    }
+
+    /// PUT on the priority list into receive `id`: the message was expected.
+    pub(super) fn on_expected(&mut self, id: u64, t: &TargetLong) -> Result<()> {
+        let env = Envelope {
+            source: self.rank_of(t.initiator)?,
+            bits: proto::user_bits(t.match_bits),
+            len: t.rlength as usize,
+        };
+        self.bump("expected");
+        if let Some(r) = self.recvs.get_mut(&id) {
+            r.env = Some(env);
+            r.expected = true;
+            r.rdzv_pending = t.match_bits & RDZV != 0;
+        }
+        self.finish_recv(id)
+    }
+
+    /// A message landed in overflow buffer `i` (unexpected).
+    pub(super) fn on_overflow_landing(&mut self, i: usize, t: &TargetLong) -> Result<()> {
+        let Some(lb) = self.landing.get_mut(i) else {
+            return Ok(());
+        };
+        let off = t.start.wrapping_sub(lb.buf.md.iova());
+        let data = lb.buf.read(off, t.mlength as usize)?;
+        lb.outstanding += 1;
+        if t.auto_unlinked {
+            lb.unlinked = true;
+        }
+        self.bump("unexpected");
+        let key = (t.initiator, t.match_bits, t.rlength);
+        let waiting = self.ux_waiting.get_mut(&t.start).and_then(|v| {
+            let i = v.iter().position(|(k, _)| *k == key)?;
+            Some(v.remove(i).1)
+        });
+        match waiting {
+            Some(id) => {
+                self.ux_consumed(t.start)?;
+                if let Some(r) = self.recvs.get_mut(&id) {
+                    r.eager = Some(data);
+                    r.ux_start = None;
+                }
+                self.finish_recv(id)
+            }
+            None => {
+                self.ux_data.entry(t.start).or_default().push((key, data));
+                Ok(())
+            }
+        }
+    }
+
+    /// The unexpected message at `start` is no longer needed: its overflow buffer may go
+    /// back to the NIC once nothing else in it is.
+    fn ux_consumed(&mut self, start: u64) -> Result<()> {
+        let Some(i) = self.landing.iter().position(|l| {
+            let base = l.buf.md.iova();
+            start >= base && start < base + l.buf.mem.len()
+        }) else {
+            return Ok(());
+        };
+        let lb = &mut self.landing[i];
+        lb.outstanding = lb.outstanding.saturating_sub(1);
+        if lb.unlinked && lb.outstanding == 0 && i > 0 {
+            self.append_landing(i)?;
+        }
+        Ok(())
+    }
+
+    /// PUT_OVERFLOW into receive (or claim) `id`: an unexpected header was matched.
+    pub(super) fn on_ux_matched(&mut self, id: u64, t: &TargetLong) -> Result<()> {
+        let source = self.rank_of(t.initiator)?;
+        let env = Envelope {
+            source,
+            bits: proto::user_bits(t.match_bits),
+            len: t.rlength as usize,
+        };
+        if t.match_bits & SYNC != 0 {
+            self.send_notice(source, t.header_data)?;
+        }
+        let key = (t.initiator, t.match_bits, t.rlength);
+        let data = self.ux_data.get_mut(&t.start).and_then(|v| {
+            let i = v.iter().position(|(k, _)| *k == key)?;
+            Some(v.remove(i).1)
+        });
+        if self.ux_data.get(&t.start).is_some_and(Vec::is_empty) {
+            self.ux_data.remove(&t.start);
+        }
+        let known = data.is_some();
+        if known {
+            self.ux_consumed(t.start)?;
+        } else {
+            self.ux_waiting.entry(t.start).or_default().push((key, id));
+        }
+        let rdzv = t.match_bits & RDZV != 0;
+        let Some(r) = self.recvs.get_mut(&id) else {
+            return Ok(());
+        };
+        r.env = Some(env);
+        r.eager = data;
+        if !known {
+            r.ux_start = Some(t.start);
+        }
+        if rdzv {
+            r.rdzv_pending = true;
+            if r.buf.is_none() {
+                // Claimed: no LE, so no NIC Get; pull the rest from the source ourselves.
+                let eager = t.mlength as usize;
+                self.sw_get(id, source, t.match_bits, t.header_data, eager)?;
+            }
+        }
+        self.finish_recv(id)
+    }
+
+    /// Pull the part of rendezvous message (`put_bits`, source IOVA `src`) after its `eager`
+    /// bytes into receive `id` with a Get to the source's rendezvous PtlTE (what libfabric
+    /// does when the RENDEZVOUS event says `get_issued = 0`, cassini.md §6).
+    pub(super) fn sw_get(
+        &mut self,
+        id: u64,
+        source: u32,
+        put_bits: u64,
+        src: u64,
+        eager: usize,
+    ) -> Result<()> {
+        let Some(r) = self.recvs.get(&id) else {
+            return Ok(());
+        };
+        let len = r.env.map_or(0, |e| e.len);
+        let keep = len.min(r.capacity);
+        // At least one byte, so that the source sees its Get and completes.
+        let n = keep.saturating_sub(eager).max(1);
+        let buf = match r.buf.is_some() {
+            true => None,
+            false => Some(self.ep.buf(eager + n)?),
+        };
+        if let Some(b) = buf
+            && let Some(r) = self.recvs.get_mut(&id)
+        {
+            r.buf = Some(b);
+        }
+        let (local, lac) = {
+            let b = self.recvs[&id].buf.as_ref().expect("buffer set above");
+            (b.iova(eager as u64), b.md.lac())
+        };
+        let to = self.peers[source as usize];
+        let (dfa, index_ext) = self.ep.dfa(to, self.ep.rdzv_get_idx);
+        self.ep.dma(FullDma {
+            opcode: DmaOp::Get,
+            index_ext,
+            lac,
+            flags: DmaFlags::default(),
+            dfa,
+            remote_offset: src + eager as u64,
+            local_addr: local,
+            request_len: n as u32,
+            eq: self.ep.eq.eqn() as u16,
+            initiator: self.ep.my_match_id(),
+            match_bits: proto::rdzv_get_bits(put_bits),
+            user_ptr: id,
+            ..FullDma::default()
+        })?;
+        self.bump("sw_gets");
+        Ok(())
+    }
+
+    /// Complete receive `id` once its envelope and every byte are there.
+    pub(super) fn finish_recv(&mut self, id: u64) -> Result<()> {
+        let Some(r) = self.recvs.get(&id) else {
+            return Ok(());
+        };
+        let Some(env) = r.env else {
+            return Ok(());
+        };
+        if r.ux_start.is_some() || r.rdzv_pending {
+            return Ok(());
+        }
+        let mut r = self.drop_recv_keep_buf(id);
+        let keep = env.len.min(r.capacity);
+        let data = if r.expected {
+            match &r.buf {
+                Some(b) => b.read(0, keep)?,
+                None => Vec::new(),
+            }
+        } else {
+            let mut e = r.eager.take().unwrap_or_default();
+            if e.len() >= keep {
+                e.truncate(keep);
+            } else if let Some(b) = &r.buf {
+                let rest = b.read(e.len() as u64, keep - e.len())?;
+                e.extend_from_slice(&rest);
+            }
+            e
+        };
+        if let Some(b) = r.buf.take() {
+            self.ep.release(b);
+        }
+        self.done.insert(
+            OpId(id),
+            Completion::Received {
+                envelope: env,
+                data,
+            },
+        );
+        Ok(())
+    }
+
+    fn drop_recv_keep_buf(&mut self, id: u64) -> RecvOp {
+        let r = self.recvs.remove(&id).expect("present");
+        self.bids.remove(&r.bid);
+        r
+    }
+}

@@ -1,0 +1,159 @@
+//! Sends, by size as the CXI provider chooses (cassini.md §6, fi_cxi.7): an IDC small
+//! message when the payload fits the command (≤ 192 B, `C_MAX_IDC_PAYLOAD_UNR`), an eager DMA
+//! put up to `FI_CXI_RDZV_THRESHOLD`, and above it a rendezvous put whose first
+//! `FI_CXI_RDZV_EAGER_SIZE` bytes travel with it while the rest stays exposed on the
+//! rendezvous-source PtlTE for the target NIC's Get. A send completes at its ACK (eager) or
+//! when the Get has read the source (rendezvous); a synchronous eager send also needs the
+//! match: an ACK from the priority list, or the receiver's notice when it went unexpected
+//! (libfabric's match-complete protocol).
+
+use firmware_spec::cassini::cmd::{DmaFlags, DmaOp};
+use firmware_spec::cassini::dma::FullDma;
+
+use super::config::IDC_MAX;
+use super::endpoint::RX_INDEX;
+use super::proto::{self, LAC_SHIFT, RDZV, RID_SHIFT, SYNC};
+use super::{CxiTransport, SendOp};
+use crate::error::Result;
+use crate::transport::{Completion, OpId, Rank};
+
+impl CxiTransport {
+    pub(super) fn start_send(
+        &mut self,
+        dest: Rank,
+        bits: u64,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<OpId> {
+        let id = self.new_op();
+        let to = self.peers[dest as usize];
+        let bits = proto::user_bits(bits);
+        let my_id = self.ep.my_match_id();
+        let eq = self.ep.eq.eqn() as u16;
+        let (dfa, index_ext) = self.ep.dfa(to, RX_INDEX);
+        let mut op = SendOp {
+            staging: None,
+            sync,
+            rdzv: None,
+            acked: false,
+            matched: false,
+            pulled: false,
+        };
+        let sync_bit = if sync { SYNC } else { 0 };
+        if data.len() <= IDC_MAX {
+            self.ep.idc_msg(to, bits | sync_bit, id, id, data)?;
+            self.bump("idc");
+        } else if data.len() <= self.cfg.rdzv_threshold {
+            let buf = self.ep.buf(data.len())?;
+            buf.write(0, data)?;
+            self.ep.dma(FullDma {
+                opcode: DmaOp::Put,
+                index_ext,
+                lac: buf.md.lac(),
+                flags: DmaFlags {
+                    event_send_disable: true,
+                    ..DmaFlags::default()
+                },
+                dfa,
+                local_addr: buf.iova(0),
+                request_len: data.len() as u32,
+                eq,
+                initiator: my_id,
+                match_bits: bits | sync_bit,
+                header_data: id,
+                user_ptr: id,
+                ..FullDma::default()
+            })?;
+            op.staging = Some(buf);
+            self.bump("eager");
+        } else {
+            let len = u32::try_from(data.len()).map_err(|_| {
+                crate::error::Error::Count(format!(
+                    "a message of {} bytes is longer than the NIC's 4 GiB limit",
+                    data.len()
+                ))
+            })?;
+            let rid = self.free_rid()?;
+            let buf = self.ep.buf(data.len())?;
+            buf.write(0, data)?;
+            let lac = buf.md.lac();
+            self.ep.expose_lac(lac)?;
+            let eager = self.cfg.rdzv_eager.min(data.len()) as u32;
+            self.ep.dma(FullDma {
+                opcode: DmaOp::RendezvousPut,
+                index_ext,
+                lac,
+                flags: DmaFlags {
+                    event_send_disable: true,
+                    use_offset_for_get: true,
+                    ..DmaFlags::default()
+                },
+                dfa,
+                // The offset the target NIC's Get reads from (`use_offset_for_get`).
+                remote_offset: buf.iova(0),
+                local_addr: buf.iova(0),
+                request_len: len,
+                eq,
+                eager_length: eager,
+                rendezvous_id: rid,
+                initiator: my_id,
+                match_bits: bits | RDZV | u64::from(rid) << RID_SHIFT | u64::from(lac) << LAC_SHIFT,
+                header_data: buf.iova(0),
+                user_ptr: id,
+                ..FullDma::default()
+            })?;
+            self.rdzv_ids.insert(rid, id);
+            op.rdzv = Some(rid);
+            op.staging = Some(buf);
+            self.bump("rendezvous");
+        }
+        self.sends.insert(id, op);
+        Ok(OpId(id))
+    }
+
+    /// A rendezvous id not in use (8 bits in the command, cassini.md §6); waits for one
+    /// when all 256 are.
+    fn free_rid(&mut self) -> Result<u8> {
+        self.wait_for("waiting for a free rendezvous id", |t| {
+            (0..=255u8)
+                .map(|k| t.next_rid.wrapping_add(k))
+                .find(|r| !t.rdzv_ids.contains_key(r))
+                .inspect(|r| t.next_rid = r.wrapping_add(1))
+        })
+    }
+
+    /// Complete send `id` if everything it waits for happened.
+    pub(super) fn try_finish_send(&mut self, id: u64) {
+        let Some(op) = self.sends.get(&id) else {
+            return;
+        };
+        let done = if op.rdzv.is_some() {
+            op.acked && op.pulled
+        } else {
+            op.acked && (!op.sync || op.matched)
+        };
+        if done && let Some(op) = self.sends.remove(&id) {
+            if let Some(b) = op.staging {
+                self.ep.release(b);
+            }
+            self.done.insert(OpId(id), Completion::Sent);
+        }
+    }
+
+    /// The receiver matched synchronous send `id` (its notice arrived).
+    pub(super) fn on_notice(&mut self, id: u64) {
+        if let Some(op) = self.sends.get_mut(&id) {
+            op.matched = true;
+            self.try_finish_send(id);
+        }
+    }
+
+    /// Tell `source` that its synchronous send `id` was matched: a zero-byte IDC message
+    /// to its control LE.
+    pub(super) fn send_notice(&mut self, source: Rank, id: u64) -> Result<()> {
+        let to = self.peers[source as usize];
+        self.ep.idc_msg(to, proto::CTRL, id, 0, &[])?;
+        self.bump("sync_notices");
+        Ok(())
+    }
+}

@@ -1,0 +1,663 @@
+//! The cxi transport through the `Transport` trait, ranks as threads on emulated Cassinis:
+//! message sizes on both sides of every protocol threshold, wildcards, unexpected and
+//! expected messages, probe and claim, cancel, truncation, synchronous sends, protocol
+//! statistics, knobs, software matching, RMA.
+
+use std::time::{Duration, Instant};
+
+use mpi::transport::{
+    AmoOp, AmoType, Atomic, Completion, Envelope, MatchBits, MatchSpec, OpId, SendMode, Transport,
+};
+use mpi::{Error, Universe};
+use platform::EngineKind;
+use runtime::cassini::run_cassini;
+use runtime::{Job, JobError, Nic};
+
+const SIZES: [usize; 8] = [0, 8, 192, 193, 4096, 16384, 16385, 1 << 20];
+/// Context of the tests' messages, and of their barriers.
+const CTX: u16 = 7;
+const BARRIER_CTX: u16 = 0x7ff;
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn job(ranks: u32) -> Job {
+    Job::new(Nic::Cassini, ranks)
+}
+
+fn spec(source: Option<u32>, tag: Option<u32>) -> MatchSpec {
+    MatchSpec {
+        source,
+        bits: MatchBits::of(CTX, tag.unwrap_or(0)),
+        ignore: if tag.is_none() {
+            MatchBits::TAG_MASK
+        } else {
+            0
+        },
+    }
+}
+
+fn bits(tag: u32) -> u64 {
+    MatchBits::of(CTX, tag)
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(u32::from(seed)) as u8)
+        .collect()
+}
+
+fn wait(t: &mut dyn Transport, op: OpId) -> Completion {
+    let start = Instant::now();
+    loop {
+        if let Some(c) = t.test(op).expect("test") {
+            return c;
+        }
+        assert!(start.elapsed() < LIMIT, "operation {op:?} never completed");
+    }
+}
+
+fn received(c: Completion) -> (Envelope, Vec<u8>) {
+    match c {
+        Completion::Received { envelope, data } => (envelope, data),
+        other => panic!("expected a receive, got {other:?}"),
+    }
+}
+
+fn send(t: &mut dyn Transport, dest: u32, tag: u32, data: &[u8]) {
+    let op = t
+        .send(dest, bits(tag), data, SendMode::Standard)
+        .expect("send");
+    assert_eq!(wait(t, op), Completion::Sent);
+}
+
+fn recv(
+    t: &mut dyn Transport,
+    source: Option<u32>,
+    tag: Option<u32>,
+    cap: usize,
+) -> (Envelope, Vec<u8>) {
+    let op = t.recv(spec(source, tag), cap).expect("recv");
+    received(wait(t, op))
+}
+
+/// Everyone reports to rank 0, which releases everyone.
+fn barrier(t: &mut dyn Transport) {
+    let (me, n) = (t.rank(), t.size());
+    let b = MatchBits::of(BARRIER_CTX, 0);
+    let s = |src| MatchSpec {
+        source: src,
+        bits: b,
+        ignore: 0,
+    };
+    if me == 0 {
+        for _ in 1..n {
+            let op = t.recv(s(None), 0).unwrap();
+            wait(t, op);
+        }
+        for r in 1..n {
+            let op = t.send(r, b, &[], SendMode::Standard).unwrap();
+            wait(t, op);
+        }
+    } else {
+        let op = t.send(0, b, &[], SendMode::Standard).unwrap();
+        wait(t, op);
+        let op = t.recv(s(Some(0)), 0).unwrap();
+        wait(t, op);
+    }
+}
+
+fn run<R: Send>(job: &Job, f: impl Fn(&mut dyn Transport) -> R + Sync) -> Vec<R> {
+    run_cassini(job, |u: Universe| u.with_transport(|t| f(t))).expect("job")
+}
+
+/// Every size from rank 0 to rank 1 on one tag, received in order: first unexpected (sent
+/// before the receives), then expected (receives posted before the sends).
+fn sizes_in_order(job: &Job) {
+    run(job, |t| {
+        barrier(t);
+        if t.rank() == 0 {
+            for (i, &len) in SIZES.iter().enumerate() {
+                let op = t
+                    .send(1, bits(3), &pattern(len, i as u8), SendMode::Standard)
+                    .unwrap();
+                assert_eq!(wait(t, op), Completion::Sent);
+            }
+        } else if t.rank() == 1 {
+            // Let everything arrive before posting anything.
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(100) {
+                t.progress().unwrap();
+            }
+            for (i, &len) in SIZES.iter().enumerate() {
+                let (env, data) = recv(t, Some(0), Some(3), 2 << 20);
+                assert_eq!(
+                    (env.source, env.bits, env.len),
+                    (0, bits(3), len),
+                    "unexpected #{i}"
+                );
+                assert!(
+                    data == pattern(len, i as u8),
+                    "unexpected message {i} of {len} bytes"
+                );
+            }
+        }
+        barrier(t);
+        if t.rank() == 1 {
+            let ops: Vec<_> = SIZES
+                .iter()
+                .map(|_| t.recv(spec(Some(0), Some(4)), 2 << 20).unwrap())
+                .collect();
+            send(t, 0, 99, &[]);
+            for (i, (&len, op)) in SIZES.iter().zip(ops).enumerate() {
+                let (env, data) = received(wait(t, op));
+                assert_eq!(env.len, len);
+                assert!(
+                    data == pattern(len, 50 + i as u8),
+                    "expected message {i} of {len} bytes"
+                );
+            }
+        } else if t.rank() == 0 {
+            recv(t, Some(1), Some(99), 0);
+            let ops: Vec<_> = SIZES
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| {
+                    t.send(1, bits(4), &pattern(len, 50 + i as u8), SendMode::Standard)
+                        .unwrap()
+                })
+                .collect();
+            for op in ops {
+                assert_eq!(wait(t, op), Completion::Sent);
+            }
+        }
+        barrier(t);
+    });
+}
+
+#[test]
+fn every_size_arrives_intact_and_in_order() {
+    sizes_in_order(&job(2));
+}
+
+#[test]
+fn every_size_arrives_intact_and_in_order_with_software_matching() {
+    sizes_in_order(&job(2).env("FI_CXI_RX_MATCH_MODE", "software"));
+}
+
+fn wildcards(job: &Job) {
+    let got = run(job, |t| {
+        let n = t.size();
+        let mut seen = Vec::new();
+        if t.rank() == 0 {
+            for _ in 0..2 * (n - 1) {
+                let (env, data) = recv(t, None, None, 64);
+                assert_eq!(MatchBits::context(env.bits), CTX);
+                let tag = MatchBits::tag(env.bits);
+                assert_eq!(data, pattern(40, (env.source * 10 + tag) as u8));
+                seen.push((env.source, tag));
+            }
+            // A specific source with any tag, any source with a specific tag.
+            send(t, 1, 1, &[]);
+            let (env, _) = recv(t, Some(1), None, 64);
+            assert_eq!((env.source, MatchBits::tag(env.bits)), (1, 77));
+            let (env, _) = recv(t, None, Some(78), 64);
+            assert_eq!(MatchBits::tag(env.bits), 78);
+        } else {
+            let me = t.rank();
+            for tag in [me, me + 20] {
+                send(t, 0, tag, &pattern(40, (me * 10 + tag) as u8));
+            }
+            if me == 1 {
+                recv(t, Some(0), Some(1), 0);
+                send(t, 0, 77, &[1, 2, 3]);
+                send(t, 0, 78, &[4]);
+            }
+        }
+        seen.sort();
+        seen
+    });
+    let want: Vec<_> = (1..job.ranks())
+        .flat_map(|r| [(r, r), (r, r + 20)])
+        .collect();
+    let mut want = want;
+    want.sort();
+    assert_eq!(got[0], want);
+}
+
+#[test]
+fn any_source_and_any_tag() {
+    wildcards(&job(3));
+}
+
+#[test]
+fn any_source_and_any_tag_with_software_matching() {
+    wildcards(&job(3).env("FI_CXI_RX_MATCH_MODE", "software"));
+}
+
+fn probe_and_claim(job: &Job) {
+    run(job, |t| {
+        if t.rank() == 0 {
+            send(t, 1, 5, &pattern(100, 5));
+            send(t, 1, 6, &pattern(20000, 6));
+            send(t, 1, 7, &pattern(3000, 7));
+        } else if t.rank() == 1 {
+            let start = Instant::now();
+            let env = loop {
+                if let Some(e) = t.probe(spec(Some(0), Some(6))).unwrap() {
+                    break e;
+                }
+                assert!(start.elapsed() < LIMIT);
+            };
+            assert_eq!((env.source, env.bits, env.len), (0, bits(6), 20000));
+            assert!(t.probe(spec(Some(0), Some(8))).unwrap().is_none());
+            // Probing again finds the same message: probe takes nothing.
+            assert_eq!(t.probe(spec(None, None)).unwrap().map(|e| e.len), Some(100));
+            let (env, op) = t.claim(spec(None, Some(6))).unwrap().expect("claimed");
+            assert_eq!(env.len, 20000);
+            let (env2, data) = received(wait(t, op));
+            assert_eq!(env2, env);
+            assert!(data == pattern(20000, 6));
+            // Claimed: no longer visible.
+            assert!(t.probe(spec(None, Some(6))).unwrap().is_none());
+            let start = Instant::now();
+            let (env, op) = loop {
+                if let Some(c) = t.claim(spec(Some(0), Some(7))).unwrap() {
+                    break c;
+                }
+                assert!(start.elapsed() < LIMIT);
+            };
+            assert_eq!(env.len, 3000);
+            assert!(received(wait(t, op)).1 == pattern(3000, 7));
+            let (env, data) = recv(t, Some(0), Some(5), 100);
+            assert_eq!((env.len, data), (100, pattern(100, 5)));
+            assert!(t.claim(spec(None, None)).unwrap().is_none());
+        }
+    });
+}
+
+#[test]
+fn probe_and_claim_unexpected_messages() {
+    probe_and_claim(&job(2));
+}
+
+#[test]
+fn probe_and_claim_with_software_matching() {
+    probe_and_claim(&job(2).env("FI_CXI_RX_MATCH_MODE", "software"));
+}
+
+fn cancel_and_truncate(job: &Job) {
+    run(job, |t| {
+        if t.rank() == 1 {
+            let op = t.recv(spec(Some(0), Some(9)), 64).unwrap();
+            assert!(t.cancel(op).unwrap(), "a pending receive is cancelled");
+            assert_eq!(wait(t, op), Completion::Cancelled);
+            // Expected truncation: the receive is posted first.
+            let op = t.recv(spec(Some(0), Some(10)), 100).unwrap();
+            let op2 = t.recv(spec(Some(0), Some(11)), 10).unwrap();
+            send(t, 0, 98, &[]);
+            let (env, data) = received(wait(t, op));
+            assert_eq!((env.len, data.len()), (1000, 100));
+            assert_eq!(data, pattern(1000, 10)[..100]);
+            let (env, data) = received(wait(t, op2));
+            assert_eq!((env.len, data), (50, pattern(50, 11)[..10].to_vec()));
+            assert!(
+                !t.cancel(op2).unwrap_or(false),
+                "a completed receive is not cancelled"
+            );
+            // Unexpected truncation.
+            recv(t, Some(0), Some(97), 0);
+            let (env, data) = recv(t, Some(0), Some(12), 7);
+            assert_eq!((env.len, data), (4000, pattern(4000, 12)[..7].to_vec()));
+            // Nothing was matched by the cancelled receive.
+            assert!(t.probe(spec(None, Some(9))).unwrap().is_none());
+        } else if t.rank() == 0 {
+            recv(t, Some(1), Some(98), 0);
+            send(t, 1, 10, &pattern(1000, 10));
+            send(t, 1, 11, &pattern(50, 11));
+            send(t, 1, 12, &pattern(4000, 12));
+            send(t, 1, 97, &[]);
+        }
+    });
+}
+
+#[test]
+fn cancel_a_pending_receive_and_truncate() {
+    cancel_and_truncate(&job(2));
+}
+
+#[test]
+fn cancel_and_truncate_with_software_matching() {
+    cancel_and_truncate(&job(2).env("FI_CXI_RX_MATCH_MODE", "software"));
+}
+
+fn synchronous(job: &Job) {
+    run(job, |t| {
+        let sizes = [8usize, 4096, 100_000];
+        if t.rank() == 0 {
+            let ops: Vec<_> = sizes
+                .iter()
+                .map(|&n| {
+                    t.send(1, bits(20), &pattern(n, 20), SendMode::Synchronous)
+                        .unwrap()
+                })
+                .collect();
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(300) {
+                for &op in &ops {
+                    assert!(
+                        t.test(op).unwrap().is_none(),
+                        "a synchronous send completed unmatched"
+                    );
+                }
+            }
+            send(t, 1, 21, &[]);
+            for op in ops {
+                assert_eq!(wait(t, op), Completion::Sent);
+            }
+        } else if t.rank() == 1 {
+            recv(t, Some(0), Some(21), 0);
+            for n in sizes {
+                let (env, data) = recv(t, Some(0), Some(20), 1 << 20);
+                assert_eq!(env.len, n);
+                assert!(data == pattern(n, 20));
+            }
+        }
+    });
+}
+
+#[test]
+fn synchronous_send_completes_only_when_matched() {
+    synchronous(&job(2));
+}
+
+#[test]
+fn synchronous_send_with_software_matching() {
+    synchronous(&job(2).env("FI_CXI_RX_MATCH_MODE", "software"));
+}
+
+/// Sends `sizes` from rank 0 to rank 1 and returns both ranks' statistics.
+fn stats_of(job: &Job, sizes: &'static [usize]) -> Vec<mpi::transport::Stats> {
+    run(job, |t| {
+        if t.rank() == 0 {
+            for &n in sizes {
+                send(t, 1, 1, &pattern(n, 1));
+            }
+        } else {
+            for &n in sizes {
+                let (env, data) = recv(t, Some(0), Some(1), 1 << 20);
+                assert_eq!(env.len, n);
+                assert!(data == pattern(n, 1));
+            }
+        }
+        barrier(t);
+        t.stats()
+    })
+}
+
+#[test]
+fn protocol_statistics_follow_the_thresholds() {
+    let s = |sizes| stats_of(&job(2), sizes);
+    // Barrier messages are zero-byte IDC: count the differences.
+    let base = s(&[]);
+    let one = |sizes: &'static [usize], key: &str| {
+        let st = s(sizes);
+        (
+            st[0][key] - base[0][key],
+            st[1].get("hw_gets").copied().unwrap_or(0),
+        )
+    };
+    assert_eq!(one(&[192], "idc"), (1, 0));
+    assert_eq!(one(&[193], "eager"), (1, 0));
+    assert_eq!(one(&[16384], "eager"), (1, 0));
+    assert_eq!(
+        one(&[16385], "rendezvous"),
+        (1, 1),
+        "receiver's NIC pulled it"
+    );
+    assert_eq!(one(&[193], "idc"), (0, 0));
+    assert_eq!(one(&[16385], "eager"), (0, 1));
+    let moved = |sizes| {
+        stats_of(
+            &job(2)
+                .env("FI_CXI_RDZV_THRESHOLD", "4096")
+                .env("FI_CXI_RDZV_EAGER_SIZE", "1K"),
+            sizes,
+        )
+    };
+    let st = moved(&[4096]);
+    assert_eq!(st[0]["rendezvous"], 0);
+    assert_eq!(st[0]["eager"], 1);
+    let st = moved(&[4097]);
+    assert_eq!(st[0]["rendezvous"], 1);
+    assert_eq!(st[1]["hw_gets"], 1);
+    assert!(st[1]["expected"] + st[1]["unexpected"] >= 1);
+}
+
+#[test]
+fn a_bad_knob_fails_init_naming_the_variable() {
+    for (var, value) in [
+        ("FI_CXI_RX_MATCH_MODE", "bogus"),
+        ("FI_CXI_RDZV_THRESHOLD", "lots"),
+        ("FI_CXI_OFLOW_BUF_COUNT", "0"),
+    ] {
+        let r = run_cassini(&job(2).env(var, value), |_| ());
+        match r {
+            Err(JobError::Init {
+                error: Error::Config { var: v, .. },
+                ..
+            }) => assert_eq!(v, var),
+            other => panic!("{var}={value}: expected an init error, got {other:?}"),
+        }
+        let msg = run_cassini(&job(1).env(var, value), |_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains(var), "{msg}");
+    }
+}
+
+#[test]
+fn four_ranks_two_per_node_exchange_in_a_ring() {
+    let j = job(4).ranks_per_node(2);
+    assert_eq!(j.nodes, 2);
+    run(&j, |t| {
+        let (me, n) = (t.rank(), t.size());
+        let right = (me + 1) % n;
+        let left = (me + n - 1) % n;
+        for len in [16usize, 5000, 40_000] {
+            let r = t.recv(spec(Some(left), Some(len as u32)), len).unwrap();
+            let s = t
+                .send(
+                    right,
+                    bits(len as u32),
+                    &pattern(len, me as u8),
+                    SendMode::Standard,
+                )
+                .unwrap();
+            let (env, data) = received(wait(t, r));
+            assert_eq!(env.source, left);
+            assert!(data == pattern(len, left as u8));
+            assert_eq!(wait(t, s), Completion::Sent);
+        }
+    });
+}
+
+#[test]
+fn rma_put_get_and_atomics() {
+    run(&job(2), |t| {
+        let (win, key) = t.win_create(4096).unwrap();
+        // Exchange keys through messages (the MPI layer's job).
+        let other = 1 - t.rank();
+        let r = t.recv(spec(Some(other), Some(50)), 64).unwrap();
+        let s = t.send(other, bits(50), &key, SendMode::Standard).unwrap();
+        let their = received(wait(t, r)).1;
+        wait(t, s);
+        let mut keys = vec![Vec::new(); 2];
+        keys[t.rank() as usize] = key;
+        keys[other as usize] = their;
+        t.win_connect(win, keys).unwrap();
+        barrier(t);
+        if t.rank() == 0 {
+            let data = pattern(3000, 9);
+            let op = t.put(win, 1, 100, &data).unwrap();
+            assert_eq!(wait(t, op), Completion::Sent);
+            let op = t.get(win, 1, 100, 3000).unwrap();
+            assert_eq!(wait(t, op), Completion::Fetched(data));
+            let add = |t: &mut dyn Transport, v: u64, fetch: bool| {
+                let a = Atomic {
+                    op: AmoOp::Sum,
+                    ty: AmoType::U64,
+                    operand: v.to_le_bytes().to_vec(),
+                    compare: Vec::new(),
+                    fetch,
+                };
+                let op = t.atomic(win, 1, 8, &a).unwrap();
+                wait(t, op)
+            };
+            assert_eq!(add(t, 5, false), Completion::Sent);
+            assert_eq!(
+                add(t, 7, true),
+                Completion::Fetched(5u64.to_le_bytes().to_vec())
+            );
+            let cas = Atomic {
+                op: AmoOp::CompareSwap,
+                ty: AmoType::U64,
+                operand: 100u64.to_le_bytes().to_vec(),
+                compare: 12u64.to_le_bytes().to_vec(),
+                fetch: true,
+            };
+            let op = t.atomic(win, 1, 8, &cas).unwrap();
+            assert_eq!(
+                wait(t, op),
+                Completion::Fetched(12u64.to_le_bytes().to_vec())
+            );
+            let bad = Atomic {
+                op: AmoOp::Bxor,
+                ty: AmoType::F64,
+                operand: 1f64.to_le_bytes().to_vec(),
+                compare: Vec::new(),
+                fetch: false,
+            };
+            assert!(matches!(t.atomic(win, 1, 8, &bad), Err(Error::Op(_))));
+            assert!(matches!(t.put(win, 1, 4090, &[0; 10]), Err(Error::Rma(_))));
+        }
+        barrier(t);
+        if t.rank() == 1 {
+            let mut got = vec![0u8; 3000];
+            t.win_read(win, 100, &mut got).unwrap();
+            assert!(got == pattern(3000, 9));
+            let mut v = [0u8; 8];
+            t.win_read(win, 8, &mut v).unwrap();
+            assert_eq!(u64::from_le_bytes(v), 100);
+        }
+        barrier(t);
+        t.win_free(win).unwrap();
+    });
+}
+
+#[test]
+fn small_exchange_on_the_deterministic_engine() {
+    let j = job(2).engine(EngineKind::Deterministic { seed: 7 });
+    run(&j, |t| {
+        if t.rank() == 0 {
+            send(t, 1, 1, &pattern(100, 1));
+            send(t, 1, 2, &pattern(5000, 2));
+        } else {
+            assert!(recv(t, Some(0), Some(1), 100).1 == pattern(100, 1));
+            assert!(recv(t, Some(0), Some(2), 5000).1 == pattern(5000, 2));
+        }
+    });
+}
+
+#[test]
+fn hardware_flow_control_is_fatal_with_the_providers_message() {
+    // One overflow buffer with room for two eager messages: the third unexpected message
+    // finds no overflow LE and the PtlTE enters flow control.
+    let j = job(2)
+        .env("FI_CXI_OFLOW_BUF_COUNT", "1")
+        .env("FI_CXI_OFLOW_BUF_SIZE", "40K");
+    let out = run(&j, |t| {
+        if t.rank() == 0 {
+            let ops: Vec<_> = (0..6)
+                .map(|i| t.send(1, bits(i), &pattern(16384, 1), SendMode::Standard))
+                .collect();
+            // The sender sees its messages refused (C_RC_PT_DISABLED).
+            let start = Instant::now();
+            let mut err = None;
+            while err.is_none() && start.elapsed() < LIMIT {
+                for op in ops.iter().flatten() {
+                    if let Err(e) = t.test(*op) {
+                        err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            err.unwrap_or_default()
+        } else {
+            let start = Instant::now();
+            loop {
+                if let Err(e) = t.progress() {
+                    break e.to_string();
+                }
+                assert!(start.elapsed() < LIMIT, "no flow control");
+            }
+        }
+    });
+    assert!(out[0].contains("PtDisabled"), "{}", out[0]);
+    assert!(
+        out[1].starts_with("PtlTE ")
+            && out[1].contains(
+                "LE resources not recovered during flow control. \
+                 FI_CXI_RX_MATCH_MODE=[hybrid OR software] is required."
+            ),
+        "{}",
+        out[1]
+    );
+}
+
+#[test]
+fn software_matching_lands_a_burst_in_request_buffers() {
+    // A burst of unexpected eager messages packed into small request buffers, matched in
+    // reverse order by the host.
+    let j = job(2)
+        .env("FI_CXI_RX_MATCH_MODE", "software")
+        .env("FI_CXI_REQ_BUF_MIN_POSTED", "3")
+        .env("FI_CXI_REQ_BUF_SIZE", "40K");
+    run(&j, |t| {
+        if t.rank() == 0 {
+            for i in 0..6 {
+                send(t, 1, i, &pattern(16384, i as u8));
+            }
+        } else {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(100) {
+                t.progress().unwrap();
+            }
+            for i in (0..6).rev() {
+                assert!(recv(t, Some(0), Some(i), 16384).1 == pattern(16384, i as u8));
+            }
+        }
+    });
+}
+
+/// Half round trip of 8-byte messages (IDC) between two nodes, for the report.
+#[test]
+fn ping_pong_latency() {
+    let out = run(&job(2), |t| {
+        let other = 1 - t.rank();
+        let iters = 200;
+        let start = Instant::now();
+        for _ in 0..iters {
+            if t.rank() == 0 {
+                send(t, other, 1, &[0; 8]);
+                recv(t, Some(other), Some(1), 8);
+            } else {
+                recv(t, Some(other), Some(1), 8);
+                send(t, other, 1, &[0; 8]);
+            }
+        }
+        start.elapsed() / (2 * iters)
+    });
+    eprintln!(
+        "cxi transport 8 B half round trip (threaded engine): {:?}",
+        out[0]
+    );
+}
