@@ -21,6 +21,7 @@ pub enum Which {
     /// osu_bibw.
     Bibw,
     /// osu_mbw_mr (nodes / 2 pairs).
+    #[value(name = "mbw_mr", alias = "mbw-mr")]
     MbwMr,
     /// osu_bcast.
     Bcast,
@@ -31,8 +32,10 @@ pub enum Which {
     /// osu_barrier.
     Barrier,
     /// osu_put_latency.
+    #[value(name = "put_latency", alias = "put-latency")]
     PutLatency,
     /// osu_get_bw.
+    #[value(name = "get_bw", alias = "get-bw")]
     GetBw,
     /// Every benchmark in turn.
     All,
