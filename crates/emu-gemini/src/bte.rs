@@ -10,13 +10,12 @@
 //! issues at most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither
 //! the CPU that rang the doorbell nor the engine is held for long.
 
-use crate::device::{
-    BTE_STREAM_BASE, Dest, Gemini, Landing, Owner, Req, TC_BTE, TC_FMA, TOKEN_BTE,
-};
+use crate::device::{Gemini, TOKEN_BTE};
 use crate::fault::Fault;
 use crate::mdd::Access;
-use crate::packet::{Header, Kind, flag};
+use crate::packet::{BTE_STREAM_BASE, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
+use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::engine::DeviceIo;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::bte::{

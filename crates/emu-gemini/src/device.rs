@@ -12,10 +12,11 @@ use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
 use crate::fma::{FmaDesc, Seq};
-use crate::mdd::{Access, Domains};
+use crate::mdd::Domains;
 use crate::ntt::Ntt;
-use crate::packet::{Header, flag};
+use crate::packet::Header;
 use crate::regs::{self, Target, counter};
+use crate::request::{Dest, Owner, Req, Requests};
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::mmio::MmioError;
@@ -34,66 +35,12 @@ pub(crate) const TOKEN_BTE: u64 = 1;
 /// Timer token: request watchdog.
 pub(crate) const TOKEN_WATCHDOG: u64 = 2;
 
-/// Traffic class of FMA requests, control frames and their answers.
-pub(crate) const TC_FMA: u8 = 0;
-/// Traffic class of BTE data (PUT data and GET answers of the BTE).
-pub(crate) const TC_BTE: u8 = 1;
-/// First stream id of the BTE channels (FMA descriptors use their id).
-pub(crate) const BTE_STREAM_BASE: u16 = 0x100;
-
 /// Why the model could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum GeminiError {
     /// The PCI function could not be set up.
     #[error("PCI setup failed: {0}")]
     Pci(#[from] emu_core::pci::PciError),
-}
-
-/// Who waits for a request's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Owner {
-    /// An FMA sequence.
-    Seq(u32),
-    /// A BTE transfer.
-    Xfer(u32),
-}
-
-/// Where the data of an answer lands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Landing {
-    /// Nowhere (acks).
-    None,
-    /// In a local memory domain; `flag`: write the 4-byte value 1 after `len` bytes.
-    Mdd {
-        acc: Access,
-        offset: u64,
-        len: u32,
-        flag: bool,
-    },
-    /// At a DMA address (BTE with NAT off).
-    Phys { addr: u64 },
-}
-
-/// An outstanding request.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Req {
-    pub(crate) owner: Owner,
-    pub(crate) landing: Landing,
-    /// A GET or fetching AMO (for the FMA status counters).
-    pub(crate) is_get: bool,
-}
-
-/// Where a request goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Dest {
-    /// Physical PE.
-    pub(crate) pe: u32,
-    /// Target memory domain.
-    pub(crate) acc: Access,
-    /// In-order delivery requested.
-    pub(crate) ordered: bool,
-    /// Stream id (FMA descriptor or BTE channel).
-    pub(crate) stream: u16,
 }
 
 /// In-order receive state of one (source PE, stream).
@@ -117,9 +64,7 @@ pub struct Gemini {
     pub(crate) seqs: HashMap<u32, Seq>,
     pub(crate) next_seq: u32,
     pub(crate) bte: Bte,
-    pub(crate) reqs: HashMap<u32, Req>,
-    next_tag: u32,
-    order_tx: HashMap<(u32, u16), u32>,
+    pub(crate) requests: Requests,
     pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
     counters: [u64; counter::COUNT as usize],
     watchdog_armed: bool,
@@ -130,7 +75,7 @@ impl std::fmt::Debug for Gemini {
         f.debug_struct("Gemini")
             .field("name", &self.cfg.name)
             .field("pe", &self.cfg.pe)
-            .field("outstanding", &self.reqs.len())
+            .field("outstanding", &self.requests.len())
             .finish_non_exhaustive()
     }
 }
@@ -190,9 +135,7 @@ impl Gemini {
             seqs: HashMap::new(),
             next_seq: 0,
             bte,
-            reqs: HashMap::new(),
-            next_tag: 0,
-            order_tx: HashMap::new(),
+            requests: Requests::default(),
             order_rx: HashMap::new(),
             counters: [0; counter::COUNT as usize],
             watchdog_armed: false,
@@ -277,22 +220,7 @@ impl Gemini {
         payload: &[u8],
         tc: u8,
     ) -> u32 {
-        let tag = self.next_tag;
-        self.next_tag = self.next_tag.wrapping_add(1);
-        hdr.tag = tag;
-        hdr.ptag = dest.acc.ptag;
-        hdr.mdh = dest.acc.mdh;
-        hdr.stream = dest.stream;
-        if dest.acc.vmdh {
-            hdr.flags |= flag::VMDH;
-        }
-        if dest.ordered {
-            hdr.flags |= flag::ORDERED;
-            let n = self.order_tx.entry((dest.pe, dest.stream)).or_insert(0);
-            hdr.seq = *n;
-            *n = n.wrapping_add(1);
-        }
-        self.reqs.insert(tag, req);
+        let tag = self.requests.open(req, dest, &mut hdr);
         let frame = hdr.encode(payload);
         self.send_frame(io, dest.pe, tc, frame);
         self.ensure_watchdog(io);
@@ -344,15 +272,8 @@ impl Gemini {
             Owner::Xfer(x) => (1, *x),
         });
         for owner in dead {
-            let mut tags: Vec<u32> = self
-                .reqs
-                .iter()
-                .filter(|(_, r)| r.owner == owner)
-                .map(|(&t, _)| t)
-                .collect();
-            tags.sort_unstable();
-            for t in tags {
-                if let Some(r) = self.reqs.remove(&t) {
+            for t in self.requests.tags_of(owner) {
+                if let Some(r) = self.requests.take(t) {
                     tracing::debug!(
                         target: "gemini::watchdog",
                         nic = self.cfg.pe,
@@ -375,7 +296,7 @@ impl Gemini {
         for key in stalled {
             self.skip_order_gap(io, key);
         }
-        let busy = !self.reqs.is_empty()
+        let busy = !self.requests.is_empty()
             || self.order_rx.values().any(|s| !s.held.is_empty())
             || self.bte_busy();
         if busy {

@@ -5,11 +5,12 @@
 //! semantics, the privilege mask and sequence rules: docs/gemini-programming.md ("FMA
 //! descriptors").
 
-use crate::device::{Dest, Gemini, Landing, Req, TC_FMA};
+use crate::device::Gemini;
 use crate::fault::Fault;
 use crate::mdd::Access;
-use crate::packet::{Header, Kind, flag};
+use crate::packet::{Header, Kind, TC_FMA, flag};
 use crate::regs::{self, counter};
+use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::engine::DeviceIo;
 use emu_core::mmio::MmioError;
 use emu_core::time::SimTime;
@@ -309,7 +310,7 @@ impl Gemini {
             }
         }
         let req = Req {
-            owner: crate::device::Owner::Seq(s),
+            owner: Owner::Seq(s),
             landing,
             is_get,
         };
@@ -802,7 +803,7 @@ impl Gemini {
             seq.outstanding += 1;
         }
         let req = Req {
-            owner: crate::device::Owner::Seq(s),
+            owner: Owner::Seq(s),
             landing: Landing::None,
             is_get: false,
         };

@@ -32,6 +32,7 @@ pub mod mdd;
 pub mod ntt;
 pub mod packet;
 pub mod regs;
+mod request;
 pub mod smsg;
 pub mod target;
 

@@ -7,11 +7,12 @@
 //! "Ordering").
 
 use crate::amo;
-use crate::device::{BTE_STREAM_BASE, Gemini, Landing, TC_BTE, TC_FMA};
+use crate::device::Gemini;
 use crate::fault::Fault;
 use crate::mdd::Access;
-use crate::packet::{HEADER_LEN, Header, Kind, flag};
+use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::counter;
+use crate::request::Landing;
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::Packet;
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
@@ -287,7 +288,7 @@ impl Gemini {
     }
 
     fn on_answer(&mut self, io: &mut DeviceIo<'_>, hdr: &Header, payload: &[u8]) {
-        let Some(req) = self.reqs.remove(&hdr.tag) else {
+        let Some(req) = self.requests.take(hdr.tag) else {
             self.count(counter::STRAY_ANSWERS, 1);
             return;
         };
