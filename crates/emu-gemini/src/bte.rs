@@ -321,13 +321,14 @@ impl Gemini {
     pub(crate) fn bte_step(&mut self, io: &mut DeviceIo<'_>) {
         self.bte.step_armed = false;
         let now = io.now();
-        let bw = self.cfg.bte_bandwidth;
+        let bw = self.core.cfg.bte_bandwidth;
         let burst = self
+            .core
             .cfg
             .bte_max_burst
-            .max(u64::from(self.cfg.bte_packet_bytes));
+            .max(u64::from(self.core.cfg.bte_packet_bytes));
         let budget = if bw == 0 {
-            self.cfg.bte_step_bytes.max(1)
+            self.core.cfg.bte_step_bytes.max(1)
         } else {
             let elapsed = u128::from(now.since(self.bte.refill).0);
             let add = elapsed * u128::from(bw) / 1_000_000_000_000;
@@ -348,6 +349,7 @@ impl Gemini {
                 SimDuration::ZERO
             } else {
                 let want = self
+                    .core
                     .cfg
                     .bte_step_bytes
                     .max(1)
@@ -482,7 +484,10 @@ impl Gemini {
             return Err(Fault::BadLength);
         }
         match x.local {
-            Local::Mdd(acc, off) => self.domains.check(io.dma(), acc, off, len, write_local),
+            Local::Mdd(acc, off) => self
+                .core
+                .domains
+                .check(io.dma(), acc, off, len, write_local),
             Local::Phys(a) => {
                 let perm = if write_local {
                     emu_core::dma::Perm::WRITE
@@ -502,7 +507,7 @@ impl Gemini {
         buf: &mut [u8],
     ) -> Result<(), Fault> {
         match local {
-            Local::Mdd(acc, off) => self.domains.read(io.dma(), acc, off + at, buf),
+            Local::Mdd(acc, off) => self.core.domains.read(io.dma(), acc, off + at, buf),
             Local::Phys(a) => io.dma().read(a + at, buf).map_err(|_| Fault::Dma),
         }
     }
@@ -517,7 +522,7 @@ impl Gemini {
         let max = if op == BteOp::Send {
             SEND_MAX_BYTES
         } else {
-            u64::from(self.cfg.bte_packet_bytes.max(4))
+            u64::from(self.core.cfg.bte_packet_bytes.max(4))
         };
         let n = (total - issued).min(max);
         let req = Req {

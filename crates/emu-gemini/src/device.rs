@@ -11,12 +11,13 @@ use crate::bte::Bte;
 use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
-use crate::fma::{FmaDesc, Seq};
+use crate::fma::{Fma, FmaPort};
 use crate::mdd::Domains;
 use crate::ntt::Ntt;
 use crate::packet::Header;
 use crate::regs::{self, Target, counter};
 use crate::request::{Dest, Owner, Req, Requests};
+use emu_core::dma::DmaPort;
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::mmio::MmioError;
@@ -25,7 +26,6 @@ use emu_core::pci::{
 };
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
-use firmware_spec::gemini::limits::FMA_TOTAL_DESCRIPTORS;
 use firmware_spec::gemini::pci;
 use std::collections::{BTreeMap, HashMap};
 use thiserror::Error;
@@ -53,29 +53,142 @@ pub(crate) struct OrderRx {
 
 /// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
 pub struct Gemini {
-    pub(crate) cfg: GeminiConfig,
     pci: PciConfigSpace,
-    msix: MsixTable,
     irq_backlog: Vec<u16>,
-    pub(crate) ntt: Ntt,
-    pub(crate) domains: Domains,
-    pub(crate) cqs: CqTable,
-    pub(crate) fma: Vec<FmaDesc>,
-    pub(crate) seqs: HashMap<u32, Seq>,
-    pub(crate) next_seq: u32,
+    pub(crate) core: Core,
+    fma: Fma,
     pub(crate) bte: Bte,
-    pub(crate) requests: Requests,
     pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
+}
+
+/// The parts of the NIC every block may reach (through its port trait, never directly):
+/// configuration, MSI-X, the NTT, memory domains, CQs, the request table and the counters.
+pub(crate) struct Core {
+    pub(crate) cfg: GeminiConfig,
+    msix: MsixTable,
+    ntt: Ntt,
+    pub(crate) domains: Domains,
+    cqs: CqTable,
+    pub(crate) requests: Requests,
     counters: [u64; counter::COUNT as usize],
     watchdog_armed: bool,
+}
+
+impl Core {
+    /// Add `n` to counter `c`.
+    fn count(&mut self, c: u32, n: u64) {
+        if let Some(v) = self.counters.get_mut(c as usize) {
+            *v = v.wrapping_add(n);
+        }
+    }
+}
+
+/// The rest of the NIC as a block sees it while it runs: the shared [`Core`] and the
+/// engine's I/O for this event. Built per call from disjoint fields of [`Gemini`] (two
+/// references, no allocation); it implements each block's port trait.
+struct Backplane<'a, 'io> {
+    io: &'a mut DeviceIo<'io>,
+    core: &'a mut Core,
+}
+
+impl Backplane<'_, '_> {
+    /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
+    fn raise(&mut self, v: u16) {
+        if let MsixOutcome::Delivered { .. } = self.core.msix.signal(v) {
+            self.io.interrupt(v);
+        }
+    }
+
+    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt.
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) -> Posted {
+        let r = self.core.cqs.post(self.io.dma(), cqh, cqe);
+        match r {
+            Posted::Written(irq) => {
+                self.core.count(counter::CQ_EVENTS, 1);
+                if let Some(v) = irq {
+                    self.raise(v);
+                }
+            }
+            Posted::Lost => {
+                tracing::debug!(
+                    target: "gemini::cq",
+                    nic = self.core.cfg.pe,
+                    cq = cqh,
+                    "event lost: CQ full (overrun)"
+                );
+                self.core.count(counter::CQ_LOST, 1);
+            }
+            Posted::Dropped => self.core.count(counter::CQ_DROPPED, 1),
+        }
+        r
+    }
+
+    /// Put a frame on the wire to physical PE `pe`.
+    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
+        self.core.count(counter::PACKETS_TX, 1);
+        self.core.count(counter::BYTES_TX, frame.len() as u64);
+        // The fabric seals the CRC when the packet is injected.
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+        });
+    }
+
+    /// Send a request and remember who waits for its answer.
+    fn issue(&mut self, req: Req, dest: &Dest, mut hdr: Header, payload: &[u8], tc: u8) {
+        self.core.requests.open(req, dest, &mut hdr);
+        let frame = hdr.encode(payload);
+        self.send_frame(dest.pe, tc, frame);
+        self.ensure_watchdog();
+    }
+
+    /// Arm the request watchdog if it is not armed.
+    fn ensure_watchdog(&mut self) {
+        if !self.core.watchdog_armed {
+            self.core.watchdog_armed = true;
+            let half =
+                SimDuration(self.core.cfg.request_timeout.0 / 2).max(SimDuration::from_us(1));
+            self.io.timer(half, TOKEN_WATCHDOG);
+        }
+    }
+}
+
+impl FmaPort for Backplane<'_, '_> {
+    fn nic(&self) -> u32 {
+        self.core.cfg.pe
+    }
+    fn now(&self) -> SimTime {
+        self.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.core.count(c, n);
+    }
+    fn ntt(&self) -> &Ntt {
+        &self.core.ntt
+    }
+    fn domains(&self) -> &Domains {
+        &self.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.io.dma()
+    }
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
+        Backplane::issue(self, req, dest, hdr, payload, tc);
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
+        Backplane::post_cqe(self, cqh, cqe);
+    }
 }
 
 impl std::fmt::Debug for Gemini {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gemini")
-            .field("name", &self.cfg.name)
-            .field("pe", &self.cfg.pe)
-            .field("outstanding", &self.requests.len())
+            .field("name", &self.core.cfg.name)
+            .field("pe", &self.core.cfg.pe)
+            .field("outstanding", &self.core.requests.len())
             .finish_non_exhaustive()
     }
 }
@@ -122,48 +235,47 @@ impl Gemini {
                 .unwrap_or(u32::MAX)
                 .max(1);
         Ok(Gemini {
-            cfg,
             pci,
-            msix,
             irq_backlog: Vec::new(),
-            ntt: Ntt::default(),
-            domains: Domains::default(),
-            cqs: CqTable::default(),
-            fma: (0..FMA_TOTAL_DESCRIPTORS)
-                .map(|_| FmaDesc::default())
-                .collect(),
-            seqs: HashMap::new(),
-            next_seq: 0,
+            core: Core {
+                cfg,
+                msix,
+                ntt: Ntt::default(),
+                domains: Domains::default(),
+                cqs: CqTable::default(),
+                requests: Requests::default(),
+                counters: [0; counter::COUNT as usize],
+                watchdog_armed: false,
+            },
+            fma: Fma::default(),
             bte,
-            requests: Requests::default(),
             order_rx: HashMap::new(),
-            counters: [0; counter::COUNT as usize],
-            watchdog_armed: false,
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> &GeminiConfig {
-        &self.cfg
+        &self.core.cfg
     }
 
     /// Add `n` to counter `c`.
     pub(crate) fn count(&mut self, c: u32, n: u64) {
-        if let Some(v) = self.counters.get_mut(c as usize) {
-            *v = v.wrapping_add(n);
-        }
+        self.core.count(c, n);
     }
 
     /// Counter `c`.
     pub fn counter(&self, c: u32) -> u64 {
-        self.counters.get(c as usize).copied().unwrap_or(0)
+        self.core.counters.get(c as usize).copied().unwrap_or(0)
+    }
+
+    /// The shared core and this event's I/O, split from the blocks.
+    fn bp<'a, 'io>(core: &'a mut Core, io: &'a mut DeviceIo<'io>) -> Backplane<'a, 'io> {
+        Backplane { io, core }
     }
 
     /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
     pub(crate) fn raise(&mut self, io: &mut DeviceIo<'_>, v: u16) {
-        if let MsixOutcome::Delivered { .. } = self.msix.signal(v) {
-            io.interrupt(v);
-        }
+        Self::bp(&mut self.core, io).raise(v);
     }
 
     fn flush_irq_backlog(&mut self, io: &mut DeviceIo<'_>) {
@@ -172,71 +284,35 @@ impl Gemini {
         }
     }
 
-    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt. True if written.
+    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt.
     pub(crate) fn post_cqe(&mut self, io: &mut DeviceIo<'_>, cqh: u64, cqe: Cqe) -> Posted {
-        let r = self.cqs.post(io.dma(), cqh, cqe);
-        match r {
-            Posted::Written(irq) => {
-                self.count(counter::CQ_EVENTS, 1);
-                if let Some(v) = irq {
-                    self.raise(io, v);
-                }
-            }
-            Posted::Lost => {
-                tracing::debug!(
-                    target: "gemini::cq",
-                    nic = self.cfg.pe,
-                    cq = cqh,
-                    "event lost: CQ full (overrun)"
-                );
-                self.count(counter::CQ_LOST, 1);
-            }
-            Posted::Dropped => self.count(counter::CQ_DROPPED, 1),
-        }
-        r
+        Self::bp(&mut self.core, io).post_cqe(cqh, cqe)
     }
 
     /// Put a frame on the wire to physical PE `pe`.
     pub(crate) fn send_frame(&mut self, io: &mut DeviceIo<'_>, pe: u32, tc: u8, frame: Vec<u8>) {
-        self.count(counter::PACKETS_TX, 1);
-        self.count(counter::BYTES_TX, frame.len() as u64);
-        // The fabric seals the CRC when the packet is injected.
-        io.send(Packet {
-            src: PortId(self.cfg.pe),
-            dst: PortId(pe),
-            tc: TrafficClass(tc),
-            data: frame,
-            crc: 0,
-        });
+        Self::bp(&mut self.core, io).send_frame(pe, tc, frame);
     }
 
-    /// Send a request and remember who waits for its answer. Returns its tag.
+    /// Send a request and remember who waits for its answer.
     pub(crate) fn issue(
         &mut self,
         io: &mut DeviceIo<'_>,
         req: Req,
         dest: &Dest,
-        mut hdr: Header,
+        hdr: Header,
         payload: &[u8],
         tc: u8,
-    ) -> u32 {
-        let tag = self.requests.open(req, dest, &mut hdr);
-        let frame = hdr.encode(payload);
-        self.send_frame(io, dest.pe, tc, frame);
-        self.ensure_watchdog(io);
-        tag
+    ) {
+        Self::bp(&mut self.core, io).issue(req, dest, hdr, payload, tc);
     }
 
     /// Arm the request watchdog if it is not armed.
     pub(crate) fn ensure_watchdog(&mut self, io: &mut DeviceIo<'_>) {
-        if !self.watchdog_armed {
-            self.watchdog_armed = true;
-            let half = SimDuration(self.cfg.request_timeout.0 / 2).max(SimDuration::from_us(1));
-            io.timer(half, TOKEN_WATCHDOG);
-        }
+        Self::bp(&mut self.core, io).ensure_watchdog();
     }
 
-    /// An answer (or a timeout) for a request of `owner`.
+    /// An answer (or a timeout) for a request: to the sequence or transfer that waits.
     pub(crate) fn answered(
         &mut self,
         io: &mut DeviceIo<'_>,
@@ -248,7 +324,11 @@ impl Gemini {
             self.count(counter::ERRORS, 1);
         }
         match req.owner {
-            Owner::Seq(s) => self.seq_answered(io, s, req.is_get, fault, rem_overrun),
+            Owner::Seq(s) => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.fma
+                    .seq_answered(&mut bp, s, req.is_get, fault, rem_overrun);
+            }
             Owner::Xfer(x) => self.xfer_answered(io, x, fault),
         }
     }
@@ -256,27 +336,23 @@ impl Gemini {
     /// Watchdog: fail requests without progress for `request_timeout`, give up on stalled
     /// in-order streams, re-arm while anything is outstanding.
     fn watchdog(&mut self, io: &mut DeviceIo<'_>) {
-        self.watchdog_armed = false;
+        self.core.watchdog_armed = false;
         let now = io.now();
-        let timeout = self.cfg.request_timeout;
-        let expired = |last: SimTime| now.since(last) >= timeout;
+        let timeout = self.core.cfg.request_timeout;
+        // Sequences first, then transfers, each in ascending id order.
         let mut dead: Vec<Owner> = self
-            .seqs
-            .iter()
-            .filter(|(_, s)| s.outstanding > 0 && expired(s.last_progress))
-            .map(|(&id, _)| Owner::Seq(id))
+            .fma
+            .expired(now, timeout)
+            .into_iter()
+            .map(Owner::Seq)
             .collect();
         dead.extend(self.bte_expired(now, timeout).into_iter().map(Owner::Xfer));
-        dead.sort_by_key(|o| match o {
-            Owner::Seq(s) => (0, *s),
-            Owner::Xfer(x) => (1, *x),
-        });
         for owner in dead {
-            for t in self.requests.tags_of(owner) {
-                if let Some(r) = self.requests.take(t) {
+            for t in self.core.requests.tags_of(owner) {
+                if let Some(r) = self.core.requests.take(t) {
                     tracing::debug!(
                         target: "gemini::watchdog",
-                        nic = self.cfg.pe,
+                        nic = self.core.cfg.pe,
                         tag = t,
                         "request timed out"
                     );
@@ -296,7 +372,7 @@ impl Gemini {
         for key in stalled {
             self.skip_order_gap(io, key);
         }
-        let busy = !self.requests.is_empty()
+        let busy = !self.core.requests.is_empty()
             || self.order_rx.values().any(|s| !s.held.is_empty())
             || self.bte_busy();
         if busy {
@@ -308,25 +384,31 @@ impl Gemini {
         let sub = off & 7;
         let t = regs::decode(off);
         let v = match t {
-            Target::NodeId => u64::from(self.cfg.pe),
-            Target::NttConfig => self.ntt.config,
-            Target::Ntt { bank, index } => self.ntt.read(bank, index),
+            Target::NodeId => u64::from(self.core.cfg.pe),
+            Target::NttConfig => self.core.ntt.config,
+            Target::Ntt { bank, index } => self.core.ntt.read(bank, index),
             Target::Mrt(i) => {
-                let lo = u64::from(self.domains.read_mrt(i));
-                let hi = u64::from(self.domains.read_mrt(i + 1));
+                let lo = u64::from(self.core.domains.read_mrt(i));
+                let hi = u64::from(self.core.domains.read_mrt(i + 1));
                 return regs::extract(lo | (hi << 32), off & 3, data);
             }
-            Target::MrtPageSize => self.domains.mrt_pagesize,
-            Target::Mdd { index, off } => self.domains.read_mdd(index, (off / 8) as usize),
+            Target::MrtPageSize => self.core.domains.mrt_pagesize,
+            Target::Mdd { index, off } => self.core.domains.read_mdd(index, (off / 8) as usize),
             Target::Vmdh(i) => {
-                let lo = u64::from(self.domains.read_vmdh(i));
-                let hi = u64::from(self.domains.read_vmdh(i + 1));
+                let lo = u64::from(self.core.domains.read_vmdh(i));
+                let hi = u64::from(self.core.domains.read_vmdh(i + 1));
                 return regs::extract(lo | (hi << 32), off & 3, data);
             }
-            Target::Cq { index, off } => self.cqs.read_kernel(index, (off / 8) as usize),
-            Target::CqUser { index, off } => self.cqs.read_user(index, off & !7),
-            Target::FmaPriv { id, off } => self.fma_reg_read(io, id, off & !7, true),
-            Target::FmaUser { id, off } => self.fma_reg_read(io, id, off & !7, false),
+            Target::Cq { index, off } => self.core.cqs.read_kernel(index, (off / 8) as usize),
+            Target::CqUser { index, off } => self.core.cqs.read_user(index, off & !7),
+            Target::FmaPriv { id, off } => {
+                self.fma
+                    .reg_read(&mut Self::bp(&mut self.core, io), id, off & !7, true)
+            }
+            Target::FmaUser { id, off } => {
+                self.fma
+                    .reg_read(&mut Self::bp(&mut self.core, io), id, off & !7, false)
+            }
             Target::Window { .. } => 0,
             Target::Counter(i) => self.counter(i),
             Target::BteTx { .. }
@@ -347,53 +429,62 @@ impl Gemini {
         let t = regs::decode(off);
         match t {
             Target::Window { kind, id, off } => {
-                return self.fma_window_store(io, kind, id, off, data);
+                let mut bp = Self::bp(&mut self.core, io);
+                return self.fma.window_store(&mut bp, kind, id, off, data);
             }
-            Target::FmaPriv { id, off } => return self.fma_reg_write(io, id, off, data, true),
-            Target::FmaUser { id, off } => return self.fma_reg_write(io, id, off, data, false),
+            Target::FmaPriv { id, off } => {
+                return self
+                    .fma
+                    .reg_write(&mut Self::bp(&mut self.core, io), id, off, data, true);
+            }
+            Target::FmaUser { id, off } => {
+                return self
+                    .fma
+                    .reg_write(&mut Self::bp(&mut self.core, io), id, off, data, false);
+            }
             _ => {}
         }
         let merged = |old: u64| regs::merge(old, sub, data);
         match t {
-            Target::NttConfig => self.ntt.config = merged(self.ntt.config),
+            Target::NttConfig => self.core.ntt.config = merged(self.core.ntt.config),
             Target::Ntt { bank, index } => {
-                let v = merged(self.ntt.read(bank, index));
-                self.ntt.write(bank, index, v);
+                let v = merged(self.core.ntt.read(bank, index));
+                self.core.ntt.write(bank, index, v);
             }
             Target::Mrt(i) => {
-                let old = u64::from(self.domains.read_mrt(i))
-                    | (u64::from(self.domains.read_mrt(i + 1)) << 32);
+                let old = u64::from(self.core.domains.read_mrt(i))
+                    | (u64::from(self.core.domains.read_mrt(i + 1)) << 32);
                 let v = regs::merge(old, off & 3, data);
-                self.domains.write_mrt(i, v as u32);
+                self.core.domains.write_mrt(i, v as u32);
                 if data.len() == 8 {
-                    self.domains.write_mrt(i + 1, (v >> 32) as u32);
+                    self.core.domains.write_mrt(i + 1, (v >> 32) as u32);
                 }
             }
             Target::MrtPageSize => {
-                self.domains.mrt_pagesize = merged(self.domains.mrt_pagesize) & 7
+                self.core.domains.mrt_pagesize = merged(self.core.domains.mrt_pagesize) & 7
             }
             Target::Mdd { index, off } => {
                 let q = (off / 8) as usize;
-                let v = merged(self.domains.read_mdd(index, q));
-                self.domains.write_mdd(index, q, v);
+                let v = merged(self.core.domains.read_mdd(index, q));
+                self.core.domains.write_mdd(index, q, v);
             }
             Target::Vmdh(i) => {
-                let old = u64::from(self.domains.read_vmdh(i))
-                    | (u64::from(self.domains.read_vmdh(i + 1)) << 32);
+                let old = u64::from(self.core.domains.read_vmdh(i))
+                    | (u64::from(self.core.domains.read_vmdh(i + 1)) << 32);
                 let v = regs::merge(old, off & 3, data);
-                self.domains.write_vmdh(i, v as u32);
+                self.core.domains.write_vmdh(i, v as u32);
                 if data.len() == 8 {
-                    self.domains.write_vmdh(i + 1, (v >> 32) as u32);
+                    self.core.domains.write_vmdh(i + 1, (v >> 32) as u32);
                 }
             }
             Target::Cq { index, off } => {
                 let q = (off / 8) as usize;
-                let v = merged(self.cqs.read_kernel(index, q));
-                self.cqs.write_kernel(index, q, v);
+                let v = merged(self.core.cqs.read_kernel(index, q));
+                self.core.cqs.write_kernel(index, q, v);
             }
             Target::CqUser { index, off } => {
-                let v = merged(self.cqs.read_user(index, off & !7));
-                self.cqs.write_user(index, off & !7, v);
+                let v = merged(self.core.cqs.read_user(index, off & !7));
+                self.core.cqs.write_user(index, off & !7, v);
             }
             Target::BteTx { .. }
             | Target::BteTxChannel { .. }
@@ -432,7 +523,7 @@ fn check_width(offset: u64, data_len: usize) -> Result<(), MmioError> {
 
 impl DeviceModel for Gemini {
     fn name(&self) -> &str {
-        &self.cfg.name
+        &self.core.cfg.name
     }
 
     fn config_read(&mut self, reg: u16) -> u32 {
@@ -441,7 +532,7 @@ impl DeviceModel for Gemini {
 
     fn config_write(&mut self, reg: u16, value: u32) {
         self.pci.write(reg, value);
-        for d in self.msix.sync_control(&self.pci) {
+        for d in self.core.msix.sync_control(&self.pci) {
             self.irq_backlog.push(d.vector);
         }
     }
@@ -461,9 +552,12 @@ impl DeviceModel for Gemini {
                 Ok(())
             }
             2 if offset >= pci::MSIX_PBA_OFFSET => {
-                self.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
+                self.core.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
             }
-            2 => self.msix.table_read(offset - pci::MSIX_TABLE_OFFSET, data),
+            2 => self
+                .core
+                .msix
+                .table_read(offset - pci::MSIX_TABLE_OFFSET, data),
             _ => Err(MmioError::Unmapped { addr: offset }),
         }
     }
@@ -479,11 +573,13 @@ impl DeviceModel for Gemini {
         check_width(offset, data.len())?;
         match bar {
             0 => self.reg_write(io, offset, data),
-            2 if offset >= pci::MSIX_PBA_OFFSET => {
-                self.msix.pba_write(offset - pci::MSIX_PBA_OFFSET, data)
-            }
+            2 if offset >= pci::MSIX_PBA_OFFSET => self
+                .core
+                .msix
+                .pba_write(offset - pci::MSIX_PBA_OFFSET, data),
             2 => {
                 for d in self
+                    .core
                     .msix
                     .table_write(offset - pci::MSIX_TABLE_OFFSET, data)?
                 {

@@ -113,7 +113,7 @@ impl Gemini {
             Err(f) => {
                 tracing::debug!(
                     target: "gemini::target",
-                    nic = self.cfg.pe,
+                    nic = self.core.cfg.pe,
                     from = to,
                     kind = ?req.kind,
                     fault = %f,
@@ -145,7 +145,7 @@ impl Gemini {
         data56: u64,
         require_cq: bool,
     ) -> Result<bool, Fault> {
-        let cqh = self.domains.resolve(acc)?.cqh;
+        let cqh = self.core.domains.resolve(acc)?.cqh;
         if cqh == 0 {
             return if require_cq {
                 Err(Fault::NoCq)
@@ -169,7 +169,7 @@ impl Gemini {
                 self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
             Kind::Put => {
-                let r = self.domains.write(io.dma(), acc, hdr.offset, payload);
+                let r = self.core.domains.write(io.dma(), acc, hdr.offset, payload);
                 self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
             Kind::GetReq => {
@@ -186,14 +186,14 @@ impl Gemini {
                     );
                 }
                 let mut buf = vec![0u8; hdr.len as usize];
-                match self.domains.read(io.dma(), acc, hdr.offset, &mut buf) {
+                match self.core.domains.read(io.dma(), acc, hdr.offset, &mut buf) {
                     Ok(()) => self.reply(io, src, hdr, Kind::GetResp, Ok(()), 0, 0, &buf),
                     Err(f) => self.reply(io, src, hdr, Kind::GetResp, Err(f), 0, 0, &[]),
                 }
             }
             Kind::AmoReq => {
                 let r = amo::execute(
-                    &self.domains,
+                    &self.core.domains,
                     io.dma(),
                     acc,
                     hdr.offset,
@@ -246,15 +246,18 @@ impl Gemini {
         msg: &[u8],
     ) -> Result<(), Fault> {
         if msg.len() < 8 || !offset.is_multiple_of(8) {
-            return self.domains.write(io.dma(), acc, offset, msg);
+            return self.core.domains.write(io.dma(), acc, offset, msg);
         }
-        self.domains
+        self.core
+            .domains
             .check(io.dma(), acc, offset, msg.len() as u64, true)?;
-        self.domains.write(io.dma(), acc, offset + 8, &msg[8..])?;
+        self.core
+            .domains
+            .write(io.dma(), acc, offset + 8, &msg[8..])?;
         let mut first = [0u8; 8];
         first.copy_from_slice(&msg[..8]);
         let v = u64::from_le_bytes(first);
-        self.domains.atomic(io.dma(), acc, offset, |w| {
+        self.core.domains.atomic(io.dma(), acc, offset, |w| {
             w.store(v, std::sync::atomic::Ordering::Release)
         })
     }
@@ -272,9 +275,9 @@ impl Gemini {
                 if bytes.len() != len as usize {
                     return Err(Fault::BadLength);
                 }
-                self.domains.write(io.dma(), acc, offset, bytes)?;
+                self.core.domains.write(io.dma(), acc, offset, bytes)?;
                 if flag {
-                    self.domains.write(
+                    self.core.domains.write(
                         io.dma(),
                         acc,
                         offset + u64::from(len),
@@ -288,7 +291,7 @@ impl Gemini {
     }
 
     fn on_answer(&mut self, io: &mut DeviceIo<'_>, hdr: &Header, payload: &[u8]) {
-        let Some(req) = self.requests.take(hdr.tag) else {
+        let Some(req) = self.core.requests.take(hdr.tag) else {
             self.count(counter::STRAY_ANSWERS, 1);
             return;
         };
