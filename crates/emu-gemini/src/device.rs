@@ -7,7 +7,7 @@
 //! [`crate::target`] (requests from the network), with the tables in [`crate::ntt`],
 //! [`crate::mdd`] and [`crate::cq`].
 
-use crate::bte::Bte;
+use crate::bte::{Bte, BtePort, BteRx};
 use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
@@ -57,7 +57,8 @@ pub struct Gemini {
     irq_backlog: Vec<u16>,
     pub(crate) core: Core,
     fma: Fma,
-    pub(crate) bte: Bte,
+    bte: Bte,
+    bte_rx: BteRx,
     pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
 }
 
@@ -156,6 +157,33 @@ impl Backplane<'_, '_> {
     }
 }
 
+impl BtePort for Backplane<'_, '_> {
+    fn now(&self) -> SimTime {
+        self.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.core.count(c, n);
+    }
+    fn domains(&self) -> &Domains {
+        &self.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.io.dma()
+    }
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
+        Backplane::issue(self, req, dest, hdr, payload, tc);
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
+        Backplane::post_cqe(self, cqh, cqe);
+    }
+    fn raise(&mut self, v: u16) {
+        Backplane::raise(self, v);
+    }
+    fn step_after(&mut self, delay: SimDuration) {
+        self.io.timer(delay, TOKEN_BTE);
+    }
+}
+
 impl FmaPort for Backplane<'_, '_> {
     fn nic(&self) -> u32 {
         self.core.cfg.pe
@@ -229,12 +257,10 @@ impl Gemini {
             pba_offset: pci::MSIX_PBA_OFFSET as u32,
         })?;
         let msix = MsixTable::new(pci::MSIX_VECTORS)?;
-        let mut bte = Bte::default();
-        bte.max_outstanding =
-            u32::try_from(cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)))
-                .unwrap_or(u32::MAX)
-                .max(1);
         Ok(Gemini {
+            fma: Fma::default(),
+            bte: Bte::new(&cfg),
+            bte_rx: BteRx::default(),
             pci,
             irq_backlog: Vec::new(),
             core: Core {
@@ -247,8 +273,6 @@ impl Gemini {
                 counters: [0; counter::COUNT as usize],
                 watchdog_armed: false,
             },
-            fma: Fma::default(),
-            bte,
             order_rx: HashMap::new(),
         })
     }
@@ -294,22 +318,23 @@ impl Gemini {
         Self::bp(&mut self.core, io).send_frame(pe, tc, frame);
     }
 
-    /// Send a request and remember who waits for its answer.
-    pub(crate) fn issue(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        req: Req,
-        dest: &Dest,
-        hdr: Header,
-        payload: &[u8],
-        tc: u8,
-    ) {
-        Self::bp(&mut self.core, io).issue(req, dest, hdr, payload, tc);
-    }
-
     /// Arm the request watchdog if it is not armed.
     pub(crate) fn ensure_watchdog(&mut self, io: &mut DeviceIo<'_>) {
         Self::bp(&mut self.core, io).ensure_watchdog();
+    }
+
+    /// A SEND arrived: into the BTE RX channel it names, raising its interrupt if asked.
+    pub(crate) fn bte_receive(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        hdr: &Header,
+        payload: &[u8],
+    ) -> Result<(), Fault> {
+        let irq = self.bte_rx.receive(io.dma(), hdr, payload)?;
+        if let Some(v) = irq {
+            self.raise(io, v);
+        }
+        Ok(())
     }
 
     /// An answer (or a timeout) for a request: to the sequence or transfer that waits.
@@ -329,7 +354,10 @@ impl Gemini {
                 self.fma
                     .seq_answered(&mut bp, s, req.is_get, fault, rem_overrun);
             }
-            Owner::Xfer(x) => self.xfer_answered(io, x, fault),
+            Owner::Xfer(x) => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.bte.xfer_answered(&mut bp, x, fault);
+            }
         }
     }
 
@@ -346,7 +374,7 @@ impl Gemini {
             .into_iter()
             .map(Owner::Seq)
             .collect();
-        dead.extend(self.bte_expired(now, timeout).into_iter().map(Owner::Xfer));
+        dead.extend(self.bte.expired(now, timeout).into_iter().map(Owner::Xfer));
         for owner in dead {
             for t in self.core.requests.tags_of(owner) {
                 if let Some(r) = self.core.requests.take(t) {
@@ -374,7 +402,7 @@ impl Gemini {
         }
         let busy = !self.core.requests.is_empty()
             || self.order_rx.values().any(|s| !s.held.is_empty())
-            || self.bte_busy();
+            || self.bte.busy();
         if busy {
             self.ensure_watchdog(io);
         }
@@ -414,11 +442,11 @@ impl Gemini {
             Target::BteTx { .. }
             | Target::BteTxChannel { .. }
             | Target::TxRingBase
-            | Target::TxRingCount
-            | Target::BteRx(_)
+            | Target::TxRingCount => self.bte.reg_read(t),
+            Target::BteRx(_)
             | Target::BteRxChannel { .. }
             | Target::RxRingBase
-            | Target::RxRingCount => self.bte_reg_read(t),
+            | Target::RxRingCount => self.bte_rx.reg_read(t),
             Target::Unmapped => 0,
         };
         regs::extract(v, sub, data);
@@ -489,11 +517,14 @@ impl Gemini {
             Target::BteTx { .. }
             | Target::BteTxChannel { .. }
             | Target::TxRingBase
-            | Target::TxRingCount
-            | Target::BteRx(_)
+            | Target::TxRingCount => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.bte.reg_write(&mut bp, t, sub, data);
+            }
+            Target::BteRx(_)
             | Target::BteRxChannel { .. }
             | Target::RxRingBase
-            | Target::RxRingCount => self.bte_reg_write(io, t, sub, data),
+            | Target::RxRingCount => self.bte_rx.reg_write(t, sub, data),
             Target::NodeId
             | Target::Counter(_)
             | Target::Unmapped
@@ -599,7 +630,7 @@ impl DeviceModel for Gemini {
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_irq_backlog(io);
         match token {
-            TOKEN_BTE => self.bte_step(io),
+            TOKEN_BTE => self.bte.step(&mut Self::bp(&mut self.core, io)),
             TOKEN_WATCHDOG => self.watchdog(io),
             _ => {}
         }
