@@ -1,11 +1,49 @@
-//! The Gemini device model: PCI function, BAR decode, and the request machinery shared by
-//! FMA and BTE (request tags, answers, ordering, timeouts).
+//! The Gemini device model: the PCI function, BAR decode, and the one place that wires the
+//! hardware blocks together.
 //!
 //! [`Gemini`] implements [`DeviceModel`]: it is driven by MMIO accesses, packets from the
-//! fabric and its own timers, and never spawns threads or reads a clock. The blocks live in
-//! their own modules as `impl Gemini` blocks: [`crate::fma`], [`crate::bte`],
-//! [`crate::target`] (requests from the network), with the tables in [`crate::ntt`],
-//! [`crate::mdd`] and [`crate::cq`].
+//! fabric and its own timers, and never spawns threads or reads a clock.
+//!
+//! Each block is a struct in its own module that never sees the device: it states what it
+//! needs from the rest of the NIC as a port trait (`FmaPort`, `BtePort`, `TargetPort`),
+//! and this module implements those traits on a `Backplane`: the shared `Core` (tables,
+//! request table, counters, MSI-X) plus the engine's I/O for the current event, borrowed
+//! beside the block being called (split borrows, no allocation). So every import points
+//! one way, along a packet's journey:
+//!
+//! ```text
+//!   host MMIO (BAR 0) ── regs::decode ── Gemini::reg_read / reg_write (this module)
+//!      │                                   │
+//!      ▼                                   ▼
+//!   fma::Fma                            bte::Bte
+//!   windows, write combining,           TX rings and channels,
+//!   AMOs, sequences                     paced steps, flow control
+//!      │ FmaPort::issue                    │ BtePort::issue
+//!      └───────────────┬───────────────────┘
+//!                      ▼
+//!   request::Requests: tag, Dest stamped in the header, in-order stream number
+//!   packet::Header::encode ──► fabric
+//!                                   │
+//!   ── at the target NIC ───────────▼────────────────────────────────────────────────────
+//!   target::Responder::on_packet: CRC, decode, hold early requests of in-order streams
+//!      PUT / GET / AMO ───────► mdd::Domains (+ amo)        answer frame ──► fabric
+//!      CQ write, remote event ► cq::CqTable, MSI-X                              │
+//!      SEND ──────────────────► bte::BteRx: RX ring, MSI-X                      │
+//!                                                                               │
+//!   ── back at the initiator ───────────────────────────────────────────────────▼──────────
+//!   target::Responder::on_packet: match the tag (TargetPort::take_request), land the data
+//!      │ request::Answer          (or the watchdog, in this module, ends it: Fault::Timeout)
+//!      ▼
+//!   Gemini::answered (this module) ──► Fma::seq_answered / Bte::xfer_answered
+//!      ▼
+//!   cq::CqTable: the completion event ──► MSI-X
+//! ```
+//!
+//! Module imports follow the same direction. `fault`, `config`, `packet`, `regs`, `ntt`,
+//! `mdd`, `amo`, `cq` and `request` are leaves: vocabulary and tables that import only one
+//! another. `fma` and `bte` import only leaves; `target` imports only leaves (it reaches the
+//! BTE RX channels through its port). Nothing but this module (and the test harness in
+//! `cluster`) imports `device`.
 
 use crate::bte::{Bte, BtePort, BteRx};
 use crate::config::GeminiConfig;
@@ -16,7 +54,8 @@ use crate::mdd::Domains;
 use crate::ntt::Ntt;
 use crate::packet::Header;
 use crate::regs::{self, Target, counter};
-use crate::request::{Dest, Owner, Req, Requests};
+use crate::request::{Answer, Dest, Owner, Req, Requests};
+use crate::target::{Responder, TargetPort};
 use emu_core::dma::DmaPort;
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass};
@@ -27,13 +66,12 @@ use emu_core::pci::{
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::pci;
-use std::collections::{BTreeMap, HashMap};
 use thiserror::Error;
 
 /// Timer token: run a BTE step.
-pub(crate) const TOKEN_BTE: u64 = 1;
+const TOKEN_BTE: u64 = 1;
 /// Timer token: request watchdog.
-pub(crate) const TOKEN_WATCHDOG: u64 = 2;
+const TOKEN_WATCHDOG: u64 = 2;
 
 /// Why the model could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -43,34 +81,26 @@ pub enum GeminiError {
     Pci(#[from] emu_core::pci::PciError),
 }
 
-/// In-order receive state of one (source PE, stream).
-#[derive(Debug, Default)]
-pub(crate) struct OrderRx {
-    pub(crate) next: u32,
-    pub(crate) held: BTreeMap<u32, Packet>,
-    pub(crate) since: SimTime,
-}
-
 /// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
 pub struct Gemini {
     pci: PciConfigSpace,
     irq_backlog: Vec<u16>,
-    pub(crate) core: Core,
+    core: Core,
     fma: Fma,
     bte: Bte,
     bte_rx: BteRx,
-    pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
+    responder: Responder,
 }
 
-/// The parts of the NIC every block may reach (through its port trait, never directly):
-/// configuration, MSI-X, the NTT, memory domains, CQs, the request table and the counters.
-pub(crate) struct Core {
-    pub(crate) cfg: GeminiConfig,
+/// The parts of the NIC every block may reach, through its port trait only: configuration,
+/// MSI-X, the NTT, memory domains, CQs, the request table and the counters.
+struct Core {
+    cfg: GeminiConfig,
     msix: MsixTable,
     ntt: Ntt,
-    pub(crate) domains: Domains,
+    domains: Domains,
     cqs: CqTable,
-    pub(crate) requests: Requests,
+    requests: Requests,
     counters: [u64; counter::COUNT as usize],
     watchdog_armed: bool,
 }
@@ -85,8 +115,9 @@ impl Core {
 }
 
 /// The rest of the NIC as a block sees it while it runs: the shared [`Core`] and the
-/// engine's I/O for this event. Built per call from disjoint fields of [`Gemini`] (two
-/// references, no allocation); it implements each block's port trait.
+/// engine's I/O for this event. Built per call from fields of [`Gemini`] disjoint from the
+/// block being called (two references, no allocation); it implements [`FmaPort`] and
+/// [`BtePort`], and with the BTE RX channels ([`Inbound`]) [`TargetPort`].
 struct Backplane<'a, 'io> {
     io: &'a mut DeviceIo<'io>,
     core: &'a mut Core,
@@ -157,6 +188,33 @@ impl Backplane<'_, '_> {
     }
 }
 
+impl FmaPort for Backplane<'_, '_> {
+    fn nic(&self) -> u32 {
+        self.core.cfg.pe
+    }
+    fn now(&self) -> SimTime {
+        self.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.core.count(c, n);
+    }
+    fn ntt(&self) -> &Ntt {
+        &self.core.ntt
+    }
+    fn domains(&self) -> &Domains {
+        &self.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.io.dma()
+    }
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
+        Backplane::issue(self, req, dest, hdr, payload, tc);
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
+        Backplane::post_cqe(self, cqh, cqe);
+    }
+}
+
 impl BtePort for Backplane<'_, '_> {
     fn now(&self) -> SimTime {
         self.io.now()
@@ -184,30 +242,45 @@ impl BtePort for Backplane<'_, '_> {
     }
 }
 
-impl FmaPort for Backplane<'_, '_> {
+/// The target side's view: the backplane plus the BTE RX channels SENDs land in.
+struct Inbound<'a, 'io> {
+    bp: Backplane<'a, 'io>,
+    rx: &'a mut BteRx,
+}
+
+impl TargetPort for Inbound<'_, '_> {
     fn nic(&self) -> u32 {
-        self.core.cfg.pe
+        self.bp.core.cfg.pe
     }
     fn now(&self) -> SimTime {
-        self.io.now()
+        self.bp.io.now()
     }
     fn count(&mut self, c: u32, n: u64) {
-        self.core.count(c, n);
-    }
-    fn ntt(&self) -> &Ntt {
-        &self.core.ntt
+        self.bp.core.count(c, n);
     }
     fn domains(&self) -> &Domains {
-        &self.core.domains
+        &self.bp.core.domains
     }
     fn dma(&self) -> &DmaPort {
-        self.io.dma()
+        self.bp.io.dma()
     }
-    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
-        Backplane::issue(self, req, dest, hdr, payload, tc);
+    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
+        self.bp.send_frame(pe, tc, frame);
     }
-    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
-        Backplane::post_cqe(self, cqh, cqe);
+    fn ensure_watchdog(&mut self) {
+        self.bp.ensure_watchdog();
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) -> Posted {
+        self.bp.post_cqe(cqh, cqe)
+    }
+    fn deliver_send(&mut self, hdr: &Header, payload: &[u8]) -> Result<(), Fault> {
+        if let Some(v) = self.rx.receive(self.bp.io.dma(), hdr, payload)? {
+            self.bp.raise(v);
+        }
+        Ok(())
+    }
+    fn take_request(&mut self, tag: u32) -> Option<Req> {
+        self.bp.core.requests.take(tag)
     }
 }
 
@@ -258,11 +331,12 @@ impl Gemini {
         })?;
         let msix = MsixTable::new(pci::MSIX_VECTORS)?;
         Ok(Gemini {
+            pci,
+            irq_backlog: Vec::new(),
             fma: Fma::default(),
             bte: Bte::new(&cfg),
             bte_rx: BteRx::default(),
-            pci,
-            irq_backlog: Vec::new(),
+            responder: Responder::default(),
             core: Core {
                 cfg,
                 msix,
@@ -273,7 +347,6 @@ impl Gemini {
                 counters: [0; counter::COUNT as usize],
                 watchdog_armed: false,
             },
-            order_rx: HashMap::new(),
         })
     }
 
@@ -282,24 +355,14 @@ impl Gemini {
         &self.core.cfg
     }
 
-    /// Add `n` to counter `c`.
-    pub(crate) fn count(&mut self, c: u32, n: u64) {
-        self.core.count(c, n);
-    }
-
     /// Counter `c`.
     pub fn counter(&self, c: u32) -> u64 {
         self.core.counters.get(c as usize).copied().unwrap_or(0)
     }
 
-    /// The shared core and this event's I/O, split from the blocks.
+    /// The shared core and this event's I/O, borrowed beside the blocks.
     fn bp<'a, 'io>(core: &'a mut Core, io: &'a mut DeviceIo<'io>) -> Backplane<'a, 'io> {
         Backplane { io, core }
-    }
-
-    /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
-    pub(crate) fn raise(&mut self, io: &mut DeviceIo<'_>, v: u16) {
-        Self::bp(&mut self.core, io).raise(v);
     }
 
     fn flush_irq_backlog(&mut self, io: &mut DeviceIo<'_>) {
@@ -308,56 +371,30 @@ impl Gemini {
         }
     }
 
-    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt.
-    pub(crate) fn post_cqe(&mut self, io: &mut DeviceIo<'_>, cqh: u64, cqe: Cqe) -> Posted {
-        Self::bp(&mut self.core, io).post_cqe(cqh, cqe)
-    }
-
-    /// Put a frame on the wire to physical PE `pe`.
-    pub(crate) fn send_frame(&mut self, io: &mut DeviceIo<'_>, pe: u32, tc: u8, frame: Vec<u8>) {
-        Self::bp(&mut self.core, io).send_frame(pe, tc, frame);
-    }
-
-    /// Arm the request watchdog if it is not armed.
-    pub(crate) fn ensure_watchdog(&mut self, io: &mut DeviceIo<'_>) {
-        Self::bp(&mut self.core, io).ensure_watchdog();
-    }
-
-    /// A SEND arrived: into the BTE RX channel it names, raising its interrupt if asked.
-    pub(crate) fn bte_receive(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        hdr: &Header,
-        payload: &[u8],
-    ) -> Result<(), Fault> {
-        let irq = self.bte_rx.receive(io.dma(), hdr, payload)?;
-        if let Some(v) = irq {
-            self.raise(io, v);
+    /// A frame from the fabric: to the target side; an answer it matched goes on to the
+    /// sequence or transfer that waits for it.
+    fn on_packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        let mut port = Inbound {
+            bp: Self::bp(&mut self.core, io),
+            rx: &mut self.bte_rx,
+        };
+        if let Some(answer) = self.responder.on_packet(&mut port, pkt) {
+            self.answered(io, answer);
         }
-        Ok(())
     }
 
-    /// An answer (or a timeout) for a request: to the sequence or transfer that waits.
-    pub(crate) fn answered(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        req: Req,
-        fault: Option<Fault>,
-        rem_overrun: bool,
-    ) {
-        if fault.is_some() {
-            self.count(counter::ERRORS, 1);
+    /// A request ended (answer or timeout): to the sequence or transfer that waits.
+    fn answered(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
+        let mut bp = Self::bp(&mut self.core, io);
+        if a.fault.is_some() {
+            bp.core.count(counter::ERRORS, 1);
         }
-        match req.owner {
+        match a.req.owner {
             Owner::Seq(s) => {
-                let mut bp = Self::bp(&mut self.core, io);
                 self.fma
-                    .seq_answered(&mut bp, s, req.is_get, fault, rem_overrun);
+                    .seq_answered(&mut bp, s, a.req.is_get, a.fault, a.rem_overrun)
             }
-            Owner::Xfer(x) => {
-                let mut bp = Self::bp(&mut self.core, io);
-                self.bte.xfer_answered(&mut bp, x, fault);
-            }
+            Owner::Xfer(x) => self.bte.xfer_answered(&mut bp, x, a.fault),
         }
     }
 
@@ -377,34 +414,33 @@ impl Gemini {
         dead.extend(self.bte.expired(now, timeout).into_iter().map(Owner::Xfer));
         for owner in dead {
             for t in self.core.requests.tags_of(owner) {
-                if let Some(r) = self.core.requests.take(t) {
+                if let Some(req) = self.core.requests.take(t) {
                     tracing::debug!(
                         target: "gemini::watchdog",
                         nic = self.core.cfg.pe,
                         tag = t,
                         "request timed out"
                     );
-                    self.count(counter::TIMEOUTS, 1);
-                    self.answered(io, r, Some(Fault::Timeout), false);
+                    self.core.count(counter::TIMEOUTS, 1);
+                    let a = Answer {
+                        req,
+                        fault: Some(Fault::Timeout),
+                        rem_overrun: false,
+                    };
+                    self.answered(io, a);
                 }
             }
         }
-        let half = SimDuration(timeout.0 / 2);
-        let mut stalled: Vec<(u32, u16)> = self
-            .order_rx
-            .iter()
-            .filter(|(_, st)| !st.held.is_empty() && now.since(st.since) >= half)
-            .map(|(&k, _)| k)
-            .collect();
-        stalled.sort_unstable();
-        for key in stalled {
-            self.skip_order_gap(io, key);
+        for key in self.responder.stalled(now, SimDuration(timeout.0 / 2)) {
+            let mut port = Inbound {
+                bp: Self::bp(&mut self.core, io),
+                rx: &mut self.bte_rx,
+            };
+            self.responder.skip_order_gap(&mut port, key);
         }
-        let busy = !self.core.requests.is_empty()
-            || self.order_rx.values().any(|s| !s.held.is_empty())
-            || self.bte.busy();
+        let busy = !self.core.requests.is_empty() || self.responder.holding() || self.bte.busy();
         if busy {
-            self.ensure_watchdog(io);
+            Self::bp(&mut self.core, io).ensure_watchdog();
         }
     }
 

@@ -5,6 +5,7 @@
 //! FMA and BTE build requests, the device stamps and sends them, the target side matches
 //! answers to them by tag. This module imports no block.
 
+use crate::fault::Fault;
 use crate::mdd::Access;
 use crate::packet::{Header, flag};
 use std::collections::HashMap;
@@ -41,6 +42,16 @@ pub(crate) struct Req {
     pub(crate) landing: Landing,
     /// A GET or fetching AMO (for the FMA status counters).
     pub(crate) is_get: bool,
+}
+
+/// How a request ended: its answer arrived (`fault` from its status or from landing its
+/// data), or the watchdog gave up on it (`Fault::Timeout`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answer {
+    pub(crate) req: Req,
+    pub(crate) fault: Option<Fault>,
+    /// The target lost the request's remote event to a full CQ.
+    pub(crate) rem_overrun: bool,
 }
 
 /// Where a request goes.
