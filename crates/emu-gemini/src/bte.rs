@@ -9,6 +9,11 @@
 //! A doorbell only arms a timer; the work happens in the BTE step (a timer handler), which
 //! issues at most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither
 //! the CPU that rang the doorbell nor the engine is held for long.
+//!
+//! The TX side (`Bte`) reaches the rest of the NIC only through the `BtePort` trait (memory,
+//! request table, CQs, interrupts, its step timer); answers come back from the device as
+//! `Bte::xfer_answered`. The RX side (`BteRx`) is handed the DMA port and returns the
+//! interrupt to raise; the target side feeds it SENDs.
 
 use crate::config::GeminiConfig;
 use crate::fault::Fault;

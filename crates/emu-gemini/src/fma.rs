@@ -4,6 +4,10 @@
 //! Register layout: `firmware_spec::gemini::fma` (`ghal_fma_desc_t`, `GHAL_FMA_*`). Window
 //! semantics, the privilege mask and sequence rules: docs/gemini-programming.md ("FMA
 //! descriptors").
+//!
+//! The block (`Fma`) reaches the rest of the NIC only through the `FmaPort` trait: the NTT
+//! and memory domains it reads, the request table it sends through, the CQs its sequences
+//! complete in. Answers come back from the device as `Fma::seq_answered`.
 
 use crate::fault::Fault;
 use crate::mdd::{Access, Domains};

@@ -5,6 +5,11 @@
 //! Requests of an in-order stream (`flag::ORDERED`) are applied in stream order; a gap that
 //! does not fill within half the request timeout is skipped (docs/gemini-programming.md,
 //! "Ordering").
+//!
+//! The `Responder` holds only the in-order state; everything else (memory domains, the wire,
+//! CQs, the BTE RX channels, the request table) it reaches through the `TargetPort` trait.
+//! An answer it matches is returned to the device, which hands it to the FMA sequence or
+//! BTE transfer that waits.
 
 use crate::amo;
 use crate::cq::Posted;
