@@ -75,7 +75,7 @@ enum XPhase {
 
 /// One TXD being executed.
 #[derive(Clone, Debug)]
-pub(crate) struct Xfer {
+struct Xfer {
     ch: usize,
     pos: u64,
     txd: TxDescriptor,
@@ -126,33 +126,6 @@ pub(crate) struct Bte {
     max_burst: u64,
 }
 
-impl Bte {
-    /// A BTE in its reset state, paced and flow-controlled as `cfg` says.
-    pub(crate) fn new(cfg: &GeminiConfig) -> Self {
-        Bte {
-            tx: Default::default(),
-            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
-            tx_base: 0,
-            tx_count: 0,
-            xfers: HashMap::new(),
-            next_xfer: 0,
-            step_armed: false,
-            rr: 0,
-            credit: 0,
-            refill: SimTime::ZERO,
-            max_outstanding: u32::try_from(
-                cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)),
-            )
-            .unwrap_or(u32::MAX)
-            .max(1),
-            packet_bytes: cfg.bte_packet_bytes,
-            step_bytes: cfg.bte_step_bytes,
-            bandwidth: cfg.bte_bandwidth,
-            max_burst: cfg.bte_max_burst,
-        }
-    }
-}
-
 /// The RX side of the BTE of one NIC: RX channels and their descriptor ring, into which
 /// SENDs from the network land.
 #[derive(Clone, Debug)]
@@ -193,6 +166,31 @@ fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
 }
 
 impl Bte {
+    /// A BTE in its reset state, paced and flow-controlled as `cfg` says.
+    pub(crate) fn new(cfg: &GeminiConfig) -> Self {
+        Bte {
+            tx: Default::default(),
+            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
+            tx_base: 0,
+            tx_count: 0,
+            xfers: HashMap::new(),
+            next_xfer: 0,
+            step_armed: false,
+            rr: 0,
+            credit: 0,
+            refill: SimTime::ZERO,
+            max_outstanding: u32::try_from(
+                cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)),
+            )
+            .unwrap_or(u32::MAX)
+            .max(1),
+            packet_bytes: cfg.bte_packet_bytes,
+            step_bytes: cfg.bte_step_bytes,
+            bandwidth: cfg.bte_bandwidth,
+            max_burst: cfg.bte_max_burst,
+        }
+    }
+
     fn ring(&self, ch: usize) -> (u64, u64) {
         (u16_lane(self.tx_base, ch), u16_lane(self.tx_count, ch))
     }
@@ -231,9 +229,7 @@ impl Bte {
             .is_some_and(|t| t.mode1 & u64::from(TxdMode1::FENCE.bits()) != 0);
         !(fence && c.inflight > 0)
     }
-}
 
-impl Bte {
     /// Load from a BTE TX register.
     pub(crate) fn reg_read(&self, t: Target) -> u64 {
         match t {
@@ -326,7 +322,7 @@ impl Bte {
     }
 
     /// Make sure a BTE step is scheduled.
-    pub(crate) fn kick(&mut self, p: &mut impl BtePort) {
+    fn kick(&mut self, p: &mut impl BtePort) {
         if !self.step_armed && (0..CHANNELS).any(|c| self.has_work(c)) {
             self.step_armed = true;
             p.step_after(SimDuration::ZERO);

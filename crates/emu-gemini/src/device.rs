@@ -465,13 +465,10 @@ impl Gemini {
             }
             Target::Cq { index, off } => self.core.cqs.read_kernel(index, (off / 8) as usize),
             Target::CqUser { index, off } => self.core.cqs.read_user(index, off & !7),
-            Target::FmaPriv { id, off } => {
-                self.fma
-                    .reg_read(&mut Self::bp(&mut self.core, io), id, off & !7, true)
-            }
-            Target::FmaUser { id, off } => {
-                self.fma
-                    .reg_read(&mut Self::bp(&mut self.core, io), id, off & !7, false)
+            Target::FmaPriv { id, off } | Target::FmaUser { id, off } => {
+                let privileged = matches!(t, Target::FmaPriv { .. });
+                let mut bp = Self::bp(&mut self.core, io);
+                self.fma.reg_read(&mut bp, id, off & !7, privileged)
             }
             Target::Window { .. } => 0,
             Target::Counter(i) => self.counter(i),
@@ -496,15 +493,10 @@ impl Gemini {
                 let mut bp = Self::bp(&mut self.core, io);
                 return self.fma.window_store(&mut bp, kind, id, off, data);
             }
-            Target::FmaPriv { id, off } => {
-                return self
-                    .fma
-                    .reg_write(&mut Self::bp(&mut self.core, io), id, off, data, true);
-            }
-            Target::FmaUser { id, off } => {
-                return self
-                    .fma
-                    .reg_write(&mut Self::bp(&mut self.core, io), id, off, data, false);
+            Target::FmaPriv { id, off } | Target::FmaUser { id, off } => {
+                let privileged = matches!(t, Target::FmaPriv { .. });
+                let mut bp = Self::bp(&mut self.core, io);
+                return self.fma.reg_write(&mut bp, id, off, data, privileged);
             }
             _ => {}
         }
@@ -666,7 +658,10 @@ impl DeviceModel for Gemini {
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_irq_backlog(io);
         match token {
-            TOKEN_BTE => self.bte.step(&mut Self::bp(&mut self.core, io)),
+            TOKEN_BTE => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.bte.step(&mut bp);
+            }
             TOKEN_WATCHDOG => self.watchdog(io),
             _ => {}
         }
