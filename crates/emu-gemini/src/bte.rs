@@ -9,15 +9,19 @@
 //! A doorbell only arms a timer; the work happens in the BTE step (a timer handler), which
 //! issues at most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither
 //! the CPU that rang the doorbell nor the engine is held for long.
+//!
+//! The TX side (`Bte`) reaches the rest of the NIC only through the `BtePort` trait (memory,
+//! request table, CQs, interrupts, its step timer); answers come back from the device as
+//! `Bte::xfer_answered`. The RX side (`BteRx`) is handed the DMA port and returns the
+//! interrupt to raise; the target side feeds it SENDs.
 
-use crate::device::{
-    BTE_STREAM_BASE, Dest, Gemini, Landing, Owner, Req, TC_BTE, TC_FMA, TOKEN_BTE,
-};
+use crate::config::GeminiConfig;
 use crate::fault::Fault;
-use crate::mdd::Access;
-use crate::packet::{Header, Kind, flag};
+use crate::mdd::{Access, Domains};
+use crate::packet::{BTE_STREAM_BASE, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
-use emu_core::engine::DeviceIo;
+use crate::request::{Dest, Landing, Owner, Req};
+use emu_core::dma::DmaPort;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::bte::{
     BteOp, CpuRxDescriptor, RXD_FLAG_BTE_COMPLETE, RXD_FLAG_ERR_STATUS_SHIFT,
@@ -28,6 +32,29 @@ use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use firmware_spec::gemini::limits::{BTE_CHANNELS, BTE_RX_DESCRIPTORS, BTE_TX_SLOTS};
 use firmware_spec::gemini::pci::{IRQ_RX, IRQ_TX, irq_index};
 use std::collections::HashMap;
+
+/// What the BTE's TX side needs from the rest of the NIC: memory to read from and write to,
+/// the request table it sends through, CQs and interrupts for completions, and a timer for
+/// its paced steps. The device implements it.
+pub(crate) trait BtePort {
+    /// Current virtual time.
+    fn now(&self) -> SimTime;
+    /// Add `n` to model counter `c` ([`regs::counter`]).
+    fn count(&mut self, c: u32, n: u64);
+    /// The memory domains (transfers with NAT on).
+    fn domains(&self) -> &Domains;
+    /// The host DMA port (NAT off, and TXD status write-back).
+    fn dma(&self) -> &DmaPort;
+    /// Tag and send a request on traffic class `tc`; its answer (or timeout) comes back as
+    /// [`Bte::xfer_answered`] for `Owner::Xfer`.
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8);
+    /// Deliver a completion event to CQ `cqh`.
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe);
+    /// Raise MSI-X vector `v`.
+    fn raise(&mut self, v: u16);
+    /// Call [`Bte::step`] after `delay`.
+    fn step_after(&mut self, delay: SimDuration);
+}
 
 /// Largest BTE SEND (one RX buffer, one frame). Our choice.
 pub const SEND_MAX_BYTES: u64 = 64 * 1024;
@@ -48,7 +75,7 @@ enum XPhase {
 
 /// One TXD being executed.
 #[derive(Clone, Debug)]
-pub(crate) struct Xfer {
+struct Xfer {
     ch: usize,
     pos: u64,
     txd: TxDescriptor,
@@ -73,17 +100,14 @@ struct TxChan {
     inflight: u32,
 }
 
-/// The BTE of one NIC.
+/// The TX side of the BTE of one NIC: TX channels and their TXD ring, the transfers being
+/// executed, and the pacing state.
 #[derive(Clone, Debug)]
 pub(crate) struct Bte {
     tx: [TxChan; CHANNELS],
-    rx: [RxChannel; CHANNELS],
     txd: Vec<[u64; 8]>,
-    rxd: Vec<u64>,
     tx_base: u64,
     tx_count: u64,
-    rx_base: u64,
-    rx_count: u64,
     xfers: HashMap<u32, Xfer>,
     next_xfer: u32,
     step_armed: bool,
@@ -91,27 +115,34 @@ pub(crate) struct Bte {
     credit: u64,
     refill: SimTime,
     /// Most requests of one transfer in flight.
-    pub(crate) max_outstanding: u32,
+    max_outstanding: u32,
+    /// Largest data packet (`GeminiConfig::bte_packet_bytes`).
+    packet_bytes: u32,
+    /// Bytes per step unpaced, pacing quantum otherwise (`bte_step_bytes`).
+    step_bytes: u64,
+    /// Pacing bandwidth in bytes/s, 0 = unpaced (`bte_bandwidth`).
+    bandwidth: u64,
+    /// Most bytes one step may issue (`bte_max_burst`).
+    max_burst: u64,
 }
 
-impl Default for Bte {
+/// The RX side of the BTE of one NIC: RX channels and their descriptor ring, into which
+/// SENDs from the network land.
+#[derive(Clone, Debug)]
+pub(crate) struct BteRx {
+    rx: [RxChannel; CHANNELS],
+    rxd: Vec<u64>,
+    rx_base: u64,
+    rx_count: u64,
+}
+
+impl Default for BteRx {
     fn default() -> Self {
-        Bte {
-            tx: Default::default(),
+        BteRx {
             rx: Default::default(),
-            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
             rxd: vec![0; BTE_RX_DESCRIPTORS as usize],
-            tx_base: 0,
-            tx_count: 0,
             rx_base: 0,
             rx_count: 0,
-            xfers: HashMap::new(),
-            next_xfer: 0,
-            step_armed: false,
-            rr: 0,
-            credit: 0,
-            refill: SimTime::ZERO,
-            max_outstanding: 32,
         }
     }
 }
@@ -135,6 +166,31 @@ fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
 }
 
 impl Bte {
+    /// A BTE in its reset state, paced and flow-controlled as `cfg` says.
+    pub(crate) fn new(cfg: &GeminiConfig) -> Self {
+        Bte {
+            tx: Default::default(),
+            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
+            tx_base: 0,
+            tx_count: 0,
+            xfers: HashMap::new(),
+            next_xfer: 0,
+            step_armed: false,
+            rr: 0,
+            credit: 0,
+            refill: SimTime::ZERO,
+            max_outstanding: u32::try_from(
+                cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)),
+            )
+            .unwrap_or(u32::MAX)
+            .max(1),
+            packet_bytes: cfg.bte_packet_bytes,
+            step_bytes: cfg.bte_step_bytes,
+            bandwidth: cfg.bte_bandwidth,
+            max_burst: cfg.bte_max_burst,
+        }
+    }
+
     fn ring(&self, ch: usize) -> (u64, u64) {
         (u16_lane(self.tx_base, ch), u16_lane(self.tx_count, ch))
     }
@@ -173,21 +229,18 @@ impl Bte {
             .is_some_and(|t| t.mode1 & u64::from(TxdMode1::FENCE.bits()) != 0);
         !(fence && c.inflight > 0)
     }
-}
 
-impl Gemini {
-    /// Load from a BTE register.
-    pub(crate) fn bte_reg_read(&self, t: Target) -> u64 {
-        let b = &self.bte;
+    /// Load from a BTE TX register.
+    pub(crate) fn reg_read(&self, t: Target) -> u64 {
         match t {
-            Target::BteTx { slot, off } => b
+            Target::BteTx { slot, off } => self
                 .txd
                 .get(slot as usize)
                 .and_then(|r| r.get((off / 8) as usize))
                 .copied()
                 .unwrap_or(0),
             Target::BteTxChannel { ch, off } => {
-                let Some(c) = b.tx.get(usize::from(ch)) else {
+                let Some(c) = self.tx.get(usize::from(ch)) else {
                     return 0;
                 };
                 match off & !7 {
@@ -200,34 +253,18 @@ impl Gemini {
                     _ => 0,
                 }
             }
-            Target::TxRingBase => b.tx_base,
-            Target::TxRingCount => b.tx_count,
-            Target::RxRingBase => b.rx_base,
-            Target::RxRingCount => b.rx_count,
-            Target::BteRx(i) => b.rxd.get(i as usize).copied().unwrap_or(0),
-            Target::BteRxChannel { ch, off } => {
-                b.rx.get(usize::from(ch))
-                    .filter(|_| off < 32)
-                    .and_then(|c| c.encode().ok())
-                    .map_or(0, |img| qword_of(&img, (off / 8) as usize))
-            }
+            Target::TxRingBase => self.tx_base,
+            Target::TxRingCount => self.tx_count,
             _ => 0,
         }
     }
 
-    /// Store to a BTE register.
-    pub(crate) fn bte_reg_write(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        t: Target,
-        sub: u64,
-        data: &[u8],
-    ) {
+    /// Store to a BTE TX register.
+    pub(crate) fn reg_write(&mut self, p: &mut impl BtePort, t: Target, sub: u64, data: &[u8]) {
         let merged = |old: u64| regs::merge(old, sub, data);
         match t {
             Target::BteTx { slot, off } => {
                 if let Some(w) = self
-                    .bte
                     .txd
                     .get_mut(slot as usize)
                     .and_then(|r| r.get_mut((off / 8) as usize))
@@ -236,49 +273,23 @@ impl Gemini {
                 }
             }
             Target::BteTxChannel { ch, off } => {
-                self.bte_tx_channel_write(io, usize::from(ch), off, sub, data)
+                self.tx_channel_write(p, usize::from(ch), off, sub, data)
             }
-            Target::TxRingBase => self.bte.tx_base = merged(self.bte.tx_base),
-            Target::TxRingCount => self.bte.tx_count = merged(self.bte.tx_count),
-            Target::RxRingBase => self.bte.rx_base = merged(self.bte.rx_base),
-            Target::RxRingCount => self.bte.rx_count = merged(self.bte.rx_count),
-            Target::BteRx(i) => {
-                if let Some(w) = self.bte.rxd.get_mut(i as usize) {
-                    *w = merged(*w);
-                }
-            }
-            Target::BteRxChannel { ch, off } if off < 32 => {
-                if let Some(c) = self.bte.rx.get_mut(usize::from(ch))
-                    && let Ok(mut img) = c.encode()
-                {
-                    let q = (off / 8) as usize;
-                    let old = qword_of(&img, q);
-                    patch(&mut img, q, merged(old));
-                    if let Ok(mut n) = RxChannel::decode(&img) {
-                        // The read index belongs to the hardware.
-                        n.read_index = c.read_index;
-                        if n.flags & rxvc_flag::RESET != 0 {
-                            n.read_index = 0;
-                            n.write_index = 0;
-                            n.flags &= !rxvc_flag::RESET;
-                        }
-                        *c = n;
-                    }
-                }
-            }
+            Target::TxRingBase => self.tx_base = merged(self.tx_base),
+            Target::TxRingCount => self.tx_count = merged(self.tx_count),
             _ => {}
         }
     }
 
-    fn bte_tx_channel_write(
+    fn tx_channel_write(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl BtePort,
         ch: usize,
         off: u64,
         sub: u64,
         data: &[u8],
     ) {
-        let Some(c) = self.bte.tx.get_mut(ch) else {
+        let Some(c) = self.tx.get_mut(ch) else {
             return;
         };
         match off & !7 {
@@ -303,7 +314,7 @@ impl Gemini {
                 }
                 c.regs = n;
                 if q == 3 {
-                    self.bte_kick(io);
+                    self.kick(p);
                 }
             }
             _ => {}
@@ -311,65 +322,58 @@ impl Gemini {
     }
 
     /// Make sure a BTE step is scheduled.
-    pub(crate) fn bte_kick(&mut self, io: &mut DeviceIo<'_>) {
-        if !self.bte.step_armed && (0..CHANNELS).any(|c| self.bte.has_work(c)) {
-            self.bte.step_armed = true;
-            io.timer(SimDuration::ZERO, TOKEN_BTE);
+    fn kick(&mut self, p: &mut impl BtePort) {
+        if !self.step_armed && (0..CHANNELS).any(|c| self.has_work(c)) {
+            self.step_armed = true;
+            p.step_after(SimDuration::ZERO);
         }
     }
 
     /// One BTE step: refill the token bucket, issue up to the budget, re-arm.
-    pub(crate) fn bte_step(&mut self, io: &mut DeviceIo<'_>) {
-        self.bte.step_armed = false;
-        let now = io.now();
-        let bw = self.cfg.bte_bandwidth;
-        let burst = self
-            .cfg
-            .bte_max_burst
-            .max(u64::from(self.cfg.bte_packet_bytes));
+    pub(crate) fn step(&mut self, p: &mut impl BtePort) {
+        self.step_armed = false;
+        let now = p.now();
+        let bw = self.bandwidth;
+        let burst = self.max_burst.max(u64::from(self.packet_bytes));
         let budget = if bw == 0 {
-            self.cfg.bte_step_bytes.max(1)
+            self.step_bytes.max(1)
         } else {
-            let elapsed = u128::from(now.since(self.bte.refill).0);
+            let elapsed = u128::from(now.since(self.refill).0);
             let add = elapsed * u128::from(bw) / 1_000_000_000_000;
-            self.bte.credit = (u128::from(self.bte.credit) + add).min(u128::from(burst)) as u64;
-            self.bte.refill = now;
-            self.bte.credit
+            self.credit = (u128::from(self.credit) + add).min(u128::from(burst)) as u64;
+            self.refill = now;
+            self.credit
         };
         let used = if budget > 0 {
-            self.bte_issue(io, budget)
+            self.issue_budget(p, budget)
         } else {
             0
         };
         if bw > 0 {
-            self.bte.credit = self.bte.credit.saturating_sub(used);
+            self.credit = self.credit.saturating_sub(used);
         }
-        if (0..CHANNELS).any(|c| self.bte.has_work(c)) {
+        if (0..CHANNELS).any(|c| self.has_work(c)) {
             let delay = if bw == 0 {
                 SimDuration::ZERO
             } else {
-                let want = self
-                    .cfg
-                    .bte_step_bytes
-                    .max(1)
-                    .saturating_sub(self.bte.credit);
+                let want = self.step_bytes.max(1).saturating_sub(self.credit);
                 let ps = u128::from(want.max(1)) * 1_000_000_000_000 / u128::from(bw);
                 SimDuration(u64::try_from(ps).unwrap_or(u64::MAX))
             };
-            self.bte.step_armed = true;
-            io.timer(delay, TOKEN_BTE);
+            self.step_armed = true;
+            p.step_after(delay);
         }
     }
 
     /// Issue packets round-robin over the channels until `budget` bytes are used or no
     /// channel can go on. Returns the bytes used.
-    fn bte_issue(&mut self, io: &mut DeviceIo<'_>, budget: u64) -> u64 {
+    fn issue_budget(&mut self, p: &mut impl BtePort, budget: u64) -> u64 {
         let mut used = 0u64;
         let mut idle = 0;
         while used < budget && idle < CHANNELS {
-            let ch = self.bte.rr;
-            self.bte.rr = (ch + 1) % CHANNELS;
-            match self.bte_channel_work(io, ch) {
+            let ch = self.rr;
+            self.rr = (ch + 1) % CHANNELS;
+            match self.channel_work(p, ch) {
                 Some(n) => {
                     used += n;
                     idle = 0;
@@ -381,37 +385,37 @@ impl Gemini {
     }
 
     /// Start the next TXD of `ch` if none is active, then issue one packet of the active one.
-    fn bte_channel_work(&mut self, io: &mut DeviceIo<'_>, ch: usize) -> Option<u64> {
-        if !self.bte.has_work(ch) {
+    fn channel_work(&mut self, p: &mut impl BtePort, ch: usize) -> Option<u64> {
+        if !self.has_work(ch) {
             return None;
         }
-        let x = match self.bte.tx[ch].active {
+        let x = match self.tx[ch].active {
             Some(x) => x,
             None => {
-                let (base, count) = self.bte.ring(ch);
-                let pos = self.bte.tx[ch].regs.read_index;
-                let txd = self.bte.txd_at(base + pos).unwrap_or_default();
-                self.bte.tx[ch].regs.read_index = (pos + 1) % count.max(1);
-                self.count(counter::BTE_TXDS, 1);
-                match self.bte_start(io, ch, pos, txd) {
+                let (base, count) = self.ring(ch);
+                let pos = self.tx[ch].regs.read_index;
+                let txd = self.txd_at(base + pos).unwrap_or_default();
+                self.tx[ch].regs.read_index = (pos + 1) % count.max(1);
+                p.count(counter::BTE_TXDS, 1);
+                match self.start(p, ch, pos, txd) {
                     Some(x) => x,
                     None => return Some(0),
                 }
             }
         };
-        Some(self.bte_issue_packet(io, x))
+        Some(self.issue_packet(p, x))
     }
 
     /// Validate a TXD and create its transfer; on a local error it completes at once.
-    fn bte_start(
+    fn start(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl BtePort,
         ch: usize,
         pos: u64,
         txd: TxDescriptor,
     ) -> Option<u32> {
-        let id = self.bte.next_xfer;
-        self.bte.next_xfer = self.bte.next_xfer.wrapping_add(1);
+        let id = self.next_xfer;
+        self.next_xfer = self.next_xfer.wrapping_add(1);
         let op = txd.op().unwrap_or(BteOp::Send);
         let local = if txd.nat_enabled() {
             Local::Mdd(
@@ -449,24 +453,24 @@ impl Gemini {
             outstanding: 0,
             error: None,
             phase: XPhase::Data,
-            last_progress: io.now(),
+            last_progress: p.now(),
         };
-        let check = self.bte_validate(io, &x);
-        self.bte.tx[ch].inflight += 1;
+        let check = Self::validate(p.domains(), p.dma(), &x);
+        self.tx[ch].inflight += 1;
         if let Err(f) = check {
             x.error = Some(f);
             x.processed = true;
-            self.bte.xfers.insert(id, x);
-            self.count(counter::ERRORS, 1);
-            self.bte_finish(io, id);
+            self.xfers.insert(id, x);
+            p.count(counter::ERRORS, 1);
+            self.finish(p, id);
             return None;
         }
-        self.bte.tx[ch].active = Some(id);
-        self.bte.xfers.insert(id, x);
+        self.tx[ch].active = Some(id);
+        self.xfers.insert(id, x);
         Some(id)
     }
 
-    fn bte_validate(&self, io: &DeviceIo<'_>, x: &Xfer) -> Result<(), Fault> {
+    fn validate(domains: &Domains, dma: &DmaPort, x: &Xfer) -> Result<(), Fault> {
         x.txd.op().map_err(|_| Fault::BadCommand)?;
         x.txd.mode1().map_err(|_| Fault::BadCommand)?;
         let len = x.total;
@@ -483,34 +487,34 @@ impl Gemini {
             return Err(Fault::BadLength);
         }
         match x.local {
-            Local::Mdd(acc, off) => self.domains.check(io.dma(), acc, off, len, write_local),
+            Local::Mdd(acc, off) => domains.check(dma, acc, off, len, write_local),
             Local::Phys(a) => {
                 let perm = if write_local {
                     emu_core::dma::Perm::WRITE
                 } else {
                     emu_core::dma::Perm::READ
                 };
-                io.dma().check(a, len, perm).map_err(|_| Fault::Dma)
+                dma.check(a, len, perm).map_err(|_| Fault::Dma)
             }
         }
     }
 
-    fn bte_read_local(
-        &self,
-        io: &DeviceIo<'_>,
+    fn read_local(
+        domains: &Domains,
+        dma: &DmaPort,
         local: Local,
         at: u64,
         buf: &mut [u8],
     ) -> Result<(), Fault> {
         match local {
-            Local::Mdd(acc, off) => self.domains.read(io.dma(), acc, off + at, buf),
-            Local::Phys(a) => io.dma().read(a + at, buf).map_err(|_| Fault::Dma),
+            Local::Mdd(acc, off) => domains.read(dma, acc, off + at, buf),
+            Local::Phys(a) => dma.read(a + at, buf).map_err(|_| Fault::Dma),
         }
     }
 
     /// Issue the next packet of transfer `id`; returns the bytes it accounts for.
-    fn bte_issue_packet(&mut self, io: &mut DeviceIo<'_>, id: u32) -> u64 {
-        let Some(x) = self.bte.xfers.get(&id) else {
+    fn issue_packet(&mut self, p: &mut impl BtePort, id: u32) -> u64 {
+        let Some(x) = self.xfers.get(&id) else {
             return 0;
         };
         let (op, local, dest, issued, total) = (x.op, x.local, x.dest, x.issued, x.total);
@@ -518,7 +522,7 @@ impl Gemini {
         let max = if op == BteOp::Send {
             SEND_MAX_BYTES
         } else {
-            u64::from(self.cfg.bte_packet_bytes.max(4))
+            u64::from(self.packet_bytes.max(4))
         };
         let n = (total - issued).min(max);
         let req = Req {
@@ -530,7 +534,7 @@ impl Gemini {
         match op {
             BteOp::Put | BteOp::Send => {
                 let mut buf = vec![0u8; n as usize];
-                if let Err(f) = self.bte_read_local(io, local, issued, &mut buf) {
+                if let Err(f) = Self::read_local(p.domains(), p.dma(), local, issued, &mut buf) {
                     fault = Some(f);
                 } else {
                     let mut h = if op == BteOp::Put {
@@ -546,8 +550,8 @@ impl Gemini {
                             h.op1 = txd.user_data;
                         }
                     }
-                    self.bte_note_issue(id, n);
-                    self.issue(io, req, &dest, h, &buf, TC_BTE);
+                    self.note_issue(id, n);
+                    p.issue(req, &dest, h, &buf, TC_BTE);
                 }
             }
             BteOp::Get => {
@@ -563,11 +567,11 @@ impl Gemini {
                 let mut h = Header::new(Kind::GetReq);
                 h.offset = txd.dest_mem_off + issued;
                 h.len = n as u32;
-                self.bte_note_issue(id, n);
-                self.issue(io, Req { landing, ..req }, &dest, h, &[], TC_FMA);
+                self.note_issue(id, n);
+                p.issue(Req { landing, ..req }, &dest, h, &[], TC_FMA);
             }
         }
-        let Some(x) = self.bte.xfers.get_mut(&id) else {
+        let Some(x) = self.xfers.get_mut(&id) else {
             return n;
         };
         if let Some(f) = fault {
@@ -582,30 +586,30 @@ impl Gemini {
                 && x.txd.mode1 & u64::from(TxdMode1::CQ_LOCAL.bits()) != 0
                 && x.txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) == 0;
             let (cqh, data) = (x.txd.src_cq_hndl, x.txd.src_cq_data);
-            if self.bte.tx[ch].active == Some(id) {
-                self.bte.tx[ch].active = None;
+            if self.tx[ch].active == Some(id) {
+                self.tx[ch].active = None;
             }
             if local_event {
-                self.post_cqe(io, cqh, Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data));
+                p.post_cqe(cqh, Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data));
             }
             if done {
-                self.bte_advance(io, id);
+                self.advance(p, id);
             }
         }
         n
     }
 
-    fn bte_note_issue(&mut self, id: u32, n: u64) {
-        if let Some(x) = self.bte.xfers.get_mut(&id) {
+    fn note_issue(&mut self, id: u32, n: u64) {
+        if let Some(x) = self.xfers.get_mut(&id) {
             x.issued += n;
             x.outstanding += 1;
         }
     }
 
     /// An answer (or timeout) for a request of transfer `id`.
-    pub(crate) fn xfer_answered(&mut self, io: &mut DeviceIo<'_>, id: u32, fault: Option<Fault>) {
-        let now = io.now();
-        let Some(x) = self.bte.xfers.get_mut(&id) else {
+    pub(crate) fn xfer_answered(&mut self, p: &mut impl BtePort, id: u32, fault: Option<Fault>) {
+        let now = p.now();
+        let Some(x) = self.xfers.get_mut(&id) else {
             return;
         };
         x.outstanding = x.outstanding.saturating_sub(1);
@@ -618,25 +622,25 @@ impl Gemini {
             x.error.get_or_insert(f);
         }
         if x.processed && x.outstanding == 0 {
-            self.bte_advance(io, id);
+            self.advance(p, id);
         } else if x.issued < x.total {
             // Flow control: an answer makes room for more requests.
-            self.bte_kick(io);
+            self.kick(p);
         } else if x.issued >= x.total && !x.processed {
             // The failure above ended the transfer early.
             x.processed = true;
             let ch = x.ch;
-            if self.bte.tx[ch].active == Some(id) {
-                self.bte.tx[ch].active = None;
+            if self.tx[ch].active == Some(id) {
+                self.tx[ch].active = None;
             }
             if x.outstanding == 0 {
-                self.bte_advance(io, id);
+                self.advance(p, id);
             }
         }
     }
 
-    fn bte_advance(&mut self, io: &mut DeviceIo<'_>, id: u32) {
-        let Some(x) = self.bte.xfers.get_mut(&id) else {
+    fn advance(&mut self, p: &mut impl BtePort, id: u32) {
+        let Some(x) = self.xfers.get_mut(&id) else {
             return;
         };
         if x.phase == XPhase::Data && x.error.is_none() && x.op == BteOp::Put {
@@ -651,15 +655,15 @@ impl Gemini {
                 landing: Landing::None,
                 is_get: false,
             };
-            self.issue(io, req, &dest, h, &[], TC_BTE);
+            p.issue(req, &dest, h, &[], TC_BTE);
             return;
         }
-        self.bte_finish(io, id);
+        self.finish(p, id);
     }
 
     /// Retire a transfer: status write-back, events, interrupt.
-    fn bte_finish(&mut self, io: &mut DeviceIo<'_>, id: u32) {
-        let Some(x) = self.bte.xfers.remove(&id) else {
+    fn finish(&mut self, p: &mut impl BtePort, id: u32) {
+        let Some(x) = self.xfers.remove(&id) else {
             return;
         };
         let ch = x.ch;
@@ -670,7 +674,7 @@ impl Gemini {
             txd.flags |= u64::from(TxdFlags::TIMEOUT_ERR.bits());
         }
         txd.bte_tx_status = u64::from(status.code());
-        let Some(c) = self.bte.tx.get_mut(ch) else {
+        let Some(c) = self.tx.get_mut(ch) else {
             return;
         };
         c.inflight = c.inflight.saturating_sub(1);
@@ -692,34 +696,31 @@ impl Gemini {
             && let Ok(img) = txd.encode()
         {
             // A faulting ring address loses only the copy; the CQE still reports.
-            let _ = io.dma().write(at, &img);
+            let _ = p.dma().write(at, &img);
         }
         let concat = txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) != 0;
         let global = txd.mode1 & u64::from(TxdMode1::CQ_GLOBAL.bits()) != 0;
         if x.error.is_some() {
-            self.post_cqe(
-                io,
+            p.post_cqe(
                 txd.src_cq_hndl,
                 Cqe::from_hw(CqeSource::Bte, status, txd.src_cq_data),
             );
         } else if global && !concat {
             let data = txd.user_data & firmware_spec::bits::mask(56);
-            self.post_cqe(
-                io,
+            p.post_cqe(
                 txd.src_cq_hndl,
                 Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data),
             );
         }
         if chan_irq || txd.mode2 & u64::from(TxdMode2::IRQ_ENABLE.bits()) != 0 {
-            self.raise(io, irq_index(ch as u32, IRQ_TX) as u16);
+            p.raise(irq_index(ch as u32, IRQ_TX) as u16);
         }
-        self.bte_kick(io);
+        self.kick(p);
     }
 
     /// Transfers with requests outstanding and no progress for `timeout`.
-    pub(crate) fn bte_expired(&self, now: SimTime, timeout: SimDuration) -> Vec<u32> {
+    pub(crate) fn expired(&self, now: SimTime, timeout: SimDuration) -> Vec<u32> {
         let mut v: Vec<u32> = self
-            .bte
             .xfers
             .iter()
             .filter(|(_, x)| x.outstanding > 0 && now.since(x.last_progress) >= timeout)
@@ -730,36 +731,81 @@ impl Gemini {
     }
 
     /// Whether any transfer is still running.
-    pub(crate) fn bte_busy(&self) -> bool {
-        !self.bte.xfers.is_empty()
+    pub(crate) fn busy(&self) -> bool {
+        !self.xfers.is_empty()
+    }
+}
+
+impl BteRx {
+    /// Load from a BTE RX register.
+    pub(crate) fn reg_read(&self, t: Target) -> u64 {
+        match t {
+            Target::RxRingBase => self.rx_base,
+            Target::RxRingCount => self.rx_count,
+            Target::BteRx(i) => self.rxd.get(i as usize).copied().unwrap_or(0),
+            Target::BteRxChannel { ch, off } => self
+                .rx
+                .get(usize::from(ch))
+                .filter(|_| off < 32)
+                .and_then(|c| c.encode().ok())
+                .map_or(0, |img| qword_of(&img, (off / 8) as usize)),
+            _ => 0,
+        }
     }
 
-    /// A SEND arrived: deliver it into RX channel `hdr.cmd`.
-    pub(crate) fn bte_receive(
+    /// Store to a BTE RX register.
+    pub(crate) fn reg_write(&mut self, t: Target, sub: u64, data: &[u8]) {
+        let merged = |old: u64| regs::merge(old, sub, data);
+        match t {
+            Target::RxRingBase => self.rx_base = merged(self.rx_base),
+            Target::RxRingCount => self.rx_count = merged(self.rx_count),
+            Target::BteRx(i) => {
+                if let Some(w) = self.rxd.get_mut(i as usize) {
+                    *w = merged(*w);
+                }
+            }
+            Target::BteRxChannel { ch, off } if off < 32 => {
+                if let Some(c) = self.rx.get_mut(usize::from(ch))
+                    && let Ok(mut img) = c.encode()
+                {
+                    let q = (off / 8) as usize;
+                    let old = qword_of(&img, q);
+                    patch(&mut img, q, merged(old));
+                    if let Ok(mut n) = RxChannel::decode(&img) {
+                        // The read index belongs to the hardware.
+                        n.read_index = c.read_index;
+                        if n.flags & rxvc_flag::RESET != 0 {
+                            n.read_index = 0;
+                            n.write_index = 0;
+                            n.flags &= !rxvc_flag::RESET;
+                        }
+                        *c = n;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A SEND arrived: deliver it into RX channel `hdr.cmd` (data, then the CPU RX
+    /// descriptor). Returns the MSI-X vector to raise, if the channel or buffer asks for one.
+    pub(crate) fn receive(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        dma: &DmaPort,
         hdr: &Header,
         payload: &[u8],
-    ) -> Result<(), Fault> {
+    ) -> Result<Option<u16>, Fault> {
         let ch = usize::from(hdr.cmd);
-        let rx = *self.bte.rx.get(ch).ok_or(Fault::BadCommand)?;
+        let rx = *self.rx.get(ch).ok_or(Fault::BadCommand)?;
         if rx.flags & rxvc_flag::ENABLE == 0 {
             return Err(Fault::NoRxBuffer);
         }
-        let (base, count) = (
-            u16_lane(self.bte.rx_base, ch),
-            u16_lane(self.bte.rx_count, ch),
-        );
+        let (base, count) = (u16_lane(self.rx_base, ch), u16_lane(self.rx_count, ch));
         if count == 0 || rx.read_index % count == rx.write_index % count {
             return Err(Fault::NoRxBuffer);
         }
         let pos = rx.read_index % count;
-        let raw = self
-            .bte
-            .rxd
-            .get((base + pos) as usize)
-            .copied()
-            .unwrap_or(0);
+        let raw = self.rxd.get((base + pos) as usize).copied().unwrap_or(0);
         let rxd = RxDescriptor::decode(&raw.to_le_bytes()).unwrap_or_default();
         let n = (payload.len() as u64).min(rx.buf_size);
         let mut flags = RXD_FLAG_BTE_COMPLETE;
@@ -770,9 +816,7 @@ impl Gemini {
             flags |= u64::from(HwStatus::MemBoundsErr.code()) << RXD_FLAG_ERR_STATUS_SHIFT;
         }
         let data = payload.get(..n as usize).unwrap_or(&[]);
-        io.dma()
-            .write(rxd.base_addr, data)
-            .map_err(|_| Fault::Dma)?;
+        dma.write(rxd.base_addr, data).map_err(|_| Fault::Dma)?;
         let cpu = CpuRxDescriptor {
             buff_addr: rxd.base_addr,
             mode1: rxd.mode1,
@@ -788,16 +832,13 @@ impl Gemini {
             && let Ok(img) = cpu.encode()
         {
             let at = rx.cpu_ring_addr.checked_add(32 * pos).ok_or(Fault::Dma)?;
-            io.dma().write(at, &img).map_err(|_| Fault::Dma)?;
+            dma.write(at, &img).map_err(|_| Fault::Dma)?;
         }
-        if let Some(c) = self.bte.rx.get_mut(ch) {
+        if let Some(c) = self.rx.get_mut(ch) {
             c.read_index = (pos + 1) % count;
         }
         let irq = rxd.mode1 & u64::from(RxdMode::IRQ_ENABLE.bits()) != 0
             || rx.flags & rxvc_flag::IRQ_ENABLE != 0;
-        if irq {
-            self.raise(io, irq_index(ch as u32, IRQ_RX) as u16);
-        }
-        Ok(())
+        Ok(irq.then_some(irq_index(ch as u32, IRQ_RX) as u16))
     }
 }

@@ -1,21 +1,62 @@
-//! The Gemini device model: PCI function, BAR decode, and the request machinery shared by
-//! FMA and BTE (request tags, answers, ordering, timeouts).
+//! The Gemini device model: the PCI function, BAR decode, and the one place that wires the
+//! hardware blocks together.
 //!
 //! [`Gemini`] implements [`DeviceModel`]: it is driven by MMIO accesses, packets from the
-//! fabric and its own timers, and never spawns threads or reads a clock. The blocks live in
-//! their own modules as `impl Gemini` blocks: [`crate::fma`], [`crate::bte`],
-//! [`crate::target`] (requests from the network), with the tables in [`crate::ntt`],
-//! [`crate::mdd`] and [`crate::cq`].
+//! fabric and its own timers, and never spawns threads or reads a clock.
+//!
+//! Each block is a struct in its own module that never sees the device: it states what it
+//! needs from the rest of the NIC as a port trait (`FmaPort`, `BtePort`, `TargetPort`),
+//! and this module implements those traits on a `Backplane`: the shared `Core` (tables,
+//! request table, counters, MSI-X) plus the engine's I/O for the current event, borrowed
+//! beside the block being called (split borrows, no allocation). So every import points
+//! one way, along a packet's journey:
+//!
+//! ```text
+//!   host MMIO (BAR 0) ── regs::decode ── Gemini::reg_read / reg_write (this module)
+//!      │                                   │
+//!      ▼                                   ▼
+//!   fma::Fma                            bte::Bte
+//!   windows, write combining,           TX rings and channels,
+//!   AMOs, sequences                     paced steps, flow control
+//!      │ FmaPort::issue                    │ BtePort::issue
+//!      └───────────────┬───────────────────┘
+//!                      ▼
+//!   request::Requests: tag, Dest stamped in the header, in-order stream number
+//!   packet::Header::encode ──► fabric
+//!                                   │
+//!   ── at the target NIC ───────────▼────────────────────────────────────────────────────
+//!   target::Responder::on_packet: CRC, decode, hold early requests of in-order streams
+//!      PUT / GET / AMO ───────► mdd::Domains (+ amo)        answer frame ──► fabric
+//!      CQ write, remote event ► cq::CqTable, MSI-X                              │
+//!      SEND ──────────────────► bte::BteRx: RX ring, MSI-X                      │
+//!                                                                               │
+//!   ── back at the initiator ───────────────────────────────────────────────────▼──────────
+//!   target::Responder::on_packet: match the tag (TargetPort::take_request), land the data
+//!      │ request::Answer          (or the watchdog, in this module, ends it: Fault::Timeout)
+//!      ▼
+//!   Gemini::answered (this module) ──► Fma::seq_answered / Bte::xfer_answered
+//!      ▼
+//!   cq::CqTable: the completion event ──► MSI-X
+//! ```
+//!
+//! Module imports follow the same direction. `fault`, `config`, `packet`, `regs`, `ntt`,
+//! `mdd`, `amo`, `cq` and `request` are leaves: vocabulary and tables that import only one
+//! another. `fma` and `bte` import only leaves; `target` imports only leaves (it reaches the
+//! BTE RX channels through its port). Nothing but this module (and the test harness in
+//! `cluster`) imports `device`.
 
-use crate::bte::Bte;
+use crate::bte::{Bte, BtePort, BteRx};
 use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
-use crate::fma::{FmaDesc, Seq};
-use crate::mdd::{Access, Domains};
+use crate::fma::{Fma, FmaPort};
+use crate::mdd::Domains;
 use crate::ntt::Ntt;
-use crate::packet::{Header, flag};
+use crate::packet::Header;
 use crate::regs::{self, Target, counter};
+use crate::request::{Answer, Dest, Owner, Req, Requests};
+use crate::target::{Responder, TargetPort};
+use emu_core::dma::DmaPort;
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::mmio::MmioError;
@@ -24,22 +65,13 @@ use emu_core::pci::{
 };
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
-use firmware_spec::gemini::limits::FMA_TOTAL_DESCRIPTORS;
 use firmware_spec::gemini::pci;
-use std::collections::{BTreeMap, HashMap};
 use thiserror::Error;
 
 /// Timer token: run a BTE step.
-pub(crate) const TOKEN_BTE: u64 = 1;
+const TOKEN_BTE: u64 = 1;
 /// Timer token: request watchdog.
-pub(crate) const TOKEN_WATCHDOG: u64 = 2;
-
-/// Traffic class of FMA requests, control frames and their answers.
-pub(crate) const TC_FMA: u8 = 0;
-/// Traffic class of BTE data (PUT data and GET answers of the BTE).
-pub(crate) const TC_BTE: u8 = 1;
-/// First stream id of the BTE channels (FMA descriptors use their id).
-pub(crate) const BTE_STREAM_BASE: u16 = 0x100;
+const TOKEN_WATCHDOG: u64 = 2;
 
 /// Why the model could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -49,88 +81,215 @@ pub enum GeminiError {
     Pci(#[from] emu_core::pci::PciError),
 }
 
-/// Who waits for a request's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Owner {
-    /// An FMA sequence.
-    Seq(u32),
-    /// A BTE transfer.
-    Xfer(u32),
-}
-
-/// Where the data of an answer lands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Landing {
-    /// Nowhere (acks).
-    None,
-    /// In a local memory domain; `flag`: write the 4-byte value 1 after `len` bytes.
-    Mdd {
-        acc: Access,
-        offset: u64,
-        len: u32,
-        flag: bool,
-    },
-    /// At a DMA address (BTE with NAT off).
-    Phys { addr: u64 },
-}
-
-/// An outstanding request.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Req {
-    pub(crate) owner: Owner,
-    pub(crate) landing: Landing,
-    /// A GET or fetching AMO (for the FMA status counters).
-    pub(crate) is_get: bool,
-}
-
-/// Where a request goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Dest {
-    /// Physical PE.
-    pub(crate) pe: u32,
-    /// Target memory domain.
-    pub(crate) acc: Access,
-    /// In-order delivery requested.
-    pub(crate) ordered: bool,
-    /// Stream id (FMA descriptor or BTE channel).
-    pub(crate) stream: u16,
-}
-
-/// In-order receive state of one (source PE, stream).
-#[derive(Debug, Default)]
-pub(crate) struct OrderRx {
-    pub(crate) next: u32,
-    pub(crate) held: BTreeMap<u32, Packet>,
-    pub(crate) since: SimTime,
-}
-
 /// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
 pub struct Gemini {
-    pub(crate) cfg: GeminiConfig,
     pci: PciConfigSpace,
-    msix: MsixTable,
     irq_backlog: Vec<u16>,
-    pub(crate) ntt: Ntt,
-    pub(crate) domains: Domains,
-    pub(crate) cqs: CqTable,
-    pub(crate) fma: Vec<FmaDesc>,
-    pub(crate) seqs: HashMap<u32, Seq>,
-    pub(crate) next_seq: u32,
-    pub(crate) bte: Bte,
-    pub(crate) reqs: HashMap<u32, Req>,
-    next_tag: u32,
-    order_tx: HashMap<(u32, u16), u32>,
-    pub(crate) order_rx: HashMap<(u32, u16), OrderRx>,
+    core: Core,
+    fma: Fma,
+    bte: Bte,
+    bte_rx: BteRx,
+    responder: Responder,
+}
+
+/// The parts of the NIC every block may reach, through its port trait only: configuration,
+/// MSI-X, the NTT, memory domains, CQs, the request table and the counters.
+struct Core {
+    cfg: GeminiConfig,
+    msix: MsixTable,
+    ntt: Ntt,
+    domains: Domains,
+    cqs: CqTable,
+    requests: Requests,
     counters: [u64; counter::COUNT as usize],
     watchdog_armed: bool,
+}
+
+impl Core {
+    /// Add `n` to counter `c`.
+    fn count(&mut self, c: u32, n: u64) {
+        if let Some(v) = self.counters.get_mut(c as usize) {
+            *v = v.wrapping_add(n);
+        }
+    }
+}
+
+/// The rest of the NIC as a block sees it while it runs: the shared [`Core`] and the
+/// engine's I/O for this event. Built per call from fields of [`Gemini`] disjoint from the
+/// block being called (two references, no allocation); it implements [`FmaPort`] and
+/// [`BtePort`], and with the BTE RX channels ([`Inbound`]) [`TargetPort`].
+struct Backplane<'a, 'io> {
+    io: &'a mut DeviceIo<'io>,
+    core: &'a mut Core,
+}
+
+impl Backplane<'_, '_> {
+    /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
+    fn raise(&mut self, v: u16) {
+        if let MsixOutcome::Delivered { .. } = self.core.msix.signal(v) {
+            self.io.interrupt(v);
+        }
+    }
+
+    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt.
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) -> Posted {
+        let r = self.core.cqs.post(self.io.dma(), cqh, cqe);
+        match r {
+            Posted::Written(irq) => {
+                self.core.count(counter::CQ_EVENTS, 1);
+                if let Some(v) = irq {
+                    self.raise(v);
+                }
+            }
+            Posted::Lost => {
+                tracing::debug!(
+                    target: "gemini::cq",
+                    nic = self.core.cfg.pe,
+                    cq = cqh,
+                    "event lost: CQ full (overrun)"
+                );
+                self.core.count(counter::CQ_LOST, 1);
+            }
+            Posted::Dropped => self.core.count(counter::CQ_DROPPED, 1),
+        }
+        r
+    }
+
+    /// Put a frame on the wire to physical PE `pe`.
+    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
+        self.core.count(counter::PACKETS_TX, 1);
+        self.core.count(counter::BYTES_TX, frame.len() as u64);
+        // The fabric seals the CRC when the packet is injected.
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+        });
+    }
+
+    /// Send a request and remember who waits for its answer.
+    fn issue(&mut self, req: Req, dest: &Dest, mut hdr: Header, payload: &[u8], tc: u8) {
+        self.core.requests.open(req, dest, &mut hdr);
+        let frame = hdr.encode(payload);
+        self.send_frame(dest.pe, tc, frame);
+        self.ensure_watchdog();
+    }
+
+    /// Arm the request watchdog if it is not armed.
+    fn ensure_watchdog(&mut self) {
+        if !self.core.watchdog_armed {
+            self.core.watchdog_armed = true;
+            let half =
+                SimDuration(self.core.cfg.request_timeout.0 / 2).max(SimDuration::from_us(1));
+            self.io.timer(half, TOKEN_WATCHDOG);
+        }
+    }
+}
+
+impl FmaPort for Backplane<'_, '_> {
+    fn nic(&self) -> u32 {
+        self.core.cfg.pe
+    }
+    fn now(&self) -> SimTime {
+        self.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.core.count(c, n);
+    }
+    fn ntt(&self) -> &Ntt {
+        &self.core.ntt
+    }
+    fn domains(&self) -> &Domains {
+        &self.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.io.dma()
+    }
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
+        Backplane::issue(self, req, dest, hdr, payload, tc);
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
+        Backplane::post_cqe(self, cqh, cqe);
+    }
+}
+
+impl BtePort for Backplane<'_, '_> {
+    fn now(&self) -> SimTime {
+        self.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.core.count(c, n);
+    }
+    fn domains(&self) -> &Domains {
+        &self.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.io.dma()
+    }
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
+        Backplane::issue(self, req, dest, hdr, payload, tc);
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
+        Backplane::post_cqe(self, cqh, cqe);
+    }
+    fn raise(&mut self, v: u16) {
+        Backplane::raise(self, v);
+    }
+    fn step_after(&mut self, delay: SimDuration) {
+        self.io.timer(delay, TOKEN_BTE);
+    }
+}
+
+/// The target side's view: the backplane plus the BTE RX channels SENDs land in.
+struct Inbound<'a, 'io> {
+    bp: Backplane<'a, 'io>,
+    rx: &'a mut BteRx,
+}
+
+impl TargetPort for Inbound<'_, '_> {
+    fn nic(&self) -> u32 {
+        self.bp.core.cfg.pe
+    }
+    fn now(&self) -> SimTime {
+        self.bp.io.now()
+    }
+    fn count(&mut self, c: u32, n: u64) {
+        self.bp.core.count(c, n);
+    }
+    fn domains(&self) -> &Domains {
+        &self.bp.core.domains
+    }
+    fn dma(&self) -> &DmaPort {
+        self.bp.io.dma()
+    }
+    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
+        self.bp.send_frame(pe, tc, frame);
+    }
+    fn ensure_watchdog(&mut self) {
+        self.bp.ensure_watchdog();
+    }
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) -> Posted {
+        self.bp.post_cqe(cqh, cqe)
+    }
+    fn deliver_send(&mut self, hdr: &Header, payload: &[u8]) -> Result<(), Fault> {
+        if let Some(v) = self.rx.receive(self.bp.io.dma(), hdr, payload)? {
+            self.bp.raise(v);
+        }
+        Ok(())
+    }
+    fn take_request(&mut self, tag: u32) -> Option<Req> {
+        self.bp.core.requests.take(tag)
+    }
 }
 
 impl std::fmt::Debug for Gemini {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gemini")
-            .field("name", &self.cfg.name)
-            .field("pe", &self.cfg.pe)
-            .field("outstanding", &self.reqs.len())
+            .field("name", &self.core.cfg.name)
+            .field("pe", &self.core.cfg.pe)
+            .field("outstanding", &self.core.requests.len())
             .finish_non_exhaustive()
     }
 }
@@ -171,56 +330,39 @@ impl Gemini {
             pba_offset: pci::MSIX_PBA_OFFSET as u32,
         })?;
         let msix = MsixTable::new(pci::MSIX_VECTORS)?;
-        let mut bte = Bte::default();
-        bte.max_outstanding =
-            u32::try_from(cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)))
-                .unwrap_or(u32::MAX)
-                .max(1);
         Ok(Gemini {
-            cfg,
             pci,
-            msix,
             irq_backlog: Vec::new(),
-            ntt: Ntt::default(),
-            domains: Domains::default(),
-            cqs: CqTable::default(),
-            fma: (0..FMA_TOTAL_DESCRIPTORS)
-                .map(|_| FmaDesc::default())
-                .collect(),
-            seqs: HashMap::new(),
-            next_seq: 0,
-            bte,
-            reqs: HashMap::new(),
-            next_tag: 0,
-            order_tx: HashMap::new(),
-            order_rx: HashMap::new(),
-            counters: [0; counter::COUNT as usize],
-            watchdog_armed: false,
+            fma: Fma::default(),
+            bte: Bte::new(&cfg),
+            bte_rx: BteRx::default(),
+            responder: Responder::default(),
+            core: Core {
+                cfg,
+                msix,
+                ntt: Ntt::default(),
+                domains: Domains::default(),
+                cqs: CqTable::default(),
+                requests: Requests::default(),
+                counters: [0; counter::COUNT as usize],
+                watchdog_armed: false,
+            },
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> &GeminiConfig {
-        &self.cfg
-    }
-
-    /// Add `n` to counter `c`.
-    pub(crate) fn count(&mut self, c: u32, n: u64) {
-        if let Some(v) = self.counters.get_mut(c as usize) {
-            *v = v.wrapping_add(n);
-        }
+        &self.core.cfg
     }
 
     /// Counter `c`.
     pub fn counter(&self, c: u32) -> u64 {
-        self.counters.get(c as usize).copied().unwrap_or(0)
+        self.core.counters.get(c as usize).copied().unwrap_or(0)
     }
 
-    /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
-    pub(crate) fn raise(&mut self, io: &mut DeviceIo<'_>, v: u16) {
-        if let MsixOutcome::Delivered { .. } = self.msix.signal(v) {
-            io.interrupt(v);
-        }
+    /// The shared core and this event's I/O, borrowed beside the blocks.
+    fn bp<'a, 'io>(core: &'a mut Core, io: &'a mut DeviceIo<'io>) -> Backplane<'a, 'io> {
+        Backplane { io, core }
     }
 
     fn flush_irq_backlog(&mut self, io: &mut DeviceIo<'_>) {
@@ -229,157 +371,76 @@ impl Gemini {
         }
     }
 
-    /// Deliver a CQE; counts the outcome and raises the CQ's interrupt. True if written.
-    pub(crate) fn post_cqe(&mut self, io: &mut DeviceIo<'_>, cqh: u64, cqe: Cqe) -> Posted {
-        let r = self.cqs.post(io.dma(), cqh, cqe);
-        match r {
-            Posted::Written(irq) => {
-                self.count(counter::CQ_EVENTS, 1);
-                if let Some(v) = irq {
-                    self.raise(io, v);
-                }
+    /// A frame from the fabric: to the target side; an answer it matched goes on to the
+    /// sequence or transfer that waits for it.
+    fn on_packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        let mut port = Inbound {
+            bp: Self::bp(&mut self.core, io),
+            rx: &mut self.bte_rx,
+        };
+        if let Some(answer) = self.responder.on_packet(&mut port, pkt) {
+            self.answered(io, answer);
+        }
+    }
+
+    /// A request ended (answer or timeout): to the sequence or transfer that waits.
+    fn answered(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
+        let mut bp = Self::bp(&mut self.core, io);
+        if a.fault.is_some() {
+            bp.core.count(counter::ERRORS, 1);
+        }
+        match a.req.owner {
+            Owner::Seq(s) => {
+                self.fma
+                    .seq_answered(&mut bp, s, a.req.is_get, a.fault, a.rem_overrun)
             }
-            Posted::Lost => {
-                tracing::debug!(
-                    target: "gemini::cq",
-                    nic = self.cfg.pe,
-                    cq = cqh,
-                    "event lost: CQ full (overrun)"
-                );
-                self.count(counter::CQ_LOST, 1);
-            }
-            Posted::Dropped => self.count(counter::CQ_DROPPED, 1),
-        }
-        r
-    }
-
-    /// Put a frame on the wire to physical PE `pe`.
-    pub(crate) fn send_frame(&mut self, io: &mut DeviceIo<'_>, pe: u32, tc: u8, frame: Vec<u8>) {
-        self.count(counter::PACKETS_TX, 1);
-        self.count(counter::BYTES_TX, frame.len() as u64);
-        // The fabric seals the CRC when the packet is injected.
-        io.send(Packet {
-            src: PortId(self.cfg.pe),
-            dst: PortId(pe),
-            tc: TrafficClass(tc),
-            data: frame,
-            crc: 0,
-        });
-    }
-
-    /// Send a request and remember who waits for its answer. Returns its tag.
-    pub(crate) fn issue(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        req: Req,
-        dest: &Dest,
-        mut hdr: Header,
-        payload: &[u8],
-        tc: u8,
-    ) -> u32 {
-        let tag = self.next_tag;
-        self.next_tag = self.next_tag.wrapping_add(1);
-        hdr.tag = tag;
-        hdr.ptag = dest.acc.ptag;
-        hdr.mdh = dest.acc.mdh;
-        hdr.stream = dest.stream;
-        if dest.acc.vmdh {
-            hdr.flags |= flag::VMDH;
-        }
-        if dest.ordered {
-            hdr.flags |= flag::ORDERED;
-            let n = self.order_tx.entry((dest.pe, dest.stream)).or_insert(0);
-            hdr.seq = *n;
-            *n = n.wrapping_add(1);
-        }
-        self.reqs.insert(tag, req);
-        let frame = hdr.encode(payload);
-        self.send_frame(io, dest.pe, tc, frame);
-        self.ensure_watchdog(io);
-        tag
-    }
-
-    /// Arm the request watchdog if it is not armed.
-    pub(crate) fn ensure_watchdog(&mut self, io: &mut DeviceIo<'_>) {
-        if !self.watchdog_armed {
-            self.watchdog_armed = true;
-            let half = SimDuration(self.cfg.request_timeout.0 / 2).max(SimDuration::from_us(1));
-            io.timer(half, TOKEN_WATCHDOG);
-        }
-    }
-
-    /// An answer (or a timeout) for a request of `owner`.
-    pub(crate) fn answered(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        req: Req,
-        fault: Option<Fault>,
-        rem_overrun: bool,
-    ) {
-        if fault.is_some() {
-            self.count(counter::ERRORS, 1);
-        }
-        match req.owner {
-            Owner::Seq(s) => self.seq_answered(io, s, req.is_get, fault, rem_overrun),
-            Owner::Xfer(x) => self.xfer_answered(io, x, fault),
+            Owner::Xfer(x) => self.bte.xfer_answered(&mut bp, x, a.fault),
         }
     }
 
     /// Watchdog: fail requests without progress for `request_timeout`, give up on stalled
     /// in-order streams, re-arm while anything is outstanding.
     fn watchdog(&mut self, io: &mut DeviceIo<'_>) {
-        self.watchdog_armed = false;
+        self.core.watchdog_armed = false;
         let now = io.now();
-        let timeout = self.cfg.request_timeout;
-        let expired = |last: SimTime| now.since(last) >= timeout;
+        let timeout = self.core.cfg.request_timeout;
+        // Sequences first, then transfers, each in ascending id order.
         let mut dead: Vec<Owner> = self
-            .seqs
-            .iter()
-            .filter(|(_, s)| s.outstanding > 0 && expired(s.last_progress))
-            .map(|(&id, _)| Owner::Seq(id))
+            .fma
+            .expired(now, timeout)
+            .into_iter()
+            .map(Owner::Seq)
             .collect();
-        dead.extend(self.bte_expired(now, timeout).into_iter().map(Owner::Xfer));
-        dead.sort_by_key(|o| match o {
-            Owner::Seq(s) => (0, *s),
-            Owner::Xfer(x) => (1, *x),
-        });
+        dead.extend(self.bte.expired(now, timeout).into_iter().map(Owner::Xfer));
         for owner in dead {
-            let mut tags: Vec<u32> = self
-                .reqs
-                .iter()
-                .filter(|(_, r)| r.owner == owner)
-                .map(|(&t, _)| t)
-                .collect();
-            tags.sort_unstable();
-            for t in tags {
-                if let Some(r) = self.reqs.remove(&t) {
+            for t in self.core.requests.tags_of(owner) {
+                if let Some(req) = self.core.requests.take(t) {
                     tracing::debug!(
                         target: "gemini::watchdog",
-                        nic = self.cfg.pe,
+                        nic = self.core.cfg.pe,
                         tag = t,
                         "request timed out"
                     );
-                    self.count(counter::TIMEOUTS, 1);
-                    self.answered(io, r, Some(Fault::Timeout), false);
+                    self.core.count(counter::TIMEOUTS, 1);
+                    let a = Answer {
+                        req,
+                        fault: Some(Fault::Timeout),
+                        rem_overrun: false,
+                    };
+                    self.answered(io, a);
                 }
             }
         }
-        let half = SimDuration(timeout.0 / 2);
-        let mut stalled: Vec<(u32, u16)> = self
-            .order_rx
-            .iter()
-            .filter(|(_, st)| !st.held.is_empty() && now.since(st.since) >= half)
-            .map(|(&k, _)| k)
-            .collect();
-        stalled.sort_unstable();
-        for key in stalled {
-            self.skip_order_gap(io, key);
+        for key in self.responder.stalled(now, SimDuration(timeout.0 / 2)) {
+            let mut port = Inbound {
+                bp: Self::bp(&mut self.core, io),
+                rx: &mut self.bte_rx,
+            };
+            self.responder.skip_order_gap(&mut port, key);
         }
-        let busy = !self.reqs.is_empty()
-            || self.order_rx.values().any(|s| !s.held.is_empty())
-            || self.bte_busy();
+        let busy = !self.core.requests.is_empty() || self.responder.holding() || self.bte.busy();
         if busy {
-            self.ensure_watchdog(io);
+            Self::bp(&mut self.core, io).ensure_watchdog();
         }
     }
 
@@ -387,35 +448,38 @@ impl Gemini {
         let sub = off & 7;
         let t = regs::decode(off);
         let v = match t {
-            Target::NodeId => u64::from(self.cfg.pe),
-            Target::NttConfig => self.ntt.config,
-            Target::Ntt { bank, index } => self.ntt.read(bank, index),
+            Target::NodeId => u64::from(self.core.cfg.pe),
+            Target::NttConfig => self.core.ntt.config,
+            Target::Ntt { bank, index } => self.core.ntt.read(bank, index),
             Target::Mrt(i) => {
-                let lo = u64::from(self.domains.read_mrt(i));
-                let hi = u64::from(self.domains.read_mrt(i + 1));
+                let lo = u64::from(self.core.domains.read_mrt(i));
+                let hi = u64::from(self.core.domains.read_mrt(i + 1));
                 return regs::extract(lo | (hi << 32), off & 3, data);
             }
-            Target::MrtPageSize => self.domains.mrt_pagesize,
-            Target::Mdd { index, off } => self.domains.read_mdd(index, (off / 8) as usize),
+            Target::MrtPageSize => self.core.domains.mrt_pagesize,
+            Target::Mdd { index, off } => self.core.domains.read_mdd(index, (off / 8) as usize),
             Target::Vmdh(i) => {
-                let lo = u64::from(self.domains.read_vmdh(i));
-                let hi = u64::from(self.domains.read_vmdh(i + 1));
+                let lo = u64::from(self.core.domains.read_vmdh(i));
+                let hi = u64::from(self.core.domains.read_vmdh(i + 1));
                 return regs::extract(lo | (hi << 32), off & 3, data);
             }
-            Target::Cq { index, off } => self.cqs.read_kernel(index, (off / 8) as usize),
-            Target::CqUser { index, off } => self.cqs.read_user(index, off & !7),
-            Target::FmaPriv { id, off } => self.fma_reg_read(io, id, off & !7, true),
-            Target::FmaUser { id, off } => self.fma_reg_read(io, id, off & !7, false),
+            Target::Cq { index, off } => self.core.cqs.read_kernel(index, (off / 8) as usize),
+            Target::CqUser { index, off } => self.core.cqs.read_user(index, off & !7),
+            Target::FmaPriv { id, off } | Target::FmaUser { id, off } => {
+                let privileged = matches!(t, Target::FmaPriv { .. });
+                let mut bp = Self::bp(&mut self.core, io);
+                self.fma.reg_read(&mut bp, id, off & !7, privileged)
+            }
             Target::Window { .. } => 0,
             Target::Counter(i) => self.counter(i),
             Target::BteTx { .. }
             | Target::BteTxChannel { .. }
             | Target::TxRingBase
-            | Target::TxRingCount
-            | Target::BteRx(_)
+            | Target::TxRingCount => self.bte.reg_read(t),
+            Target::BteRx(_)
             | Target::BteRxChannel { .. }
             | Target::RxRingBase
-            | Target::RxRingCount => self.bte_reg_read(t),
+            | Target::RxRingCount => self.bte_rx.reg_read(t),
             Target::Unmapped => 0,
         };
         regs::extract(v, sub, data);
@@ -426,62 +490,69 @@ impl Gemini {
         let t = regs::decode(off);
         match t {
             Target::Window { kind, id, off } => {
-                return self.fma_window_store(io, kind, id, off, data);
+                let mut bp = Self::bp(&mut self.core, io);
+                return self.fma.window_store(&mut bp, kind, id, off, data);
             }
-            Target::FmaPriv { id, off } => return self.fma_reg_write(io, id, off, data, true),
-            Target::FmaUser { id, off } => return self.fma_reg_write(io, id, off, data, false),
+            Target::FmaPriv { id, off } | Target::FmaUser { id, off } => {
+                let privileged = matches!(t, Target::FmaPriv { .. });
+                let mut bp = Self::bp(&mut self.core, io);
+                return self.fma.reg_write(&mut bp, id, off, data, privileged);
+            }
             _ => {}
         }
         let merged = |old: u64| regs::merge(old, sub, data);
         match t {
-            Target::NttConfig => self.ntt.config = merged(self.ntt.config),
+            Target::NttConfig => self.core.ntt.config = merged(self.core.ntt.config),
             Target::Ntt { bank, index } => {
-                let v = merged(self.ntt.read(bank, index));
-                self.ntt.write(bank, index, v);
+                let v = merged(self.core.ntt.read(bank, index));
+                self.core.ntt.write(bank, index, v);
             }
             Target::Mrt(i) => {
-                let old = u64::from(self.domains.read_mrt(i))
-                    | (u64::from(self.domains.read_mrt(i + 1)) << 32);
+                let old = u64::from(self.core.domains.read_mrt(i))
+                    | (u64::from(self.core.domains.read_mrt(i + 1)) << 32);
                 let v = regs::merge(old, off & 3, data);
-                self.domains.write_mrt(i, v as u32);
+                self.core.domains.write_mrt(i, v as u32);
                 if data.len() == 8 {
-                    self.domains.write_mrt(i + 1, (v >> 32) as u32);
+                    self.core.domains.write_mrt(i + 1, (v >> 32) as u32);
                 }
             }
             Target::MrtPageSize => {
-                self.domains.mrt_pagesize = merged(self.domains.mrt_pagesize) & 7
+                self.core.domains.mrt_pagesize = merged(self.core.domains.mrt_pagesize) & 7
             }
             Target::Mdd { index, off } => {
                 let q = (off / 8) as usize;
-                let v = merged(self.domains.read_mdd(index, q));
-                self.domains.write_mdd(index, q, v);
+                let v = merged(self.core.domains.read_mdd(index, q));
+                self.core.domains.write_mdd(index, q, v);
             }
             Target::Vmdh(i) => {
-                let old = u64::from(self.domains.read_vmdh(i))
-                    | (u64::from(self.domains.read_vmdh(i + 1)) << 32);
+                let old = u64::from(self.core.domains.read_vmdh(i))
+                    | (u64::from(self.core.domains.read_vmdh(i + 1)) << 32);
                 let v = regs::merge(old, off & 3, data);
-                self.domains.write_vmdh(i, v as u32);
+                self.core.domains.write_vmdh(i, v as u32);
                 if data.len() == 8 {
-                    self.domains.write_vmdh(i + 1, (v >> 32) as u32);
+                    self.core.domains.write_vmdh(i + 1, (v >> 32) as u32);
                 }
             }
             Target::Cq { index, off } => {
                 let q = (off / 8) as usize;
-                let v = merged(self.cqs.read_kernel(index, q));
-                self.cqs.write_kernel(index, q, v);
+                let v = merged(self.core.cqs.read_kernel(index, q));
+                self.core.cqs.write_kernel(index, q, v);
             }
             Target::CqUser { index, off } => {
-                let v = merged(self.cqs.read_user(index, off & !7));
-                self.cqs.write_user(index, off & !7, v);
+                let v = merged(self.core.cqs.read_user(index, off & !7));
+                self.core.cqs.write_user(index, off & !7, v);
             }
             Target::BteTx { .. }
             | Target::BteTxChannel { .. }
             | Target::TxRingBase
-            | Target::TxRingCount
-            | Target::BteRx(_)
+            | Target::TxRingCount => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.bte.reg_write(&mut bp, t, sub, data);
+            }
+            Target::BteRx(_)
             | Target::BteRxChannel { .. }
             | Target::RxRingBase
-            | Target::RxRingCount => self.bte_reg_write(io, t, sub, data),
+            | Target::RxRingCount => self.bte_rx.reg_write(t, sub, data),
             Target::NodeId
             | Target::Counter(_)
             | Target::Unmapped
@@ -511,7 +582,7 @@ fn check_width(offset: u64, data_len: usize) -> Result<(), MmioError> {
 
 impl DeviceModel for Gemini {
     fn name(&self) -> &str {
-        &self.cfg.name
+        &self.core.cfg.name
     }
 
     fn config_read(&mut self, reg: u16) -> u32 {
@@ -520,7 +591,7 @@ impl DeviceModel for Gemini {
 
     fn config_write(&mut self, reg: u16, value: u32) {
         self.pci.write(reg, value);
-        for d in self.msix.sync_control(&self.pci) {
+        for d in self.core.msix.sync_control(&self.pci) {
             self.irq_backlog.push(d.vector);
         }
     }
@@ -540,9 +611,12 @@ impl DeviceModel for Gemini {
                 Ok(())
             }
             2 if offset >= pci::MSIX_PBA_OFFSET => {
-                self.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
+                self.core.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
             }
-            2 => self.msix.table_read(offset - pci::MSIX_TABLE_OFFSET, data),
+            2 => self
+                .core
+                .msix
+                .table_read(offset - pci::MSIX_TABLE_OFFSET, data),
             _ => Err(MmioError::Unmapped { addr: offset }),
         }
     }
@@ -558,11 +632,13 @@ impl DeviceModel for Gemini {
         check_width(offset, data.len())?;
         match bar {
             0 => self.reg_write(io, offset, data),
-            2 if offset >= pci::MSIX_PBA_OFFSET => {
-                self.msix.pba_write(offset - pci::MSIX_PBA_OFFSET, data)
-            }
+            2 if offset >= pci::MSIX_PBA_OFFSET => self
+                .core
+                .msix
+                .pba_write(offset - pci::MSIX_PBA_OFFSET, data),
             2 => {
                 for d in self
+                    .core
                     .msix
                     .table_write(offset - pci::MSIX_TABLE_OFFSET, data)?
                 {
@@ -582,7 +658,10 @@ impl DeviceModel for Gemini {
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_irq_backlog(io);
         match token {
-            TOKEN_BTE => self.bte_step(io),
+            TOKEN_BTE => {
+                let mut bp = Self::bp(&mut self.core, io);
+                self.bte.step(&mut bp);
+            }
             TOKEN_WATCHDOG => self.watchdog(io),
             _ => {}
         }

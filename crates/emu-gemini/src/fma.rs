@@ -4,15 +4,20 @@
 //! Register layout: `firmware_spec::gemini::fma` (`ghal_fma_desc_t`, `GHAL_FMA_*`). Window
 //! semantics, the privilege mask and sequence rules: docs/gemini-programming.md ("FMA
 //! descriptors").
+//!
+//! The block (`Fma`) reaches the rest of the NIC only through the `FmaPort` trait: the NTT
+//! and memory domains it reads, the request table it sends through, the CQs its sequences
+//! complete in. Answers come back from the device as `Fma::seq_answered`.
 
-use crate::device::{Dest, Gemini, Landing, Req, TC_FMA};
 use crate::fault::Fault;
-use crate::mdd::Access;
-use crate::packet::{Header, Kind, flag};
+use crate::mdd::{Access, Domains};
+use crate::ntt::Ntt;
+use crate::packet::{Header, Kind, TC_FMA, flag};
 use crate::regs::{self, counter};
-use emu_core::engine::DeviceIo;
+use crate::request::{Dest, Landing, Owner, Req};
+use emu_core::dma::DmaPort;
 use emu_core::mmio::MmioError;
-use emu_core::time::SimTime;
+use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::amo::{AmoCmd, NO_FETCH_BIT};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use firmware_spec::gemini::fma::{
@@ -20,6 +25,30 @@ use firmware_spec::gemini::fma::{
     op, reg,
 };
 use firmware_spec::gemini::gni::ReturnCode;
+use firmware_spec::gemini::limits::FMA_TOTAL_DESCRIPTORS;
+use std::collections::HashMap;
+
+/// What the FMA block needs from the rest of the NIC: the tables it reads, the request
+/// table it sends through, and the CQs its sequences complete in. The device implements it.
+pub(crate) trait FmaPort {
+    /// Physical PE of this NIC (for traces).
+    fn nic(&self) -> u32;
+    /// Current virtual time.
+    fn now(&self) -> SimTime;
+    /// Add `n` to model counter `c` ([`regs::counter`]).
+    fn count(&mut self, c: u32, n: u64);
+    /// The node translation table (logical PEs of a descriptor's group).
+    fn ntt(&self) -> &Ntt;
+    /// The memory domains (a GET's or fetching AMO's landing zone is checked up front).
+    fn domains(&self) -> &Domains;
+    /// The host DMA port the domains are checked against.
+    fn dma(&self) -> &DmaPort;
+    /// Tag and send a request on traffic class `tc`; its answer (or timeout) comes back as
+    /// [`Fma::seq_answered`] for `Owner::Seq`.
+    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8);
+    /// Deliver a completion event to CQ `cqh`.
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe);
+}
 
 /// Most sequences (SSIDs) one descriptor may have in flight (8-bit `ssid_inuse`).
 pub const MAX_SEQUENCES: u32 = 255;
@@ -51,8 +80,8 @@ pub const MSG_MAX: usize = 65_536 + 64;
 
 /// One FMA descriptor.
 #[derive(Clone, Debug)]
-pub(crate) struct FmaDesc {
-    pub(crate) regs: FmaDescriptor,
+struct FmaDesc {
+    regs: FmaDescriptor,
     prvmask: u32,
     err_rc: u32,
     wc: Option<Wc>,
@@ -81,7 +110,7 @@ impl Default for FmaDesc {
 
 /// Where a sequence is after its data requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
+enum Phase {
     /// Data requests outstanding.
     Data,
     /// Sync flag outstanding.
@@ -92,10 +121,10 @@ pub(crate) enum Phase {
 
 /// An FMA sequence: the requests between two `SYNC_COMPLETE`s and the event they end in.
 #[derive(Clone, Debug)]
-pub(crate) struct Seq {
+struct Seq {
     fma: u8,
     closed: bool,
-    pub(crate) outstanding: u32,
+    outstanding: u32,
     error: Option<Fault>,
     sync: u64,
     data56: u64,
@@ -103,7 +132,27 @@ pub(crate) struct Seq {
     last: Option<Dest>,
     phase: Phase,
     rem_overrun: bool,
-    pub(crate) last_progress: SimTime,
+    last_progress: SimTime,
+}
+
+/// The FMA block of one NIC: its descriptors and their open and in-flight sequences.
+#[derive(Clone, Debug)]
+pub(crate) struct Fma {
+    descs: Vec<FmaDesc>,
+    seqs: HashMap<u32, Seq>,
+    next_seq: u32,
+}
+
+impl Default for Fma {
+    fn default() -> Self {
+        Fma {
+            descs: (0..FMA_TOTAL_DESCRIPTORS)
+                .map(|_| FmaDesc::default())
+                .collect(),
+            seqs: HashMap::new(),
+            next_seq: 0,
+        }
+    }
 }
 
 fn image(d: &FmaDescriptor) -> [u64; QWORDS] {
@@ -180,20 +229,32 @@ impl FmaDesc {
     }
 }
 
-impl Gemini {
-    fn fma_desc(&self, id: u8) -> Option<&FmaDesc> {
-        self.fma.get(usize::from(id))
+impl Fma {
+    /// Sequences with requests outstanding and no progress for `timeout`, ascending.
+    pub(crate) fn expired(&self, now: SimTime, timeout: SimDuration) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .seqs
+            .iter()
+            .filter(|(_, s)| s.outstanding > 0 && now.since(s.last_progress) >= timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn desc(&self, id: u8) -> Option<&FmaDesc> {
+        self.descs.get(usize::from(id))
     }
 
     /// Resolve the target of window offset `off` of descriptor `id`.
-    fn fma_dest(&self, id: u8, off: u64) -> Result<(Dest, u64), Fault> {
-        let d = &self.fma_desc(id).ok_or(Fault::BadCommand)?.regs;
+    fn dest(&self, ntt: &Ntt, id: u8, off: u64) -> Result<(Dest, u64), Fault> {
+        let d = &self.desc(id).ok_or(Fault::BadCommand)?.regs;
         let (pe, roff) = d.target(off);
         let phys = if d.ntt_enabled() {
             if pe >= d.num_pes {
                 return Err(Fault::PeOutsideGroup);
             }
-            self.ntt.translate(d.pe_base + pe)?
+            ntt.translate(d.pe_base + pe)?
         } else {
             pe as u32
         };
@@ -214,8 +275,8 @@ impl Gemini {
     }
 
     /// The local memory domain of descriptor `id`.
-    fn fma_local(&self, id: u8) -> Access {
-        let d = self.fma_desc(id).map(|d| d.regs).unwrap_or_default();
+    fn local(&self, id: u8) -> Access {
+        let d = self.desc(id).map(|d| d.regs).unwrap_or_default();
         Access {
             mdh: d.src_mem_dh as u16,
             vmdh: false,
@@ -224,8 +285,11 @@ impl Gemini {
     }
 
     /// The open sequence of descriptor `id`, opening one if needed.
-    fn fma_open_seq(&mut self, id: u8, now: SimTime) -> Result<u32, Fault> {
-        let d = self.fma.get_mut(usize::from(id)).ok_or(Fault::BadCommand)?;
+    fn open_seq(&mut self, id: u8, now: SimTime) -> Result<u32, Fault> {
+        let d = self
+            .descs
+            .get_mut(usize::from(id))
+            .ok_or(Fault::BadCommand)?;
         if let Some(s) = d.open {
             return Ok(s);
         }
@@ -257,23 +321,23 @@ impl Gemini {
 
     /// A request of descriptor `id` was refused locally: flag, `ERR_RC`, and the error on
     /// the open sequence (so its completion event reports it).
-    fn fma_reject(&mut self, io: &mut DeviceIo<'_>, id: u8, fault: Fault) {
+    fn reject(&mut self, p: &mut impl FmaPort, id: u8, fault: Fault) {
         tracing::debug!(
             target: "gemini::fma",
-            nic = self.cfg.pe,
+            nic = p.nic(),
             fma = id,
             %fault,
             "request rejected"
         );
-        self.count(counter::ERRORS, 1);
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        p.count(counter::ERRORS, 1);
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             d.regs.flags |= u64::from(fault.fma_flag().bits());
             d.err_rc = fault.return_code().code();
         }
         if fault == Fault::NoSyncId {
             return;
         }
-        if let Ok(s) = self.fma_open_seq(id, io.now())
+        if let Ok(s) = self.open_seq(id, p.now())
             && let Some(seq) = self.seqs.get_mut(&s)
         {
             seq.error.get_or_insert(fault);
@@ -282,9 +346,9 @@ impl Gemini {
 
     /// Send one request of descriptor `id` inside its open sequence.
     #[allow(clippy::too_many_arguments)]
-    fn fma_issue(
+    fn send(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         id: u8,
         dest: Dest,
         hdr: Header,
@@ -292,16 +356,16 @@ impl Gemini {
         landing: Landing,
         is_get: bool,
     ) {
-        let s = match self.fma_open_seq(id, io.now()) {
+        let s = match self.open_seq(id, p.now()) {
             Ok(s) => s,
-            Err(f) => return self.fma_reject(io, id, f),
+            Err(f) => return self.reject(p, id, f),
         };
         if let Some(seq) = self.seqs.get_mut(&s) {
             seq.outstanding += 1;
             seq.last = Some(dest);
             seq.had_get |= is_get;
         }
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             if is_get {
                 d.gets_out += 1;
             } else {
@@ -309,30 +373,30 @@ impl Gemini {
             }
         }
         let req = Req {
-            owner: crate::device::Owner::Seq(s),
+            owner: Owner::Seq(s),
             landing,
             is_get,
         };
-        self.issue(io, req, &dest, hdr, payload, TC_FMA);
+        p.issue(req, &dest, hdr, payload, TC_FMA);
     }
 
     /// Send the write-combined bytes and the gathered message of descriptor `id`, if any.
-    pub(crate) fn fma_flush(&mut self, io: &mut DeviceIo<'_>, id: u8) {
-        let Some(d) = self.fma.get_mut(usize::from(id)) else {
+    fn flush(&mut self, p: &mut impl FmaPort, id: u8) {
+        let Some(d) = self.descs.get_mut(usize::from(id)) else {
             return;
         };
         let (wc, msg) = (d.wc.take(), d.msg.take());
         if let Some(wc) = wc {
-            self.fma_send_put(io, id, wc.dest, wc.offset, &wc.buf[..wc.len], false);
+            self.send_put(p, id, wc.dest, wc.offset, &wc.buf[..wc.len], false);
         }
         if let Some(m) = msg {
-            self.fma_send_put(io, id, m.dest, m.offset, &m.data, true);
+            self.send_put(p, id, m.dest, m.offset, &m.data, true);
         }
     }
 
-    fn fma_send_put(
+    fn send_put(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         id: u8,
         dest: Dest,
         offset: u64,
@@ -344,20 +408,20 @@ impl Gemini {
         if msg {
             h.flags |= flag::MSG;
         }
-        self.count(counter::FMA_PUTS, 1);
-        self.fma_issue(io, id, dest, h, data, Landing::None, false);
+        p.count(counter::FMA_PUTS, 1);
+        self.send(p, id, dest, h, data, Landing::None, false);
     }
 
     /// A store into an FMA window.
-    pub(crate) fn fma_window_store(
+    pub(crate) fn window_store(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         kind: WindowKind,
         id: u8,
         off: u64,
         data: &[u8],
     ) -> Result<(), MmioError> {
-        let Some(d) = self.fma_desc(id) else {
+        let Some(d) = self.desc(id) else {
             return Ok(());
         };
         if kind == WindowKind::Get {
@@ -367,37 +431,37 @@ impl Gemini {
                     width: data.len(),
                 });
             }
-            self.fma_flush(io, id);
-            self.fma_get(io, id, off, regs::value(data));
+            self.flush(p, id);
+            self.get_store(p, id, off, regs::value(data));
             return Ok(());
         }
         if !d.enabled() {
-            self.fma_flush(io, id);
-            self.fma_reject(io, id, Fault::NotEnabled);
+            self.flush(p, id);
+            self.reject(p, id, Fault::NotEnabled);
             return Ok(());
         }
         let command = d.regs.command as u32;
         if command != 0 && command != (op::PUT_MSG & 0x1F) {
-            self.fma_flush(io, id);
-            self.fma_amo_nofetch(io, id, off, command, data);
+            self.flush(p, id);
+            self.amo_nofetch(p, id, off, command, data);
             return Ok(());
         }
         let msg = command != 0;
-        let (dest, roff) = match self.fma_dest(id, off) {
+        let (dest, roff) = match self.dest(p.ntt(), id, off) {
             Ok(t) => t,
             Err(f) => {
-                self.fma_flush(io, id);
-                self.fma_reject(io, id, f);
+                self.flush(p, id);
+                self.reject(p, id, f);
                 return Ok(());
             }
         };
         if msg {
-            self.fma_gather_msg(io, id, dest, roff, data);
+            self.gather_msg(p, id, dest, roff, data);
             return Ok(());
         }
         if kind == WindowKind::PutUc {
-            self.fma_flush(io, id);
-            self.fma_send_put(io, id, dest, roff, data, false);
+            self.flush(p, id);
+            self.send_put(p, id, dest, roff, data, false);
             return Ok(());
         }
         let w = data.len();
@@ -407,17 +471,17 @@ impl Gemini {
                 && wc.len + w <= WC_LINE as usize
                 && wc.offset / WC_LINE == (roff + w as u64 - 1) / WC_LINE
         };
-        if let Some(Some(wc)) = self.fma.get_mut(usize::from(id)).map(|d| d.wc.as_mut())
+        if let Some(Some(wc)) = self.descs.get_mut(usize::from(id)).map(|d| d.wc.as_mut())
             && fits(wc)
         {
             wc.buf[wc.len..wc.len + w].copy_from_slice(data);
             wc.len += w;
             if wc.len == WC_LINE as usize {
-                self.fma_flush(io, id);
+                self.flush(p, id);
             }
             return Ok(());
         }
-        self.fma_flush(io, id);
+        self.flush(p, id);
         let mut wc = Wc {
             len: w,
             dest,
@@ -425,7 +489,7 @@ impl Gemini {
             buf: [0; WC_LINE as usize],
         };
         wc.buf[..w].copy_from_slice(data);
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             d.wc = Some(wc);
         }
         Ok(())
@@ -433,15 +497,8 @@ impl Gemini {
 
     /// PUT_MSG stores (either PUT window) gather the whole contiguous message, which goes
     /// out as one frame at the next flush, so the target can make its header visible last.
-    fn fma_gather_msg(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        id: u8,
-        dest: Dest,
-        roff: u64,
-        data: &[u8],
-    ) {
-        if let Some(Some(m)) = self.fma.get_mut(usize::from(id)).map(|d| d.msg.as_mut())
+    fn gather_msg(&mut self, p: &mut impl FmaPort, id: u8, dest: Dest, roff: u64, data: &[u8]) {
+        if let Some(Some(m)) = self.descs.get_mut(usize::from(id)).map(|d| d.msg.as_mut())
             && m.dest == dest
             && m.offset.checked_add(m.data.len() as u64) == Some(roff)
             && m.data.len() + data.len() <= MSG_MAX
@@ -449,8 +506,8 @@ impl Gemini {
             m.data.extend_from_slice(data);
             return;
         }
-        self.fma_flush(io, id);
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        self.flush(p, id);
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             d.msg = Some(MsgBuf {
                 dest,
                 offset: roff,
@@ -461,66 +518,59 @@ impl Gemini {
 
     /// A non-fetching AMO through a PUT window (`command` = code & 0x1F): an 8-byte store
     /// triggers it, the operands are SCRATCH0 and SCRATCH1.
-    fn fma_amo_nofetch(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        id: u8,
-        off: u64,
-        command: u32,
-        data: &[u8],
-    ) {
+    fn amo_nofetch(&mut self, p: &mut impl FmaPort, id: u8, off: u64, command: u32, data: &[u8]) {
         let Ok(cmd) = AmoCmd::try_from(NO_FETCH_BIT | command) else {
-            return self.fma_reject(io, id, Fault::BadCommand);
+            return self.reject(p, id, Fault::BadCommand);
         };
         if data.len() != 8 {
-            return self.fma_reject(io, id, Fault::BadLength);
+            return self.reject(p, id, Fault::BadLength);
         }
-        let (dest, roff) = match self.fma_dest(id, off) {
+        let (dest, roff) = match self.dest(p.ntt(), id, off) {
             Ok(t) => t,
-            Err(f) => return self.fma_reject(io, id, f),
+            Err(f) => return self.reject(p, id, f),
         };
         if roff & 7 != 0 {
-            return self.fma_reject(io, id, Fault::Misaligned);
+            return self.reject(p, id, Fault::Misaligned);
         }
         let (op1, op2) = self
-            .fma_desc(id)
+            .desc(id)
             .map_or((0, 0), |d| (d.regs.scratch0, d.regs.scratch1));
         let mut h = Header::new(Kind::AmoReq);
         h.cmd = cmd.code() as u16;
         h.offset = roff;
         h.op1 = op1;
         h.op2 = op2;
-        self.count(counter::AMOS, 1);
-        self.fma_issue(io, id, dest, h, &[], Landing::None, false);
+        p.count(counter::AMOS, 1);
+        self.send(p, id, dest, h, &[], Landing::None, false);
     }
 
     /// A GET control word stored into the GET window.
-    fn fma_get(&mut self, io: &mut DeviceIo<'_>, id: u8, off: u64, v: u64) {
-        let Some(d) = self.fma_desc(id) else {
+    fn get_store(&mut self, p: &mut impl FmaPort, id: u8, off: u64, v: u64) {
+        let Some(d) = self.desc(id) else {
             return;
         };
         if !d.enabled() {
-            return self.fma_reject(io, id, Fault::NotEnabled);
+            return self.reject(p, id, Fault::NotEnabled);
         }
         let (scratch0, scratch1) = (d.regs.scratch0, d.regs.scratch1);
         let gcw = GetControlWord::from_u64(v);
-        let (dest, roff) = match self.fma_dest(id, off) {
+        let (dest, roff) = match self.dest(p.ntt(), id, off) {
             Ok(t) => t,
-            Err(f) => return self.fma_reject(io, id, f),
+            Err(f) => return self.reject(p, id, f),
         };
-        let local = self.fma_local(id);
+        let local = self.local(id);
         if gcw.cmd == 0 {
             let len = gcw.length();
             // Gemini: GET needs 4-byte aligned local address, remote address and length.
             if !firmware_spec::gemini::limits::get_is_aligned(gcw.local_offset, roff, len) {
-                return self.fma_reject(io, id, Fault::Misaligned);
+                return self.reject(p, id, Fault::Misaligned);
             }
             let extra = if gcw.gb != 0 { 4 } else { 0 };
-            if let Err(f) = self
-                .domains
-                .check(io.dma(), local, gcw.local_offset, len + extra, true)
+            if let Err(f) = p
+                .domains()
+                .check(p.dma(), local, gcw.local_offset, len + extra, true)
             {
-                return self.fma_reject(io, id, f);
+                return self.reject(p, id, f);
             }
             let mut h = Header::new(Kind::GetReq);
             h.offset = roff;
@@ -531,22 +581,19 @@ impl Gemini {
                 len: len as u32,
                 flag: gcw.gb != 0,
             };
-            self.count(counter::FMA_GETS, 1);
-            self.fma_issue(io, id, dest, h, &[], landing, true);
+            p.count(counter::FMA_GETS, 1);
+            self.send(p, id, dest, h, &[], landing, true);
             return;
         }
         let cmd = match AmoCmd::try_from(gcw.cmd as u32) {
             Ok(c) if c.is_fetching() => c,
-            _ => return self.fma_reject(io, id, Fault::BadCommand),
+            _ => return self.reject(p, id, Fault::BadCommand),
         };
         if roff & 7 != 0 || gcw.local_offset & 7 != 0 {
-            return self.fma_reject(io, id, Fault::Misaligned);
+            return self.reject(p, id, Fault::Misaligned);
         }
-        if let Err(f) = self
-            .domains
-            .check(io.dma(), local, gcw.local_offset, 8, true)
-        {
-            return self.fma_reject(io, id, f);
+        if let Err(f) = p.domains().check(p.dma(), local, gcw.local_offset, 8, true) {
+            return self.reject(p, id, f);
         }
         let mut h = Header::new(Kind::AmoReq);
         h.cmd = cmd.code() as u16;
@@ -559,20 +606,20 @@ impl Gemini {
             len: 8,
             flag: gcw.gb != 0,
         };
-        self.count(counter::AMOS, 1);
-        self.fma_issue(io, id, dest, h, &[], landing, true);
+        p.count(counter::AMOS, 1);
+        self.send(p, id, dest, h, &[], landing, true);
     }
 
     /// Load from a descriptor page.
-    pub(crate) fn fma_reg_read(
+    pub(crate) fn reg_read(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         id: u8,
         off: u64,
         privileged: bool,
     ) -> u64 {
-        self.fma_flush(io, id);
-        let Some(d) = self.fma_desc(id) else {
+        self.flush(p, id);
+        let Some(d) = self.desc(id) else {
             return 0;
         };
         match off {
@@ -591,16 +638,16 @@ impl Gemini {
     }
 
     /// Store to a descriptor page.
-    pub(crate) fn fma_reg_write(
+    pub(crate) fn reg_write(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         id: u8,
         off: u64,
         data: &[u8],
         privileged: bool,
     ) -> Result<(), MmioError> {
-        self.fma_flush(io, id);
-        let Some(d) = self.fma.get_mut(usize::from(id)) else {
+        self.flush(p, id);
+        let Some(d) = self.descs.get_mut(usize::from(id)) else {
             return Ok(());
         };
         let q = (off / 8) as usize;
@@ -659,23 +706,23 @@ impl Gemini {
             reg::ALLOC_SYNCID => {
                 if v == ALLOC_SEQID_DOORBELL {
                     d.regs.alloc_syncid = v;
-                    if let Err(f) = self.fma_open_seq(id, io.now()) {
-                        self.fma_reject(io, id, f);
+                    if let Err(f) = self.open_seq(id, p.now()) {
+                        self.reject(p, id, f);
                     }
                 }
             }
-            reg::SYNC_COMPLETE => self.fma_sync_complete(io, id, v),
-            _ => self.fma_cq_write(io, id, v),
+            reg::SYNC_COMPLETE => self.sync_complete(p, id, v),
+            _ => self.cq_write(p, id, v),
         }
         Ok(())
     }
 
-    fn fma_sync_complete(&mut self, io: &mut DeviceIo<'_>, id: u8, v: u64) {
-        let s = match self.fma_open_seq(id, io.now()) {
+    fn sync_complete(&mut self, p: &mut impl FmaPort, id: u8, v: u64) {
+        let s = match self.open_seq(id, p.now()) {
             Ok(s) => s,
-            Err(f) => return self.fma_reject(io, id, f),
+            Err(f) => return self.reject(p, id, f),
         };
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             d.open = None;
             d.regs.synccmp_data = v & firmware_spec::bits::mask(56);
             d.regs.synccmp_type = v >> 56;
@@ -685,39 +732,39 @@ impl Gemini {
                 seq.closed = true;
                 seq.sync = v >> 56;
                 seq.data56 = v & firmware_spec::bits::mask(56);
-                seq.last_progress = io.now();
+                seq.last_progress = p.now();
                 seq.outstanding == 0
             }
             None => false,
         };
         if done {
-            self.seq_advance(io, s);
+            self.seq_advance(p, s);
         }
     }
 
-    fn fma_cq_write(&mut self, io: &mut DeviceIo<'_>, id: u8, v: u64) {
-        let (dest, _) = match self.fma_dest(id, 0) {
+    fn cq_write(&mut self, p: &mut impl FmaPort, id: u8, v: u64) {
+        let (dest, _) = match self.dest(p.ntt(), id, 0) {
             Ok(t) => t,
-            Err(f) => return self.fma_reject(io, id, f),
+            Err(f) => return self.reject(p, id, f),
         };
-        if let Some(d) = self.fma.get_mut(usize::from(id)) {
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
             d.regs.cq_write = v;
         }
         let mut h = Header::new(Kind::CqWrite);
         h.op1 = v & firmware_spec::bits::mask(firmware_spec::gemini::limits::CQ_WRITE_DATA_BITS);
-        self.fma_issue(io, id, dest, h, &[], Landing::None, false);
+        self.send(p, id, dest, h, &[], Landing::None, false);
     }
 
     /// An answer (or timeout) for a request of sequence `s`.
     pub(crate) fn seq_answered(
         &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl FmaPort,
         s: u32,
         is_get: bool,
         fault: Option<Fault>,
         rem_overrun: bool,
     ) {
-        let now = io.now();
+        let now = p.now();
         let Some(seq) = self.seqs.get_mut(&s) else {
             return;
         };
@@ -729,7 +776,7 @@ impl Gemini {
         }
         let done = seq.closed && seq.outstanding == 0;
         let fma = seq.fma;
-        if let Some(d) = self.fma.get_mut(usize::from(fma)) {
+        if let Some(d) = self.descs.get_mut(usize::from(fma)) {
             if is_get {
                 d.gets_out = d.gets_out.saturating_sub(1);
             } else {
@@ -737,12 +784,12 @@ impl Gemini {
             }
         }
         if done {
-            self.seq_advance(io, s);
+            self.seq_advance(p, s);
         }
     }
 
     /// All requests of the current phase are answered: next phase, or the local event.
-    fn seq_advance(&mut self, io: &mut DeviceIo<'_>, s: u32) {
+    fn seq_advance(&mut self, p: &mut impl FmaPort, s: u32) {
         loop {
             let Some(seq) = self.seqs.get_mut(&s) else {
                 return;
@@ -757,10 +804,10 @@ impl Gemini {
                         && let Some(dest) = seq.last
                     {
                         let fma = seq.fma;
-                        let regs = self.fma_desc(fma).map(|d| d.regs).unwrap_or_default();
+                        let regs = self.desc(fma).map(|d| d.regs).unwrap_or_default();
                         let mut h = Header::new(Kind::Put);
                         h.offset = regs.scratch1;
-                        self.seq_issue(io, s, dest, h, &regs.scratch0.to_le_bytes());
+                        self.seq_issue(p, s, dest, h, &regs.scratch0.to_le_bytes());
                         return;
                     }
                 }
@@ -771,14 +818,14 @@ impl Gemini {
                         let data56 = seq.data56;
                         let dest = match seq.last {
                             Some(d) => Ok(d),
-                            None => self.fma_dest(fma, 0).map(|t| t.0),
+                            None => self.dest(p.ntt(), fma, 0).map(|t| t.0),
                         };
                         match dest {
                             Ok(dest) => {
                                 let mut h = Header::new(Kind::RemoteEvent);
                                 h.op1 = data56;
                                 h.cmd = u16::from(CqeSource::RmtDreq.code());
-                                self.seq_issue(io, s, dest, h, &[]);
+                                self.seq_issue(p, s, dest, h, &[]);
                                 return;
                             }
                             Err(f) => {
@@ -790,37 +837,37 @@ impl Gemini {
                     }
                 }
                 Phase::Remote => {
-                    self.seq_finish(io, s);
+                    self.seq_finish(p, s);
                     return;
                 }
             }
         }
     }
 
-    fn seq_issue(&mut self, io: &mut DeviceIo<'_>, s: u32, dest: Dest, h: Header, payload: &[u8]) {
+    fn seq_issue(&mut self, p: &mut impl FmaPort, s: u32, dest: Dest, h: Header, payload: &[u8]) {
         if let Some(seq) = self.seqs.get_mut(&s) {
             seq.outstanding += 1;
         }
         let req = Req {
-            owner: crate::device::Owner::Seq(s),
+            owner: Owner::Seq(s),
             landing: Landing::None,
             is_get: false,
         };
         if let Some(d) = self
             .seqs
             .get(&s)
-            .and_then(|q| self.fma.get_mut(usize::from(q.fma)))
+            .and_then(|q| self.descs.get_mut(usize::from(q.fma)))
         {
             d.puts_out += 1;
         }
-        self.issue(io, req, &dest, h, payload, TC_FMA);
+        p.issue(req, &dest, h, payload, TC_FMA);
     }
 
-    fn seq_finish(&mut self, io: &mut DeviceIo<'_>, s: u32) {
+    fn seq_finish(&mut self, p: &mut impl FmaPort, s: u32) {
         let Some(seq) = self.seqs.remove(&s) else {
             return;
         };
-        let Some(d) = self.fma.get_mut(usize::from(seq.fma)) else {
+        let Some(d) = self.descs.get_mut(usize::from(seq.fma)) else {
             return;
         };
         d.in_flight = d.in_flight.saturating_sub(1);
@@ -837,6 +884,6 @@ impl Gemini {
         };
         let mut cqe = Cqe::from_hw(source, status, seq.data56);
         cqe.rem_overrun = u64::from(seq.rem_overrun);
-        self.post_cqe(io, cqh, cqe);
+        p.post_cqe(cqh, cqe);
     }
 }

@@ -6,10 +6,13 @@
 //! contract is docs/gemini-programming.md; formats come from `firmware_spec::gemini`.
 //!
 //! Blocks: [`fma`] (descriptors, windows, AMOs, sequences), [`bte`] (TX rings, channels, RX
-//! channels), [`cq`] (completion queues), [`mdd`] (MDD/MRT/vMDH and every network DMA),
-//! [`ntt`], [`amo`], [`target`] (requests from the network), [`smsg`] and [`datagram`]
-//! (device side), [`packet`] (our wire format), [`regs`] (BAR decode, model registers),
-//! [`device`] (the `DeviceModel`).
+//! channels), [`target`] (requests from the network, answers to ours), [`cq`] (completion
+//! queues), [`mdd`] (MDD/MRT/vMDH and every network DMA), [`ntt`], [`amo`], [`smsg`] and
+//! [`datagram`] (device side), [`packet`] (our wire format), [`regs`] (BAR decode, model
+//! registers), [`device`] (the `DeviceModel`, and the one place that wires the blocks
+//! together). No block imports the device: each takes what it needs through a port trait
+//! the device implements. The [`device`] module documentation draws a packet's journey
+//! through them.
 //!
 //! For tests, demos and benchmarks: [`cluster`] builds a 3D-torus cluster of NICs on either
 //! engine, [`host`] programs a NIC through its registers as a driver and user library would,
@@ -32,6 +35,7 @@ pub mod mdd;
 pub mod ntt;
 pub mod packet;
 pub mod regs;
+mod request;
 pub mod smsg;
 pub mod target;
 

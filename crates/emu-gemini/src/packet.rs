@@ -25,6 +25,13 @@ use thiserror::Error;
 /// Header size.
 pub const HEADER_LEN: usize = 48;
 
+/// Traffic class of FMA requests, control frames and their answers.
+pub(crate) const TC_FMA: u8 = 0;
+/// Traffic class of BTE data (PUT data and GET answers of the BTE).
+pub(crate) const TC_BTE: u8 = 1;
+/// First stream id of the BTE channels (FMA descriptors use their id).
+pub(crate) const BTE_STREAM_BASE: u16 = 0x100;
+
 /// Frame kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]

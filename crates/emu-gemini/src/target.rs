@@ -5,50 +5,119 @@
 //! Requests of an in-order stream (`flag::ORDERED`) are applied in stream order; a gap that
 //! does not fill within half the request timeout is skipped (docs/gemini-programming.md,
 //! "Ordering").
+//!
+//! The `Responder` holds only the in-order state; everything else (memory domains, the wire,
+//! CQs, the BTE RX channels, the request table) it reaches through the `TargetPort` trait.
+//! An answer it matches is returned to the device, which hands it to the FMA sequence or
+//! BTE transfer that waits.
 
 use crate::amo;
-use crate::device::{BTE_STREAM_BASE, Gemini, Landing, TC_BTE, TC_FMA};
+use crate::cq::Posted;
 use crate::fault::Fault;
-use crate::mdd::Access;
-use crate::packet::{HEADER_LEN, Header, Kind, flag};
+use crate::mdd::{Access, Domains};
+use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::counter;
-use emu_core::engine::DeviceIo;
+use crate::request::{Answer, Landing, Req};
+use emu_core::dma::DmaPort;
 use emu_core::fabric::Packet;
+use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
+use std::collections::{BTreeMap, HashMap};
 
 /// Largest GET one request may ask for.
 pub const MAX_GET_BYTES: u32 = 1 << 20;
 
-impl Gemini {
-    /// A frame arrived.
-    pub(crate) fn on_packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
-        self.count(counter::PACKETS_RX, 1);
-        self.count(counter::BYTES_RX, pkt.data.len() as u64);
+/// What the target side needs from the rest of the NIC: the memory domains requests act on,
+/// the wire for answers, the CQs events go to, the BTE RX channels SENDs land in, and the
+/// request table answers are matched against. The device implements it.
+pub(crate) trait TargetPort {
+    /// Physical PE of this NIC (for traces).
+    fn nic(&self) -> u32;
+    /// Current virtual time.
+    fn now(&self) -> SimTime;
+    /// Add `n` to model counter `c` ([`crate::regs::counter`]).
+    fn count(&mut self, c: u32, n: u64);
+    /// The memory domains.
+    fn domains(&self) -> &Domains;
+    /// The host DMA port the domains map to.
+    fn dma(&self) -> &DmaPort;
+    /// Put a frame on the wire to physical PE `pe`.
+    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
+    /// Make sure the watchdog runs (it skips in-order gaps that never fill).
+    fn ensure_watchdog(&mut self);
+    /// Deliver a completion event to CQ `cqh`.
+    fn post_cqe(&mut self, cqh: u64, cqe: Cqe) -> Posted;
+    /// Deliver a BTE SEND into the RX channel it names.
+    fn deliver_send(&mut self, hdr: &Header, payload: &[u8]) -> Result<(), Fault>;
+    /// The outstanding request tagged `tag`, which stops being outstanding.
+    fn take_request(&mut self, tag: u32) -> Option<Req>;
+}
+
+/// In-order receive state of one (source PE, stream).
+#[derive(Debug, Default)]
+struct OrderRx {
+    next: u32,
+    held: BTreeMap<u32, Packet>,
+    since: SimTime,
+}
+
+/// The target side of one NIC: executes requests from the network and matches answers;
+/// holds early requests of in-order streams.
+#[derive(Debug, Default)]
+pub(crate) struct Responder {
+    order_rx: HashMap<(u32, u16), OrderRx>,
+}
+
+impl Responder {
+    /// Streams holding requests whose gap has not filled for `after`, ascending.
+    pub(crate) fn stalled(&self, now: SimTime, after: SimDuration) -> Vec<(u32, u16)> {
+        let mut v: Vec<(u32, u16)> = self
+            .order_rx
+            .iter()
+            .filter(|(_, st)| !st.held.is_empty() && now.since(st.since) >= after)
+            .map(|(&k, _)| k)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Whether any in-order stream holds requests.
+    pub(crate) fn holding(&self) -> bool {
+        self.order_rx.values().any(|s| !s.held.is_empty())
+    }
+
+    /// A frame arrived. Returns the answer it brings, for the device to hand to the
+    /// sequence or transfer that waits for it.
+    pub(crate) fn on_packet(&mut self, p: &mut impl TargetPort, pkt: Packet) -> Option<Answer> {
+        p.count(counter::PACKETS_RX, 1);
+        p.count(counter::BYTES_RX, pkt.data.len() as u64);
         if !pkt.crc_ok() {
-            self.count(counter::CRC_DROPS, 1);
-            return;
+            p.count(counter::CRC_DROPS, 1);
+            return None;
         }
         let hdr = match Header::decode(&pkt.data) {
             Ok((h, _)) => h,
             Err(_) => {
-                self.count(counter::BAD_FRAMES, 1);
-                return;
+                p.count(counter::BAD_FRAMES, 1);
+                return None;
             }
         };
         let src = pkt.src.0;
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         if hdr.kind.is_answer() {
-            self.on_answer(io, &hdr, payload);
-        } else if hdr.flags & flag::ORDERED != 0 {
-            self.on_ordered(io, src, hdr, pkt);
-        } else {
-            self.on_request(io, src, &hdr, payload);
+            return Self::on_answer(p, &hdr, payload);
         }
+        if hdr.flags & flag::ORDERED != 0 {
+            self.on_ordered(p, src, hdr, pkt);
+        } else {
+            Self::on_request(p, src, &hdr, payload);
+        }
+        None
     }
 
-    fn on_ordered(&mut self, io: &mut DeviceIo<'_>, src: u32, hdr: Header, pkt: Packet) {
+    fn on_ordered(&mut self, p: &mut impl TargetPort, src: u32, hdr: Header, pkt: Packet) {
         let key = (src, hdr.stream);
-        let now = io.now();
+        let now = p.now();
         let st = self.order_rx.entry(key).or_default();
         let ahead = hdr.seq.wrapping_sub(st.next) as i32;
         if ahead > 0 {
@@ -56,20 +125,20 @@ impl Gemini {
                 st.since = now;
             }
             st.held.insert(hdr.seq, pkt);
-            self.ensure_watchdog(io);
+            p.ensure_watchdog();
             return;
         }
         if ahead == 0 {
             st.next = st.next.wrapping_add(1);
         }
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
-        self.on_request(io, src, &hdr, payload);
-        self.drain_order(io, key);
+        Self::on_request(p, src, &hdr, payload);
+        self.drain_order(p, key);
     }
 
     /// Apply held requests of a stream while the next one in order is there.
-    fn drain_order(&mut self, io: &mut DeviceIo<'_>, key: (u32, u16)) {
-        let now = io.now();
+    fn drain_order(&mut self, p: &mut impl TargetPort, key: (u32, u16)) {
+        let now = p.now();
         loop {
             let Some(st) = self.order_rx.get_mut(&key) else {
                 return;
@@ -80,25 +149,24 @@ impl Gemini {
             st.next = st.next.wrapping_add(1);
             st.since = now;
             if let Ok((hdr, payload)) = Header::decode(&pkt.data) {
-                self.on_request(io, key.0, &hdr, payload);
+                Self::on_request(p, key.0, &hdr, payload);
             }
         }
     }
 
     /// Give up on the missing requests before the first held one of a stream.
-    pub(crate) fn skip_order_gap(&mut self, io: &mut DeviceIo<'_>, key: (u32, u16)) {
+    pub(crate) fn skip_order_gap(&mut self, p: &mut impl TargetPort, key: (u32, u16)) {
         if let Some(st) = self.order_rx.get_mut(&key)
             && let Some(&first) = st.held.keys().next()
         {
             st.next = first;
         }
-        self.drain_order(io, key);
+        self.drain_order(p, key);
     }
 
     #[allow(clippy::too_many_arguments)]
     fn reply(
-        &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl TargetPort,
         to: u32,
         req: &Header,
         kind: Kind,
@@ -112,13 +180,13 @@ impl Gemini {
             Err(f) => {
                 tracing::debug!(
                     target: "gemini::target",
-                    nic = self.cfg.pe,
+                    nic = p.nic(),
                     from = to,
                     kind = ?req.kind,
                     fault = %f,
                     "remote request rejected"
                 );
-                self.count(counter::REMOTE_REJECTS, 1);
+                p.count(counter::REMOTE_REJECTS, 1);
                 f.status()
             }
         };
@@ -131,20 +199,19 @@ impl Gemini {
             TC_FMA
         };
         let frame = h.encode(payload);
-        self.send_frame(io, to, tc, frame);
+        p.send_frame(to, tc, frame);
     }
 
     /// Raise an event in the CQ of the domain `acc` names. `Ok(true)` if it was lost to a
     /// full CQ. Without a CQ: `NoCq` if `require_cq`, else nothing happens.
     fn raise_remote(
-        &mut self,
-        io: &mut DeviceIo<'_>,
+        p: &mut impl TargetPort,
         acc: Access,
         source: CqeSource,
         data56: u64,
         require_cq: bool,
     ) -> Result<bool, Fault> {
-        let cqh = self.domains.resolve(acc)?.cqh;
+        let cqh = p.domains().resolve(acc)?.cqh;
         if cqh == 0 {
             return if require_cq {
                 Err(Fault::NoCq)
@@ -153,10 +220,10 @@ impl Gemini {
             };
         }
         let cqe = Cqe::from_hw(source, HwStatus::Ok, data56);
-        Ok(self.post_cqe(io, cqh, cqe) == crate::cq::Posted::Lost)
+        Ok(p.post_cqe(cqh, cqe) == Posted::Lost)
     }
 
-    fn on_request(&mut self, io: &mut DeviceIo<'_>, src: u32, hdr: &Header, payload: &[u8]) {
+    fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
         let acc = Access {
             mdh: hdr.mdh,
             vmdh: hdr.flags & flag::VMDH != 0,
@@ -164,17 +231,17 @@ impl Gemini {
         };
         match hdr.kind {
             Kind::Put if hdr.flags & flag::MSG != 0 => {
-                let r = self.write_message(io, acc, hdr.offset, payload);
-                self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
+                let r = write_message(p.domains(), p.dma(), acc, hdr.offset, payload);
+                Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
             Kind::Put => {
-                let r = self.domains.write(io.dma(), acc, hdr.offset, payload);
-                self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
+                let r = p.domains().write(p.dma(), acc, hdr.offset, payload);
+                Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
             Kind::GetReq => {
                 if hdr.len > MAX_GET_BYTES {
-                    return self.reply(
-                        io,
+                    return Self::reply(
+                        p,
                         src,
                         hdr,
                         Kind::GetResp,
@@ -185,15 +252,15 @@ impl Gemini {
                     );
                 }
                 let mut buf = vec![0u8; hdr.len as usize];
-                match self.domains.read(io.dma(), acc, hdr.offset, &mut buf) {
-                    Ok(()) => self.reply(io, src, hdr, Kind::GetResp, Ok(()), 0, 0, &buf),
-                    Err(f) => self.reply(io, src, hdr, Kind::GetResp, Err(f), 0, 0, &[]),
+                match p.domains().read(p.dma(), acc, hdr.offset, &mut buf) {
+                    Ok(()) => Self::reply(p, src, hdr, Kind::GetResp, Ok(()), 0, 0, &buf),
+                    Err(f) => Self::reply(p, src, hdr, Kind::GetResp, Err(f), 0, 0, &[]),
                 }
             }
             Kind::AmoReq => {
                 let r = amo::execute(
-                    &self.domains,
-                    io.dma(),
+                    p.domains(),
+                    p.dma(),
                     acc,
                     hdr.offset,
                     hdr.cmd,
@@ -201,7 +268,7 @@ impl Gemini {
                     hdr.op2,
                 );
                 let old = *r.as_ref().unwrap_or(&0);
-                self.reply(io, src, hdr, Kind::AmoResp, r.map(|_| ()), 0, old, &[]);
+                Self::reply(p, src, hdr, Kind::AmoResp, r.map(|_| ()), 0, old, &[]);
             }
             Kind::CqWrite | Kind::RemoteEvent => {
                 let cq_write = hdr.kind == Kind::CqWrite;
@@ -218,88 +285,87 @@ impl Gemini {
                 } else {
                     hdr.op1 & firmware_spec::bits::mask(firmware_spec::gemini::cqe::HW_DATA_BITS)
                 };
-                let r = self.raise_remote(io, acc, source, data, cq_write);
+                let r = Self::raise_remote(p, acc, source, data, cq_write);
                 let flags = if matches!(r, Ok(true)) {
                     flag::REM_OVERRUN
                 } else {
                     0
                 };
-                self.reply(io, src, hdr, Kind::Ack, r.map(|_| ()), flags, 0, &[]);
+                Self::reply(p, src, hdr, Kind::Ack, r.map(|_| ()), flags, 0, &[]);
             }
             Kind::Send => {
-                let r = self.bte_receive(io, hdr, payload);
-                self.reply(io, src, hdr, Kind::Ack, r, 0, 0, &[]);
+                let r = p.deliver_send(hdr, payload);
+                Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
             Kind::GetResp | Kind::AmoResp | Kind::Ack => {}
         }
     }
 
-    /// Write an SMSG message so that its first 8 bytes (the slot header's seqno, tag and
-    /// kind) become visible last, with a release store when they are 8-byte aligned: a
-    /// receiver polling the mailbox never sees a header before its payload.
-    fn write_message(
-        &self,
-        io: &DeviceIo<'_>,
-        acc: Access,
-        offset: u64,
-        msg: &[u8],
-    ) -> Result<(), Fault> {
-        if msg.len() < 8 || !offset.is_multiple_of(8) {
-            return self.domains.write(io.dma(), acc, offset, msg);
-        }
-        self.domains
-            .check(io.dma(), acc, offset, msg.len() as u64, true)?;
-        self.domains.write(io.dma(), acc, offset + 8, &msg[8..])?;
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&msg[..8]);
-        let v = u64::from_le_bytes(first);
-        self.domains.atomic(io.dma(), acc, offset, |w| {
-            w.store(v, std::sync::atomic::Ordering::Release)
-        })
-    }
-
-    /// Put the data of an answer where the request asked.
-    fn land(&self, io: &DeviceIo<'_>, landing: Landing, bytes: &[u8]) -> Result<(), Fault> {
-        match landing {
-            Landing::None => Ok(()),
-            Landing::Mdd {
-                acc,
-                offset,
-                len,
-                flag,
-            } => {
-                if bytes.len() != len as usize {
-                    return Err(Fault::BadLength);
-                }
-                self.domains.write(io.dma(), acc, offset, bytes)?;
-                if flag {
-                    self.domains.write(
-                        io.dma(),
-                        acc,
-                        offset + u64::from(len),
-                        &1u32.to_le_bytes(),
-                    )?;
-                }
-                Ok(())
-            }
-            Landing::Phys { addr } => io.dma().write(addr, bytes).map_err(|_| Fault::Dma),
-        }
-    }
-
-    fn on_answer(&mut self, io: &mut DeviceIo<'_>, hdr: &Header, payload: &[u8]) {
-        let Some(req) = self.reqs.remove(&hdr.tag) else {
-            self.count(counter::STRAY_ANSWERS, 1);
-            return;
+    /// Match an answer to its request and land its data; `None` for a stray answer.
+    fn on_answer(p: &mut impl TargetPort, hdr: &Header, payload: &[u8]) -> Option<Answer> {
+        let Some(req) = p.take_request(hdr.tag) else {
+            p.count(counter::STRAY_ANSWERS, 1);
+            return None;
         };
         let mut fault = Fault::from_wire(hdr.status);
         if fault.is_none() {
             let r = match hdr.kind {
-                Kind::GetResp => self.land(io, req.landing, payload),
-                Kind::AmoResp => self.land(io, req.landing, &hdr.op1.to_le_bytes()),
+                Kind::GetResp => land(p.domains(), p.dma(), req.landing, payload),
+                Kind::AmoResp => land(p.domains(), p.dma(), req.landing, &hdr.op1.to_le_bytes()),
                 _ => Ok(()),
             };
             fault = r.err();
         }
-        self.answered(io, req, fault, hdr.flags & flag::REM_OVERRUN != 0);
+        Some(Answer {
+            req,
+            fault,
+            rem_overrun: hdr.flags & flag::REM_OVERRUN != 0,
+        })
+    }
+}
+
+/// Write an SMSG message so that its first 8 bytes (the slot header's seqno, tag and
+/// kind) become visible last, with a release store when they are 8-byte aligned: a
+/// receiver polling the mailbox never sees a header before its payload.
+fn write_message(
+    domains: &Domains,
+    dma: &DmaPort,
+    acc: Access,
+    offset: u64,
+    msg: &[u8],
+) -> Result<(), Fault> {
+    if msg.len() < 8 || !offset.is_multiple_of(8) {
+        return domains.write(dma, acc, offset, msg);
+    }
+    domains.check(dma, acc, offset, msg.len() as u64, true)?;
+    domains.write(dma, acc, offset + 8, &msg[8..])?;
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&msg[..8]);
+    let v = u64::from_le_bytes(first);
+    domains.atomic(dma, acc, offset, |w| {
+        w.store(v, std::sync::atomic::Ordering::Release)
+    })
+}
+
+/// Put the data of an answer where the request asked.
+fn land(domains: &Domains, dma: &DmaPort, landing: Landing, bytes: &[u8]) -> Result<(), Fault> {
+    match landing {
+        Landing::None => Ok(()),
+        Landing::Mdd {
+            acc,
+            offset,
+            len,
+            flag,
+        } => {
+            if bytes.len() != len as usize {
+                return Err(Fault::BadLength);
+            }
+            domains.write(dma, acc, offset, bytes)?;
+            if flag {
+                domains.write(dma, acc, offset + u64::from(len), &1u32.to_le_bytes())?;
+            }
+            Ok(())
+        }
+        Landing::Phys { addr } => dma.write(addr, bytes).map_err(|_| Fault::Dma),
     }
 }
