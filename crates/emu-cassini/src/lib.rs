@@ -21,6 +21,8 @@
 
 pub mod amo;
 mod atu;
+mod block;
+mod config;
 mod counters;
 mod cq;
 mod csr;
@@ -36,8 +38,10 @@ pub mod lpe;
 mod pct;
 pub mod perf;
 mod rmu;
+mod tables;
 mod tgt;
 mod tou;
 mod wire;
 
-pub use device::{Cassini, CassiniConfig};
+pub use config::CassiniConfig;
+pub use device::Cassini;
