@@ -288,14 +288,14 @@ fn span_of(view: &str, name: &str) -> Option<(u64, u32)> {
 /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`] or
 /// [`COUNTER_ARRAYS`], put its value into `image`; the PCT's table-occupancy status
 /// registers read the model's connection counts.
-pub(crate) fn reflect(hw: &CounterView<'_>, c: &'static Csr, entry: u32, image: &mut [u8]) {
+pub(crate) fn reflect(nic: &CounterView<'_>, c: &'static Csr, entry: u32, image: &mut [u8]) {
     use csr::fields as f;
     if c.offset == csr::C_PCT_PRF_SCT_STATUS.offset {
-        f::c_pct_prf_sct_status::SCT_IN_USE.set(image, hw.pct.sct_in_use());
+        f::c_pct_prf_sct_status::SCT_IN_USE.set(image, nic.pct.sct_in_use());
         return;
     }
     if c.offset == csr::C_PCT_PRF_TCT_STATUS.offset {
-        f::c_pct_prf_tct_status::TCT_IN_USE.set(image, hw.pct.tct_in_use());
+        f::c_pct_prf_tct_status::TCT_IN_USE.set(image, nic.pct.tct_in_use());
         return;
     }
     if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
@@ -304,7 +304,7 @@ pub(crate) fn reflect(hw: &CounterView<'_>, c: &'static Csr, entry: u32, image: 
     let off = c.offset + u64::from(entry) * u64::from(c.size);
     for (view, name, get) in COUNTERS {
         if offset_of(view, name) == Some(off) {
-            image[..8].copy_from_slice(&get(hw).to_le_bytes());
+            image[..8].copy_from_slice(&get(nic).to_le_bytes());
             return;
         }
     }
@@ -314,7 +314,7 @@ pub(crate) fn reflect(hw: &CounterView<'_>, c: &'static Csr, entry: u32, image: 
         };
         if off >= base && off < base + u64::from(bits / 8) {
             let i = ((off - base) / 8) as usize;
-            image[..8].copy_from_slice(&get(hw, i).to_le_bytes());
+            image[..8].copy_from_slice(&get(nic, i).to_le_bytes());
             return;
         }
     }

@@ -324,13 +324,7 @@ impl Hw {
 
     /// Post an encoded event to EQ `eq` (EE, writing through the ATU, raising MSI-X); false
     /// if it was dropped.
-    pub(crate) fn post(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        eq: u16,
-        event: &[u8],
-        class: EventClass,
-    ) -> bool {
+    fn post(&mut self, io: &mut DeviceIo<'_>, eq: u16, event: &[u8], class: EventClass) -> bool {
         self.ee
             .post(&mut self.atu, &mut self.msix, io, eq, event, class)
     }

@@ -10,6 +10,9 @@
 //! check the local buffer through the ATU, allocate a handle, segment and send; SEND event) ->
 //! `response` (ACK: ACK event; REPLY segment: data into the local buffer, REPLY event on the
 //! last one) -> `finish` (free the handle, release a waiting FENCE).
+//!
+//! The initiator reaches the rest of the NIC only through [`IxeCtx`] (implemented by `hw`):
+//! frames leave through the PCT, counting events and CT commands go to the TOU.
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};

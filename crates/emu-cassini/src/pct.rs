@@ -25,6 +25,8 @@
 //!   connection): they may be lost, duplicated or reordered; a lost one completes through
 //!   the initiator's request timeout.
 //! * A frame that fails its CRC is dropped at the port and counted (`c_hni_cntrs.rx_bad_opt`).
+//!
+//! The PCT reaches the rest of the NIC only through [`PctCtx`] (implemented by `hw`).
 
 use std::collections::{BTreeMap, VecDeque};
 

@@ -10,6 +10,9 @@
 //! A rendezvous put that went unexpected is remembered with its fabric header until the
 //! append that matches it starts the Get (`command_outcome`). Also here: the LPE
 //! configuration CSRs (`c_lpe_cfg_get_ctrl`, LE pools).
+//!
+//! The target reaches the rest of the NIC only through [`TgtCtx`] (implemented by `hw`):
+//! responses go to the initiator, answers leave through the PCT, counting events go to the TOU.
 
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;

@@ -20,6 +20,8 @@
 //! `c_cq_sts_max_tle_in_use` — written to reset the high-water mark) and the ack counters
 //! (`c_cq_txq_ack_ctr`, `c_cq_tgq_ack_ctr`: triggered operations of that CQ still pending)
 //! read back the block's state.
+//!
+//! The glue reaches the rest of the NIC only through [`TouCtx`] (implemented by `hw`).
 
 use emu_core::engine::DeviceIo;
 use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
