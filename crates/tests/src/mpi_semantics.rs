@@ -16,6 +16,7 @@ pub fn run(world: &SimpleCommunicator) {
     collectives(world);
     immediate_collectives(world);
     immediate_barrier_waits_for_the_last_rank(world);
+    blocked_ranks_advance_pending_collectives(world);
     // The same collectives on split communicators (odd / even ranks, reversed order).
     let half = world
         .split_by_color_with_key(Some(world.rank() % 2), -world.rank())
@@ -24,6 +25,7 @@ pub fn run(world: &SimpleCommunicator) {
     collectives(&half);
     immediate_collectives(&half);
     immediate_barrier_waits_for_the_last_rank(&half);
+    blocked_ranks_advance_pending_collectives(&half);
     rma(world);
     rma(&half);
     world.barrier().expect("final barrier");
@@ -719,6 +721,31 @@ pub fn immediate_barrier_waits_for_the_last_rank(c: &SimpleCommunicator) {
             };
         }
         c.process_at_rank(0).send_with_tag(&r, 31).expect("send");
+        req.wait().expect("wait");
+    }
+}
+
+/// MPI's progress rule: a rank blocked in another call still advances its pending immediate
+/// collectives. Every rank but 0 starts an immediate barrier and blocks in a receive from
+/// rank 0, which sends only once its own barrier completed; with 3 ranks or more that takes
+/// later rounds of the others' barriers, made while they are blocked in the receive.
+pub fn blocked_ranks_advance_pending_collectives(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    if r == 0 {
+        c.immediate_barrier()
+            .expect("ibarrier")
+            .wait()
+            .expect("wait");
+        for q in 1..p {
+            c.process_at_rank(q).send_with_tag(&q, 32).expect("send");
+        }
+    } else {
+        let req = c.immediate_barrier().expect("ibarrier");
+        let (x, _) = c
+            .process_at_rank(0)
+            .receive_with_tag::<i32>(32)
+            .expect("recv");
+        assert_eq!(x, r);
         req.wait().expect("wait");
     }
 }

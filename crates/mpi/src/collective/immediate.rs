@@ -3,7 +3,37 @@
 //! the same algorithm as its blocking form (chosen by the same sizes), as a future owned by
 //! the returned [`Request`]: it copies its input when called and delivers its output into the
 //! borrowed receive buffer when the request completes. The buffers stay borrowed for the
-//! request's lifetime, so neither can be touched before completion.
+//! request's lifetime, so neither can be touched before completion:
+//!
+//! ```no_run
+//! use mpi::{SimpleCommunicator, SystemOperation};
+//!
+//! fn total(world: &SimpleCommunicator, mine: i64) -> mpi::Result<i64> {
+//!     let mut sum = 0i64;
+//!     mpi::scope(|s| {
+//!         let req = world.immediate_all_reduce_into(s, &mine, &mut sum, SystemOperation::sum())?;
+//!         // ... other work, other requests ...
+//!         req.wait().map(|_| ())
+//!     })?;
+//!     Ok(sum)
+//! }
+//! ```
+//!
+//! Looking at the receive buffer before the request completed does not compile:
+//!
+//! ```compile_fail,E0502
+//! use mpi::{SimpleCommunicator, SystemOperation};
+//!
+//! fn total(world: &SimpleCommunicator, mine: i64) -> mpi::Result<i64> {
+//!     let mut sum = 0i64;
+//!     mpi::scope(|s| {
+//!         let req = world.immediate_all_reduce_into(s, &mine, &mut sum, SystemOperation::sum())?;
+//!         let early = &sum;
+//!         req.wait()?;
+//!         Ok(*early)
+//!     })
+//! }
+//! ```
 
 use zerocopy::IntoBytes;
 
