@@ -156,6 +156,12 @@ impl Drop for OpWait<'_> {
     }
 }
 
+/// The tag of collective call number `seq` of operation `kind`: non-negative as an `i32`
+/// (`MPI_TAG_UB` is `i32::MAX`), so any transport carries it.
+fn coll_tag_of(seq: u32, kind: u32) -> u32 {
+    ((seq & 0x07ff_ffff) << 4) | (kind & 0xf)
+}
+
 /// Copy a received message into `out`, which it must fill exactly.
 fn deliver(c: Completion, out: &mut [u8]) -> Result<()> {
     match c {
@@ -188,8 +194,7 @@ impl SimpleCommunicator {
     /// collectives of a communicator in the same order (MPI 4.1 §6.12), so the numbers agree,
     /// and messages of two calls in flight at once never match each other's receives.
     pub(crate) fn coll_tag(&self, kind: u32) -> u32 {
-        let seq = self.next_coll_seq();
-        ((seq & 0x07ff_ffff) << 4) | (kind & 0xf)
+        coll_tag_of(self.next_coll_seq(), kind)
     }
 
     fn coll_spec(&self, src: i32, tag: u32) -> Result<MatchSpec> {
@@ -258,5 +263,26 @@ impl SimpleCommunicator {
             self.core.borrow_mut().pending.push(Rc::clone(&slot));
         }
         slot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coll_tag_of;
+
+    #[test]
+    fn collective_tags_keep_the_kind_and_tell_calls_apart() {
+        for kind in 1..=11 {
+            for seq in [0u32, 1, 2, 1000, 0x07ff_fffe, 0x07ff_ffff, u32::MAX] {
+                let t = coll_tag_of(seq, kind);
+                assert!(
+                    i32::try_from(t).is_ok(),
+                    "tag {t:#x} is not a valid MPI tag"
+                );
+                assert_eq!(t & 0xf, kind);
+                assert_ne!(t, coll_tag_of(seq.wrapping_add(1), kind));
+                assert_ne!(t, coll_tag_of(seq, kind % 11 + 1));
+            }
+        }
     }
 }
