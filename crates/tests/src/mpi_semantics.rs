@@ -696,6 +696,25 @@ pub fn immediate_collectives(c: &SimpleCommunicator) {
         },
         "iexscan"
     );
+
+    // A request dropped before completion frees its collective (MPI_Request_free): it still
+    // runs to its end, advanced by later calls, without disturbing the next collective.
+    let (mut freed, mut next, tenfold) = (0i64, 0i64, scan_in * 10);
+    mpi::scope(|s| {
+        drop(
+            c.immediate_all_reduce_into(s, &scan_in, &mut freed, sum)
+                .expect("iallreduce"),
+        );
+        c.immediate_all_reduce_into(s, &tenfold, &mut next, sum)
+            .expect("iallreduce")
+            .wait()
+            .expect("wait");
+    });
+    assert_eq!(
+        next,
+        i64::from(10 * p * (p + 1) / 2),
+        "iallreduce after a freed one"
+    );
     c.barrier().expect("barrier");
 }
 
