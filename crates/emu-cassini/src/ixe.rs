@@ -109,6 +109,10 @@ pub(crate) struct Ixe {
     /// really lost still completes UNDELIVERABLE once the initiator has heard nothing for
     /// [`REQUEST_TIMEOUT`].
     last_progress: u64,
+    /// Transmit CQs stalled at a command because every request entry was in use; run again
+    /// when one is released ([`IxeOps::finish`]). The hardware back-pressures the queue
+    /// rather than failing the command.
+    stalled: Vec<u32>,
 }
 
 impl Ixe {
@@ -672,15 +676,13 @@ pub(crate) trait IxeOps: IxeCtx {
             io.timer(SCAN_PERIOD, TOKEN_SCAN);
         }
         let Some(handle) = self.ixe().alloc(req) else {
-            self.complete(
-                io,
-                &req,
-                ReturnCode::ResourceBusy,
-                0,
-                PtlList::Priority,
-                false,
-            );
-            return Ok(Exec::Next);
+            // Every request entry is in flight: the command waits in its queue (nothing of
+            // it has taken effect yet) until a response frees one.
+            let stalled = &mut self.ixe().stalled;
+            if !stalled.contains(&n) {
+                stalled.push(n);
+            }
+            return Ok(Exec::Stall);
         };
         let fab = Fab {
             vni: cp.vni,
@@ -1092,6 +1094,11 @@ pub(crate) trait IxeOps: IxeCtx {
     /// Release `handle`; let a FENCE on CQ `cq` go if it was the last one.
     fn finish(&mut self, io: &mut DeviceIo<'_>, handle: u32, cq: u32) {
         self.ixe().release(handle);
+        if !self.ixe().stalled.is_empty() {
+            for stalled in std::mem::take(&mut self.ixe().stalled) {
+                self.run_ring(io, false, stalled);
+            }
+        }
         let Some(q) = self.tx_cqs().get_mut(cq as usize) else {
             return;
         };

@@ -158,3 +158,21 @@ fn stat_and_dump_csrs() {
     assert!(s.contains("vendor_id"), "{s}");
     assert!(s.contains("= 0x17db"), "{s}");
 }
+
+/// A list longer than the initiator's 65,536 request entries: the transmit queue waits for
+/// entries to free (the NIC back-pressures it) instead of failing the rest with
+/// RESOURCE_BUSY, so every write completes.
+#[test]
+fn a_list_beyond_the_request_entries_waits_for_them() {
+    let o = BwOptions {
+        engine: EngineKind::Deterministic { seed: 3 },
+        iters: 1,
+        min_size: 8,
+        max_size: 8,
+        list_size: 70_000,
+        ..BwOptions::default()
+    };
+    let rows = write_bw(&o, &mut Vec::new()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1.ops, 70_000);
+}
