@@ -438,8 +438,15 @@ fn a_bad_knob_fails_init_naming_the_variable() {
         ("FI_CXI_RX_MATCH_MODE", "bogus"),
         ("FI_CXI_RDZV_THRESHOLD", "lots"),
         ("FI_CXI_OFLOW_BUF_COUNT", "0"),
+        ("MPICH_OFI_DEFAULT_TCLASS", "TC_FAST"),
+        ("MPICH_OFI_NIC_MAPPING", "0:0-7"),
     ] {
-        let r = run_cassini(&job(2).env(var, value), |_| ());
+        let mut j = job(2).env(var, value);
+        if var == "MPICH_OFI_NIC_MAPPING" {
+            // A mapping is read (and checked) with the USER policy only.
+            j = j.env("MPICH_OFI_NIC_POLICY", "USER");
+        }
+        let r = run_cassini(&j, |_| ());
         match r {
             Err(JobError::Init {
                 error: Error::Config { var: v, .. },
@@ -447,16 +454,15 @@ fn a_bad_knob_fails_init_naming_the_variable() {
             }) => assert_eq!(v, var),
             other => panic!("{var}={value}: expected an init error, got {other:?}"),
         }
-        let msg = run_cassini(&job(1).env(var, value), |_| ())
-            .unwrap_err()
-            .to_string();
+        let msg = run_cassini(&j, |_| ()).unwrap_err().to_string();
         assert!(msg.contains(var), "{msg}");
     }
 }
 
 #[test]
 fn four_ranks_two_per_node_exchange_in_a_ring() {
-    let j = job(4).ranks_per_node(2);
+    // Printing the NIC choice does not get in the way.
+    let j = job(4).ranks_per_node(2).env("MPICH_OFI_NIC_VERBOSE", "1");
     assert_eq!(j.nodes, 2);
     run(&j, |t| {
         let (me, n) = (t.rank(), t.size());

@@ -52,3 +52,98 @@ fn the_semantics_suite_passes_in_hybrid_mode_through_flow_control() {
     }
     assert!(episodes > 0, "no rank went through flow control");
 }
+
+/// `MPICH_OFI_DEFAULT_TCLASS` picks the traffic class of every packet the transport sends:
+/// two ranks on two emulated nodes exchange messages of every protocol, and the sending
+/// NIC's `pkts_sent_by_tc` counters (read through the privileged CSR mapping) moved for that
+/// class only.
+#[test]
+fn the_default_traffic_class_is_the_class_of_every_packet() {
+    use std::sync::Arc;
+
+    use firmware_spec::cassini::csr;
+    use mpi::env::Env;
+    use mpi::transport::cxi::CxiTransport;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use platform::{Cluster, EngineKind};
+    use runtime::{InProcessPmi, Shared};
+    use userlib::cxi::{OpenOptions, open_device_with};
+
+    let by_tc = |devs: &[Arc<driver::cassini::CxiDevice>]| -> Vec<u64> {
+        let dev = open_device_with(
+            devs,
+            0,
+            OpenOptions {
+                admin: true,
+                ..OpenOptions::default()
+            },
+        )
+        .expect("admin open");
+        let csrs = dev.map_csr().expect("CSR mapping");
+        let view = csr::lookup("c_hni_cntrs").expect("c_hni_cntrs");
+        let field = view.field("pkts_sent_by_tc").expect("pkts_sent_by_tc");
+        (0..4)
+            .map(|tc| {
+                csrs.read_u64(view.offset + u64::from(field.bit / 8) + 8 * tc)
+                    .expect("counter")
+            })
+            .collect()
+    };
+    for (name, tc) in [
+        ("TC_DEDICATED_ACCESS", 0usize),
+        ("TC_LOW_LATENCY", 1),
+        ("TC_BULK_DATA", 2),
+        ("TC_BEST_EFFORT", 3),
+    ] {
+        let cluster = Cluster::builder()
+            .nics(2)
+            .engine(EngineKind::Threaded)
+            .build()
+            .expect("cluster");
+        let env = Env::new().with("MPICH_OFI_DEFAULT_TCLASS", name);
+        let shared = Shared::new();
+        let bits = MatchBits::of(1, 5);
+        std::thread::scope(|s| {
+            for rank in 0..2u32 {
+                let (cluster, env, shared) = (&cluster, &env, &shared);
+                s.spawn(move || {
+                    let devs = cluster.node(rank as usize).expect("node").cxi_devices();
+                    let pmi = InProcessPmi::new(Arc::clone(shared), rank, 2, (1, 0));
+                    let mut t = CxiTransport::new(&devs, Box::new(pmi), env).expect("init");
+                    let wait = |t: &mut CxiTransport, op| loop {
+                        if let Some(c) = t.test(op).expect("test") {
+                            break c;
+                        }
+                    };
+                    for len in [8usize, 4000, 40_000] {
+                        if rank == 0 {
+                            let op = t
+                                .send(1, bits, &vec![7; len], SendMode::Standard)
+                                .expect("send");
+                            assert_eq!(wait(&mut t, op), Completion::Sent);
+                        } else {
+                            let spec = MatchSpec {
+                                source: Some(0),
+                                bits,
+                                ignore: 0,
+                            };
+                            let op = t.recv(spec, len).expect("recv");
+                            assert!(matches!(wait(&mut t, op), Completion::Received { .. }));
+                        }
+                    }
+                    t.finalize().expect("finalize");
+                });
+            }
+        });
+        for node in 0..2 {
+            let counts = by_tc(&cluster.node(node).expect("node").cxi_devices());
+            for (class, &n) in counts.iter().enumerate() {
+                assert_eq!(
+                    n > 0,
+                    class == tc,
+                    "{name}: node {node} sent {counts:?} by class"
+                );
+            }
+        }
+    }
+}

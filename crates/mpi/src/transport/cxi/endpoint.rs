@@ -154,11 +154,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Open device `index` and build the endpoint; the receive PtlTE starts in `rx_state`.
+    /// Open device `index` and build the endpoint; the receive PtlTE starts in `rx_state`,
+    /// and every command goes out in traffic class `tc`.
     pub fn new(
         devices: &[Arc<CxiDevice>],
         index: u32,
         rx_state: PtlteState,
+        tc: TrafficClass,
         timeout: Duration,
     ) -> Result<Endpoint> {
         let dev = open_device(devices, index).map_err(cxi_err("opening the device"))?;
@@ -172,7 +174,7 @@ impl Endpoint {
             .alloc_domain(VNI, C_PID_ANY)
             .map_err(cxi_err("allocating a domain"))?;
         let cp = lni
-            .alloc_cp(VNI, TrafficClass::BestEffort, TcType::Default)
+            .alloc_cp(VNI, tc, TcType::Default)
             .map_err(cxi_err("allocating a communication profile"))?;
         let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
         let eq_md = lni

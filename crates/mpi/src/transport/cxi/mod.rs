@@ -178,17 +178,26 @@ impl CxiTransport {
         mut pmi: Box<dyn Pmi>,
         env: &Env,
     ) -> Result<CxiTransport> {
-        let (_, local_index) = pmi.local();
-        let cfg = Config::from_env(env, local_index, devices.len())?;
+        let (local_size, local_index) = pmi.local();
+        let cfg = Config::from_env(env, local_size, local_index, devices.len())?;
         if devices.is_empty() {
             return Err(Error::Transport("cxi: no cxi device on this node".into()));
+        }
+        if cfg.nic_verbose > 0 {
+            eprintln!("{}", cfg.nic_line(pmi.rank(), local_size, local_index));
         }
         let rx_state = if cfg.mode == MatchMode::Software {
             PtlteState::SoftwareManaged
         } else {
             PtlteState::Enabled
         };
-        let ep = Endpoint::new(devices, cfg.device, rx_state, cfg.timeout)?;
+        let ep = Endpoint::new(
+            devices,
+            cfg.device,
+            rx_state,
+            cfg.traffic_class,
+            cfg.timeout,
+        )?;
         let rank = pmi.rank();
         let size = pmi.size();
         let mut t = CxiTransport {
