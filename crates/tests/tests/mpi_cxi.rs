@@ -147,3 +147,139 @@ fn the_default_traffic_class_is_the_class_of_every_packet() {
         }
     }
 }
+
+/// Hybrid mode, still matching in hardware: a receive whose priority LE finds no list entry
+/// (NO_SPACE; the receiving NIC's LE pool is cut down to a few entries above what init
+/// took) makes the endpoint disable its PtlTE itself and switch to software matching; every
+/// receive, the failed ones included, and every message sent meanwhile arrive once and in
+/// order.
+#[test]
+fn a_failed_append_switches_a_hybrid_endpoint_to_software_matching() {
+    use std::sync::{Arc, Barrier};
+
+    use firmware_spec::cassini::csr::{self, fields as f};
+    use mpi::env::Env;
+    use mpi::transport::cxi::CxiTransport;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use platform::{Cluster, EngineKind};
+    use runtime::{InProcessPmi, Shared};
+    use userlib::cxi::{OpenOptions, open_device_with};
+
+    const POSTED: u32 = 40;
+    const BURST: u32 = 300;
+    let cluster = Cluster::builder()
+        .nics(2)
+        .engine(EngineKind::Threaded)
+        .build()
+        .expect("cluster");
+    let env = Env::new().with("FI_CXI_RX_MATCH_MODE", "hybrid");
+    let shared = Shared::new();
+    let posted = Barrier::new(2);
+    let bits = |tag| MatchBits::of(3, tag);
+    let payload = |tag: u32| -> Vec<u8> { (0..24).map(|i| (tag * 3 + i) as u8).collect() };
+    let stats = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2u32)
+            .map(|rank| {
+                let (cluster, env, shared, posted) = (&cluster, &env, &shared, &posted);
+                s.spawn(move || {
+                    let devs = cluster.node(rank as usize).expect("node").cxi_devices();
+                    let pmi = InProcessPmi::new(Arc::clone(shared), rank, 2, (1, 0));
+                    let mut t = CxiTransport::new(&devs, Box::new(pmi), env).expect("init");
+                    let wait = |t: &mut CxiTransport, op| loop {
+                        if let Some(c) = t.test(op).expect("test") {
+                            break c;
+                        }
+                    };
+                    if rank == 1 {
+                        // Leave pool 0 of every processing engine six entries.
+                        let dev = open_device_with(
+                            &devs,
+                            0,
+                            OpenOptions {
+                                admin: true,
+                                ..OpenOptions::default()
+                            },
+                        )
+                        .expect("admin open");
+                        let csrs = dev.map_csr().expect("CSR mapping");
+                        for pe in 0..4u32 {
+                            let i = pe * 16;
+                            let used = csrs
+                                .read_field("c_lpe_sts_pe_le_alloc", i, "num_allocated")
+                                .expect("pool usage");
+                            let c = csr::C_LPE_CFG_PE_LE_POOLS;
+                            let mut e = csrs.read_entry(c, i).expect("pool entry");
+                            f::c_lpe_cfg_pe_le_pools::MAX_ALLOC.set(&mut e, used + 6);
+                            e.resize(e.len().next_multiple_of(8), 0);
+                            csrs.write(c.entry_offset(i).expect("entry"), &e)
+                                .expect("pool write");
+                        }
+                        let ops: Vec<_> = (0..POSTED)
+                            .map(|tag| {
+                                let spec = MatchSpec {
+                                    source: Some(0),
+                                    bits: bits(tag),
+                                    ignore: 0,
+                                };
+                                t.recv(spec, 64).expect("recv")
+                            })
+                            .collect();
+                        posted.wait();
+                        for (tag, op) in (0..POSTED).zip(ops) {
+                            match wait(&mut t, op) {
+                                Completion::Received { envelope, data } => {
+                                    assert_eq!(envelope.bits, bits(tag));
+                                    assert_eq!(data, payload(tag), "receive {tag}");
+                                }
+                                other => panic!("receive {tag}: {other:?}"),
+                            }
+                        }
+                        for seq in 0..BURST {
+                            let spec = MatchSpec {
+                                source: Some(0),
+                                bits: bits(1000),
+                                ignore: 0,
+                            };
+                            let op = t.recv(spec, 64).expect("recv");
+                            match wait(&mut t, op) {
+                                Completion::Received { data, .. } => {
+                                    assert_eq!(data, seq.to_le_bytes(), "burst order");
+                                }
+                                other => panic!("burst {seq}: {other:?}"),
+                            }
+                        }
+                    } else {
+                        posted.wait();
+                        let mut ops: Vec<_> = (0..POSTED)
+                            .map(|tag| {
+                                t.send(1, bits(tag), &payload(tag), SendMode::Standard)
+                                    .expect("send")
+                            })
+                            .collect();
+                        for seq in 0..BURST {
+                            let op = t
+                                .send(1, bits(1000), &seq.to_le_bytes(), SendMode::Standard)
+                                .expect("send");
+                            ops.push(op);
+                        }
+                        for op in ops {
+                            assert_eq!(wait(&mut t, op), Completion::Sent);
+                        }
+                    }
+                    t.finalize().expect("finalize");
+                    (t.software_matching(), t.stats())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank"))
+            .collect::<Vec<_>>()
+    });
+    let (software, st) = &stats[1];
+    eprintln!("receiver: {st:?}");
+    assert!(*software, "the receiver switched to software matching");
+    assert!(st["append_failed"] >= 1, "{st:?}");
+    assert!(st["reposted"] >= 1, "{st:?}");
+    assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
+}

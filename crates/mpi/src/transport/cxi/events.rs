@@ -159,6 +159,9 @@ impl CxiTransport {
             EventType::StateChange => self.on_state_change(t),
             EventType::Link if t.return_code != ReturnCode::Ok => {
                 if t.return_code == ReturnCode::NoSpace {
+                    if self.cfg.mode == MatchMode::Hybrid && !self.software {
+                        return self.fc_append_failed(bid);
+                    }
                     return Err(self.flow_control_error());
                 }
                 Err(crate::Error::Transport(format!(
@@ -212,8 +215,11 @@ impl CxiTransport {
         let Some(Ok(sc)) = t.state_change() else {
             return Ok(());
         };
-        if sc.ptlte_state == PtlteState::Disabled && sc.sc_nic_auto {
-            return self.fc_disabled(Some(sc.sc_reason));
+        if sc.ptlte_state == PtlteState::Disabled {
+            if sc.sc_nic_auto {
+                return self.fc_disabled(Some(sc.sc_reason), true);
+            }
+            return self.fc_forced();
         }
         Ok(())
     }

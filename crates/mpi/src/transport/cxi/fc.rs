@@ -23,7 +23,10 @@
 //!   starting at -1 there), the PtlTE goes to SOFTWARE_MANAGED (`cxil_pte_transition_sm`,
 //!   which checks the count), and every peer that reported drops gets FC_RESUME.
 //!
-//! In hardware mode flow control stays fatal, with the provider's message.
+//! A hybrid endpoint still matching in hardware whose priority-LE append fails (NO_SPACE:
+//! the LE pool is shared with the unexpected headers) disables the PtlTE itself and
+//! recovers the same way. In hardware mode flow control stays fatal, with the provider's
+//! message.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -97,6 +100,11 @@ pub(super) struct RxFc {
     notifiers: BTreeSet<Rank>,
     /// Something changed that may allow re-enabling.
     dirty: bool,
+    /// The NIC disabled the PtlTE (its drop count misses the triggering message on
+    /// Cassini 1), rather than software.
+    auto: bool,
+    /// Software asked for DISABLED (a failed append) and waits for the STATE_CHANGE.
+    forcing: bool,
 }
 
 /// All flow-control state.
@@ -248,19 +256,52 @@ impl CxiTransport {
 
     // ---- receiver side ----
 
-    /// The NIC disabled the receive PtlTE (`sc_nic_auto`) for `reason`.
-    pub(super) fn fc_disabled(&mut self, reason: Option<ScReason>) -> Result<()> {
+    /// The receive PtlTE was disabled: by the NIC (`auto`, for `reason`) or by software
+    /// after a failed append.
+    pub(super) fn fc_disabled(&mut self, reason: Option<ScReason>, auto: bool) -> Result<()> {
         if self.cfg.mode == MatchMode::Hardware || reason == Some(ScReason::DisUncor) {
             return Err(self.flow_control_error());
+        }
+        if self.fc.rx.active {
+            return Ok(());
         }
         self.bump("flow_control");
         let rx = &mut self.fc.rx;
         rx.active = true;
         rx.dirty = true;
+        rx.auto = auto;
         if !self.software && rx.switch.is_none() {
             self.start_switch()?;
         }
         Ok(())
+    }
+
+    /// Hybrid, still matching in hardware: an append found no list entry left (the LE pool
+    /// is shared with the unexpected headers). As libfabric does, software disables the
+    /// PtlTE itself and recovers as from flow control, switching to software matching; the
+    /// receive whose append failed is posted in software then.
+    pub(super) fn fc_append_failed(&mut self, bid: u16) -> Result<()> {
+        if let Some(&id) = self.bids.get(&bid)
+            && let Some(r) = self.recvs.get_mut(&id)
+        {
+            r.append_failed = true;
+        }
+        self.bump("append_failed");
+        if self.fc.rx.active || self.fc.rx.forcing {
+            return Ok(());
+        }
+        self.fc.rx.forcing = true;
+        let cmd = self.ep.rx.pte.set_state_cmd(PtlteState::Disabled, 0);
+        self.ep.emit(true, |q| q.emit_set_state(&cmd))?;
+        self.ep.ring_tg()
+    }
+
+    /// A STATE_CHANGE to DISABLED that software asked for.
+    pub(super) fn fc_forced(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.fc.rx.forcing) {
+            return Ok(());
+        }
+        self.fc_disabled(None, false)
     }
 
     /// Hybrid: take the unexpected headers and the posted receives off the NIC.
@@ -404,17 +445,17 @@ impl CxiTransport {
         }
         // The receives that were still posted, in posting order.
         for (id, bid) in s.unlinks {
-            let ok = self
+            let unlinked = self
                 .answers
                 .remove(&bid)
                 .is_some_and(|a| a.return_code == ReturnCode::Ok);
-            if !ok {
-                // Matched before the PtlTE stopped: its events complete it.
-                continue;
-            }
             let Some(r) = self.recvs.get_mut(&id) else {
                 continue;
             };
+            if !unlinked && !r.append_failed {
+                // Matched before the PtlTE stopped: its events complete it.
+                continue;
+            }
             let Some(spec) = r.spec.take() else {
                 continue;
             };
@@ -474,9 +515,12 @@ impl CxiTransport {
                 st.state
             )));
         }
-        // Cassini 1 does not count the message that disabled the PtlTE (libfabric starts
-        // its count at -1 there).
-        let uncounted = match CassiniVersion::from_value(self.ep.dev.info().cassini_version as u8) {
+        // Cassini 1 does not count the message that made the NIC disable the PtlTE
+        // (libfabric starts its count at -1 there); a disable software asked for leaves
+        // nothing uncounted.
+        let version = CassiniVersion::from_value(self.ep.dev.info().cassini_version as u8);
+        let uncounted = match version {
+            _ if !self.fc.rx.auto => 0,
             Some(v) if v.generation() == Generation::Cassini2 => 0,
             _ => 1,
         };

@@ -85,6 +85,8 @@ struct RecvOp {
     spec: Option<MatchSpec>,
     /// An UNLINK of its LE is under way.
     cancelling: bool,
+    /// Its append found no list entry (NO_SPACE): the hybrid switch posts it in software.
+    append_failed: bool,
     /// The LE's buffer, or where a software Get lands.
     buf: Option<Buf>,
     /// Matched message.

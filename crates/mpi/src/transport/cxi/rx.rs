@@ -42,6 +42,7 @@ impl CxiTransport {
                 bid,
                 spec: None,
                 cancelling: false,
+                append_failed: false,
                 buf: None,
                 env: None,
                 expected: false,
