@@ -52,6 +52,10 @@ fn wait(t: &mut dyn Transport, op: OpId) -> Completion {
             return c;
         }
         assert!(start.elapsed() < LIMIT, "operation {op:?} never completed");
+        // Another rank failed: stop at once rather than at the limit.
+        if let Some(why) = t.aborted() {
+            panic!("the job was aborted: {why}");
+        }
     }
 }
 
@@ -714,6 +718,7 @@ fn flood(job: &Job) -> mpi::transport::Stats {
             for s in 1..n {
                 while t.probe(spec(Some(s), Some(FLOOD_DONE))).unwrap().is_none() {
                     assert!(start.elapsed() < LIMIT, "sender {s} never finished");
+                    assert_eq!(t.aborted(), None, "the job was aborted");
                 }
             }
             for s in 1..n {
@@ -766,10 +771,12 @@ fn flood(job: &Job) -> mpi::transport::Stats {
     out.into_iter().next().unwrap()
 }
 
-/// Small overflow / request buffers: the flood exhausts them.
+/// Small overflow / request buffers: the flood exhausts them. (A transport step that waits
+/// gives up after 20 s, so that a broken recovery fails the test soon.)
 fn flood_job(mode: &str) -> Job {
     job(4)
         .env("FI_CXI_RX_MATCH_MODE", mode)
+        .env("NICEMU_CXI_TIMEOUT", "20")
         .env("FI_CXI_OFLOW_BUF_COUNT", "2")
         .env("FI_CXI_OFLOW_BUF_SIZE", "40K")
         .env("FI_CXI_REQ_BUF_MIN_POSTED", "2")

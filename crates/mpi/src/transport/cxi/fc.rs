@@ -176,7 +176,7 @@ impl CxiTransport {
             NOTICE => self.on_notice(t.header_data),
             FC_NOTIFY => {
                 self.bump("fc_notify_received");
-                self.fc.rx.reported += t.header_data;
+                self.fc.rx.reported = self.fc.rx.reported.saturating_add(t.header_data);
                 self.fc.rx.notifiers.insert(from);
                 self.fc.rx.dirty = true;
             }
