@@ -1,5 +1,5 @@
-//! MPI over the cxi transport on emulated Cassini nodes: the semantics suite in hardware and
-//! software matching modes.
+//! MPI over the cxi transport on emulated Cassini nodes: the semantics suite in hardware,
+//! software and hybrid matching modes.
 
 use mpi::Universe;
 use runtime::{Job, Nic};
@@ -21,4 +21,265 @@ fn the_semantics_suite_passes_with_hardware_matching() {
 #[test]
 fn the_semantics_suite_passes_with_software_matching() {
     suite("software", &[1, 2, 3, 5, 8]);
+}
+
+#[test]
+fn the_semantics_suite_passes_with_hybrid_matching() {
+    suite("hybrid", &[1, 2, 3, 5, 8]);
+}
+
+/// The suite in hybrid mode with one small overflow buffer: collectives flood it, the
+/// receive PtlTEs go into flow control and the endpoints switch to software matching
+/// while the suite runs.
+#[test]
+fn the_semantics_suite_passes_in_hybrid_mode_through_flow_control() {
+    let mut episodes = 0;
+    for ranks in [5u32, 8] {
+        let stats = Job::new(Nic::Cassini, ranks)
+            .env("FI_CXI_RX_MATCH_MODE", "hybrid")
+            .env("FI_CXI_OFLOW_BUF_COUNT", "1")
+            .env("FI_CXI_OFLOW_BUF_SIZE", "36K")
+            .run(|u: Universe| {
+                tests::mpi_semantics::run(&u.world());
+                u.with_transport(|t| t.stats())
+            })
+            .unwrap_or_else(|e| panic!("hybrid, {ranks} ranks: {e}"));
+        episodes += stats
+            .iter()
+            .map(|s| s.get("flow_control").copied().unwrap_or(0))
+            .sum::<u64>();
+        eprintln!("{ranks} ranks: {stats:?}");
+    }
+    assert!(episodes > 0, "no rank went through flow control");
+}
+
+/// `MPICH_OFI_DEFAULT_TCLASS` picks the traffic class of every packet the transport sends:
+/// two ranks on two emulated nodes exchange messages of every protocol, and the sending
+/// NIC's `pkts_sent_by_tc` counters (read through the privileged CSR mapping) moved for that
+/// class only.
+#[test]
+fn the_default_traffic_class_is_the_class_of_every_packet() {
+    use std::sync::Arc;
+
+    use firmware_spec::cassini::csr;
+    use mpi::env::Env;
+    use mpi::transport::cxi::CxiTransport;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use platform::{Cluster, EngineKind};
+    use runtime::{InProcessPmi, Shared};
+    use userlib::cxi::{OpenOptions, open_device_with};
+
+    let by_tc = |devs: &[Arc<driver::cassini::CxiDevice>]| -> Vec<u64> {
+        let dev = open_device_with(
+            devs,
+            0,
+            OpenOptions {
+                admin: true,
+                ..OpenOptions::default()
+            },
+        )
+        .expect("admin open");
+        let csrs = dev.map_csr().expect("CSR mapping");
+        let view = csr::lookup("c_hni_cntrs").expect("c_hni_cntrs");
+        let field = view.field("pkts_sent_by_tc").expect("pkts_sent_by_tc");
+        (0..4)
+            .map(|tc| {
+                csrs.read_u64(view.offset + u64::from(field.bit / 8) + 8 * tc)
+                    .expect("counter")
+            })
+            .collect()
+    };
+    for (name, tc) in [
+        ("TC_DEDICATED_ACCESS", 0usize),
+        ("TC_LOW_LATENCY", 1),
+        ("TC_BULK_DATA", 2),
+        ("TC_BEST_EFFORT", 3),
+    ] {
+        let cluster = Cluster::builder()
+            .nics(2)
+            .engine(EngineKind::Threaded)
+            .build()
+            .expect("cluster");
+        let env = Env::new().with("MPICH_OFI_DEFAULT_TCLASS", name);
+        let shared = Shared::new();
+        let bits = MatchBits::of(1, 5);
+        std::thread::scope(|s| {
+            for rank in 0..2u32 {
+                let (cluster, env, shared) = (&cluster, &env, &shared);
+                s.spawn(move || {
+                    let devs = cluster.node(rank as usize).expect("node").cxi_devices();
+                    let pmi = InProcessPmi::new(Arc::clone(shared), rank, 2, (1, 0));
+                    let mut t = CxiTransport::new(&devs, Box::new(pmi), env).expect("init");
+                    let wait = |t: &mut CxiTransport, op| loop {
+                        if let Some(c) = t.test(op).expect("test") {
+                            break c;
+                        }
+                    };
+                    for len in [8usize, 4000, 40_000] {
+                        if rank == 0 {
+                            let op = t
+                                .send(1, bits, &vec![7; len], SendMode::Standard)
+                                .expect("send");
+                            assert_eq!(wait(&mut t, op), Completion::Sent);
+                        } else {
+                            let spec = MatchSpec {
+                                source: Some(0),
+                                bits,
+                                ignore: 0,
+                            };
+                            let op = t.recv(spec, len).expect("recv");
+                            assert!(matches!(wait(&mut t, op), Completion::Received { .. }));
+                        }
+                    }
+                    t.finalize().expect("finalize");
+                });
+            }
+        });
+        for node in 0..2 {
+            let counts = by_tc(&cluster.node(node).expect("node").cxi_devices());
+            for (class, &n) in counts.iter().enumerate() {
+                assert_eq!(
+                    n > 0,
+                    class == tc,
+                    "{name}: node {node} sent {counts:?} by class"
+                );
+            }
+        }
+    }
+}
+
+/// Hybrid mode, still matching in hardware: a receive whose priority LE finds no list entry
+/// (NO_SPACE; the receiving NIC's LE pool is cut down to a few entries above what init
+/// took) makes the endpoint disable its PtlTE itself and switch to software matching; every
+/// receive, the failed ones included, and every message sent meanwhile arrive once and in
+/// order.
+#[test]
+fn a_failed_append_switches_a_hybrid_endpoint_to_software_matching() {
+    use std::sync::{Arc, Barrier};
+
+    use firmware_spec::cassini::csr::{self, fields as f};
+    use mpi::env::Env;
+    use mpi::transport::cxi::CxiTransport;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use platform::{Cluster, EngineKind};
+    use runtime::{InProcessPmi, Shared};
+    use userlib::cxi::{OpenOptions, open_device_with};
+
+    const POSTED: u32 = 40;
+    const BURST: u32 = 300;
+    let cluster = Cluster::builder()
+        .nics(2)
+        .engine(EngineKind::Threaded)
+        .build()
+        .expect("cluster");
+    let env = Env::new().with("FI_CXI_RX_MATCH_MODE", "hybrid");
+    let shared = Shared::new();
+    let posted = Barrier::new(2);
+    let bits = |tag| MatchBits::of(3, tag);
+    let payload = |tag: u32| -> Vec<u8> { (0..24).map(|i| (tag * 3 + i) as u8).collect() };
+    let stats = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2u32)
+            .map(|rank| {
+                let (cluster, env, shared, posted) = (&cluster, &env, &shared, &posted);
+                s.spawn(move || {
+                    let devs = cluster.node(rank as usize).expect("node").cxi_devices();
+                    let pmi = InProcessPmi::new(Arc::clone(shared), rank, 2, (1, 0));
+                    let mut t = CxiTransport::new(&devs, Box::new(pmi), env).expect("init");
+                    let wait = |t: &mut CxiTransport, op| loop {
+                        if let Some(c) = t.test(op).expect("test") {
+                            break c;
+                        }
+                    };
+                    if rank == 1 {
+                        // Leave pool 0 of every processing engine six entries.
+                        let dev = open_device_with(
+                            &devs,
+                            0,
+                            OpenOptions {
+                                admin: true,
+                                ..OpenOptions::default()
+                            },
+                        )
+                        .expect("admin open");
+                        let csrs = dev.map_csr().expect("CSR mapping");
+                        for pe in 0..4u32 {
+                            let i = pe * 16;
+                            let used = csrs
+                                .read_field("c_lpe_sts_pe_le_alloc", i, "num_allocated")
+                                .expect("pool usage");
+                            let c = csr::C_LPE_CFG_PE_LE_POOLS;
+                            let mut e = csrs.read_entry(c, i).expect("pool entry");
+                            f::c_lpe_cfg_pe_le_pools::MAX_ALLOC.set(&mut e, used + 6);
+                            e.resize(e.len().next_multiple_of(8), 0);
+                            csrs.write(c.entry_offset(i).expect("entry"), &e)
+                                .expect("pool write");
+                        }
+                        let ops: Vec<_> = (0..POSTED)
+                            .map(|tag| {
+                                let spec = MatchSpec {
+                                    source: Some(0),
+                                    bits: bits(tag),
+                                    ignore: 0,
+                                };
+                                t.recv(spec, 64).expect("recv")
+                            })
+                            .collect();
+                        posted.wait();
+                        for (tag, op) in (0..POSTED).zip(ops) {
+                            match wait(&mut t, op) {
+                                Completion::Received { envelope, data } => {
+                                    assert_eq!(envelope.bits, bits(tag));
+                                    assert_eq!(data, payload(tag), "receive {tag}");
+                                }
+                                other => panic!("receive {tag}: {other:?}"),
+                            }
+                        }
+                        for seq in 0..BURST {
+                            let spec = MatchSpec {
+                                source: Some(0),
+                                bits: bits(1000),
+                                ignore: 0,
+                            };
+                            let op = t.recv(spec, 64).expect("recv");
+                            match wait(&mut t, op) {
+                                Completion::Received { data, .. } => {
+                                    assert_eq!(data, seq.to_le_bytes(), "burst order");
+                                }
+                                other => panic!("burst {seq}: {other:?}"),
+                            }
+                        }
+                    } else {
+                        posted.wait();
+                        let mut ops: Vec<_> = (0..POSTED)
+                            .map(|tag| {
+                                t.send(1, bits(tag), &payload(tag), SendMode::Standard)
+                                    .expect("send")
+                            })
+                            .collect();
+                        for seq in 0..BURST {
+                            let op = t
+                                .send(1, bits(1000), &seq.to_le_bytes(), SendMode::Standard)
+                                .expect("send");
+                            ops.push(op);
+                        }
+                        for op in ops {
+                            assert_eq!(wait(&mut t, op), Completion::Sent);
+                        }
+                    }
+                    t.finalize().expect("finalize");
+                    (t.software_matching(), t.stats())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank"))
+            .collect::<Vec<_>>()
+    });
+    let (software, st) = &stats[1];
+    eprintln!("receiver: {st:?}");
+    assert!(*software, "the receiver switched to software matching");
+    assert!(st["append_failed"] >= 1, "{st:?}");
+    assert!(st["reposted"] >= 1, "{st:?}");
+    assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
 }

@@ -34,6 +34,10 @@ pub const RX_INDEX: u32 = 0;
 pub const RMA_INDEX: u32 = 117;
 /// Event queue size: 64 pages of 64 B slots.
 const EQ_BYTES: u64 = 64 * 4096;
+/// Slots of the EQ that receive (target) events leave free (`reserved_fc`): a flood of
+/// unexpected messages puts the receive PtlTE into flow control (FC_EQ_FULL) while the
+/// acknowledgements of this rank's own sends and control messages still find room.
+const EQ_RESERVED: u32 = 1024;
 
 /// A userlib error as a transport error with its message.
 pub fn cxi_err(what: &str) -> impl Fn(CxiError) -> Error + '_ {
@@ -150,11 +154,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Open device `index` and build the endpoint; the receive PtlTE starts in `rx_state`.
+    /// Open device `index` and build the endpoint; the receive PtlTE starts in `rx_state`,
+    /// and every command goes out in traffic class `tc`.
     pub fn new(
         devices: &[Arc<CxiDevice>],
         index: u32,
         rx_state: PtlteState,
+        tc: TrafficClass,
         timeout: Duration,
     ) -> Result<Endpoint> {
         let dev = open_device(devices, index).map_err(cxi_err("opening the device"))?;
@@ -168,14 +174,23 @@ impl Endpoint {
             .alloc_domain(VNI, C_PID_ANY)
             .map_err(cxi_err("allocating a domain"))?;
         let cp = lni
-            .alloc_cp(VNI, TrafficClass::BestEffort, TcType::Default)
+            .alloc_cp(VNI, tc, TcType::Default)
             .map_err(cxi_err("allocating a communication profile"))?;
         let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
         let eq_md = lni
             .map_buffer(&eq_buf, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
             .map_err(cxi_err("mapping the EQ buffer"))?;
         let eq = lni
-            .alloc_evtq(&eq_buf, Some(&eq_md), &EqOptions::default(), None, None)
+            .alloc_evtq(
+                &eq_buf,
+                Some(&eq_md),
+                &EqOptions {
+                    reserved_slots: EQ_RESERVED,
+                    ..EqOptions::default()
+                },
+                None,
+                None,
+            )
             .map_err(cxi_err("allocating the EQ"))?;
         let txq = lni
             .alloc_cmdq(Some(&eq), &CqOptions::transmit(1024, &cp))
@@ -342,16 +357,19 @@ impl Endpoint {
         self.tgq.ring().map_err(cxi_err("ringing the target queue"))
     }
 
-    /// An IDC small message (payload ≤ 192 B) to the receive PtlTE of `to`.
+    /// An IDC small message (payload ≤ 192 B) to PtlTE `index` of `to` (the receive PtlTE,
+    /// or the control LE on [`RMA_INDEX`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn idc_msg(
         &mut self,
         to: Addr,
+        index: u32,
         match_bits: u64,
         header_data: u64,
         user_ptr: u64,
         data: &[u8],
     ) -> Result<()> {
-        let (dfa, index_ext) = self.dfa(to, RX_INDEX);
+        let (dfa, index_ext) = self.dfa(to, index);
         let cstate = CState {
             initiator: self.my_match_id(),
             index_ext,

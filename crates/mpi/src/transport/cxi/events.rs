@@ -69,11 +69,20 @@ impl CxiTransport {
         list: PtlList,
         rendezvous: bool,
     ) -> Result<()> {
-        if rc != ReturnCode::Ok {
-            if user_ptr == 0 && ty == EventType::Ack {
-                // A match-complete notice the peer could not take: the peer is gone.
+        if ty == EventType::Ack {
+            if self.on_ctrl_ack(user_ptr, rc) {
                 return Ok(());
             }
+            // A send the peer's PtlTE dropped in flow control waits for its replay
+            // (hybrid and software modes; hardware mode cannot recover).
+            if self.cfg.mode != MatchMode::Hardware
+                && let Some(dest) = self.sends.get(&user_ptr).map(|op| op.dest)
+                && !self.fc_acked(user_ptr, dest, rc)?
+            {
+                return Ok(());
+            }
+        }
+        if rc != ReturnCode::Ok {
             return Err(crate::Error::Transport(format!(
                 "cxi: {ty:?} of operation {user_ptr:#x} failed: {rc:?}{}",
                 if rc == ReturnCode::PtDisabled {
@@ -134,6 +143,12 @@ impl CxiTransport {
             }
             return Ok(());
         }
+        if t.ptlte_index == self.ep.rma.pte.index() {
+            if t.event_type == EventType::Put && t.match_bits & proto::CTRL != 0 {
+                return self.on_ctrl(t);
+            }
+            return Ok(());
+        }
         if t.ptlte_index != self.ep.rx.pte.index() {
             return Ok(());
         }
@@ -144,6 +159,9 @@ impl CxiTransport {
             EventType::StateChange => self.on_state_change(t),
             EventType::Link if t.return_code != ReturnCode::Ok => {
                 if t.return_code == ReturnCode::NoSpace {
+                    if self.cfg.mode == MatchMode::Hybrid && !self.software {
+                        return self.fc_append_failed(bid);
+                    }
                     return Err(self.flow_control_error());
                 }
                 Err(crate::Error::Transport(format!(
@@ -151,6 +169,8 @@ impl CxiTransport {
                     t.return_code
                 )))
             }
+            // Overflow buffers unlinked by the hybrid switch: nobody waits for them.
+            EventType::Unlink if is_landing => Ok(()),
             EventType::Search | EventType::Unlink => {
                 self.answers.insert(bid, *t);
                 Ok(())
@@ -161,16 +181,16 @@ impl CxiTransport {
             EventType::Put => match t.ptl_list {
                 PtlList::Request if is_landing => self.on_request_landing(landing, t),
                 PtlList::Overflow if is_landing => self.on_overflow_landing(landing, t),
-                PtlList::Priority if bid == proto::CTRL_BID => {
-                    self.on_notice(t.header_data);
-                    Ok(())
-                }
                 PtlList::Priority => match self.bids.get(&bid) {
                     Some(&id) => self.on_expected(id, t),
                     None => Ok(()),
                 },
                 _ => Ok(()),
             },
+            EventType::PutOverflow if bid == proto::ONLOAD_BID => {
+                self.on_onloaded(t);
+                Ok(())
+            }
             EventType::PutOverflow => match self.bids.get(&bid) {
                 Some(&id) => self.on_ux_matched(id, t),
                 None => Ok(()),
@@ -195,17 +215,11 @@ impl CxiTransport {
         let Some(Ok(sc)) = t.state_change() else {
             return Ok(());
         };
-        if sc.ptlte_state == PtlteState::Disabled && sc.sc_nic_auto {
-            if self.software {
-                return Err(crate::Error::Transport(format!(
-                    "cxi: PtlTE {} entered flow control ({:?}): the request buffers ran out \
-                     and recovery is not implemented; raise FI_CXI_REQ_BUF_MIN_POSTED or \
-                     FI_CXI_REQ_BUF_SIZE",
-                    self.ep.rx.pte.number(),
-                    sc.sc_reason
-                )));
+        if sc.ptlte_state == PtlteState::Disabled {
+            if sc.sc_nic_auto {
+                return self.fc_disabled(Some(sc.sc_reason), true);
             }
-            return Err(self.flow_control_error());
+            return self.fc_forced();
         }
         Ok(())
     }
@@ -214,14 +228,10 @@ impl CxiTransport {
     /// provider's message, `cxip_msg_hpc.c`).
     pub(super) fn flow_control_error(&self) -> crate::Error {
         let n = self.ep.rx.pte.number();
-        let mut m = format!(
+        crate::Error::Transport(format!(
             "PtlTE {n} LE resources not recovered during flow control. \
              FI_CXI_RX_MATCH_MODE=[hybrid OR software] is required."
-        );
-        if self.cfg.mode == MatchMode::Hybrid {
-            m.push_str(" (the hybrid switch to software matching is not implemented yet)");
-        }
-        crate::Error::Transport(m)
+        ))
     }
 
     /// Complete RMA operation `id`.

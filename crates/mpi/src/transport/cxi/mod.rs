@@ -9,13 +9,17 @@
 //! - [`rx`]: hardware matching — posted receives as priority LEs, overflow buffers and
 //!   unexpected headers, SEARCH for probe, SEARCH_AND_DELETE for claim, UNLINK for cancel.
 //! - [`sw`]: software matching — request buffers of a software-managed PtlTE and
-//!   [`crate::matching::Matcher`]; the hybrid switch.
+//!   [`crate::matching::Matcher`].
+//! - [`fc`]: flow-control recovery (hybrid and software modes): the senders' hold, FC_NOTIFY
+//!   and in-order replay after FC_RESUME, the receiver's re-enable, and the hybrid switch
+//!   to software matching (onload of the unexpected headers, posted receives moved).
 //! - [`events`]: the event loop that drives all of it.
 //! - [`rma`]: windows on a non-matching PtlTE, put/get as DMA, atomics as Cassini AMOs.
 
 pub mod config;
 pub mod endpoint;
 mod events;
+mod fc;
 pub mod proto;
 mod rma;
 mod rx;
@@ -48,10 +52,20 @@ struct LandingBuf {
     outstanding: usize,
     /// The NIC unlinked it (full); appended again once nothing in it is needed.
     unlinked: bool,
+    /// An overflow buffer of a hybrid endpoint that switched to software matching: never
+    /// appended again.
+    retired: bool,
 }
 
 /// A send in flight.
 struct SendOp {
+    dest: Rank,
+    /// Match bits as sent (MPI bits and the sync flag).
+    bits: u64,
+    len: usize,
+    /// The payload of an IDC send, kept for a replay after flow control.
+    idc: Option<Vec<u8>>,
+    /// The payload of an eager or rendezvous send.
     staging: Option<Buf>,
     /// Needs the receiver's match (synchronous mode).
     sync: bool,
@@ -66,6 +80,13 @@ struct SendOp {
 struct RecvOp {
     capacity: usize,
     bid: u16,
+    /// What a receive posted as a priority LE matches (moved to software matching by the
+    /// hybrid switch).
+    spec: Option<MatchSpec>,
+    /// An UNLINK of its LE is under way.
+    cancelling: bool,
+    /// Its append found no list entry (NO_SPACE): the hybrid switch posts it in software.
+    append_failed: bool,
     /// The LE's buffer, or where a software Get lands.
     buf: Option<Buf>,
     /// Matched message.
@@ -141,6 +162,8 @@ pub struct CxiTransport {
     /// Freed windows' memory, kept registered until the transport goes.
     retired: Vec<Buf>,
     stats: Stats,
+    /// Flow-control recovery (`fc`).
+    fc: fc::FcState,
     /// A fatal error seen by the event loop: every later call returns it.
     fatal: Option<String>,
     finalized: bool,
@@ -157,17 +180,26 @@ impl CxiTransport {
         mut pmi: Box<dyn Pmi>,
         env: &Env,
     ) -> Result<CxiTransport> {
-        let (_, local_index) = pmi.local();
-        let cfg = Config::from_env(env, local_index, devices.len())?;
+        let (local_size, local_index) = pmi.local();
+        let cfg = Config::from_env(env, local_size, local_index, devices.len())?;
         if devices.is_empty() {
             return Err(Error::Transport("cxi: no cxi device on this node".into()));
+        }
+        if cfg.nic_verbose > 0 {
+            eprintln!("{}", cfg.nic_line(pmi.rank(), local_size, local_index));
         }
         let rx_state = if cfg.mode == MatchMode::Software {
             PtlteState::SoftwareManaged
         } else {
             PtlteState::Enabled
         };
-        let ep = Endpoint::new(devices, cfg.device, rx_state, cfg.timeout)?;
+        let ep = Endpoint::new(
+            devices,
+            cfg.device,
+            rx_state,
+            cfg.traffic_class,
+            cfg.timeout,
+        )?;
         let rank = pmi.rank();
         let size = pmi.size();
         let mut t = CxiTransport {
@@ -196,6 +228,7 @@ impl CxiTransport {
             next_win: 1,
             retired: Vec::new(),
             stats: Stats::new(),
+            fc: fc::FcState::default(),
             fatal: None,
             finalized: false,
             ep,
@@ -240,22 +273,20 @@ impl CxiTransport {
     /// The control LE and the overflow (hardware) or request (software) buffers.
     fn setup_rx(&mut self) -> Result<()> {
         let ctrl = self.ep.buf(4096)?;
-        let pte = self.ep.rx.pte.clone();
-        // A software-managed PtlTE takes no priority LEs: there, notices land in the
-        // request buffers like everything else.
-        if !self.software {
-            self.ep.append(
-                &pte,
-                PtlList::Priority,
-                Some((&ctrl, 0)),
-                LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE | LeFlags::EVENT_UNLINK_DISABLE,
-                u32::MAX,
-                proto::CTRL,
-                !proto::CTRL,
-                proto::CTRL_BID,
-                0,
-            )?;
-        }
+        // Control messages (zero bytes, `proto`) go to a persistent LE on the RMA PtlTE,
+        // which is not flow controlled (libfabric's control PtlTE shares index 117).
+        let pte = self.ep.rma.pte.clone();
+        self.ep.append(
+            &pte,
+            PtlList::Priority,
+            Some((&ctrl, 0)),
+            LeFlags::OP_PUT | LeFlags::EVENT_LINK_DISABLE | LeFlags::EVENT_UNLINK_DISABLE,
+            u32::MAX,
+            proto::CTRL,
+            !proto::CTRL,
+            proto::CTRL_BID,
+            0,
+        )?;
         // Kept alive with the landing buffers (index 0 is never used for landing).
         let (count, size) = if self.software {
             (self.cfg.req_count, self.cfg.req_size)
@@ -266,6 +297,7 @@ impl CxiTransport {
             buf: ctrl,
             outstanding: 0,
             unlinked: false,
+            retired: true,
         });
         for _ in 0..count {
             let buf = self.ep.buf(size)?;
@@ -273,6 +305,7 @@ impl CxiTransport {
                 buf,
                 outstanding: 0,
                 unlinked: true,
+                retired: false,
             });
             let i = self.landing.len() - 1;
             self.append_landing(i)?;
@@ -292,6 +325,9 @@ impl CxiTransport {
         let min_free = (self.cfg.rdzv_threshold.max(config::IDC_MAX) + 256) as u32;
         let pte = self.ep.rx.pte.clone();
         let lb = &mut self.landing[i];
+        if lb.retired {
+            return Ok(());
+        }
         lb.unlinked = false;
         let len = lb.buf.mem.len();
         let buf = Buf {
@@ -440,7 +476,9 @@ impl Transport for CxiTransport {
         // Complete what this rank sent (sends finish on their ACK), then wait for every rank,
         // so no peer still writes into this rank's buffers when they go.
         let start = std::time::Instant::now();
-        while !self.sends.is_empty() && start.elapsed() < self.cfg.timeout {
+        // Flow control also needs this rank: to replay what a peer dropped, or to finish
+        // recovering its own PtlTE and resume the peers waiting for it.
+        while (!self.sends.is_empty() || self.fc_busy()) && start.elapsed() < self.cfg.timeout {
             if self._pmi.aborted().is_some() || self.fatal.is_some() {
                 break;
             }
@@ -468,6 +506,7 @@ impl Transport for CxiTransport {
         if let Some(s) = spec.source {
             self.check_rank(s)?;
         }
+        self.fc_settle()?;
         if self.software {
             self.sw_recv(spec, capacity)
         } else {
@@ -480,6 +519,7 @@ impl Transport for CxiTransport {
         if self.done.contains_key(&op) {
             return Ok(false);
         }
+        self.fc_settle()?;
         if self.software {
             self.sw_cancel(op)
         } else {
@@ -490,6 +530,7 @@ impl Transport for CxiTransport {
     fn probe(&mut self, spec: MatchSpec) -> Result<Option<Envelope>> {
         self.check()?;
         self.progress()?;
+        self.fc_settle()?;
         if self.software {
             Ok(self.matcher.probe(&spec))
         } else {
@@ -500,6 +541,7 @@ impl Transport for CxiTransport {
     fn claim(&mut self, spec: MatchSpec) -> Result<Option<(Envelope, OpId)>> {
         self.check()?;
         self.progress()?;
+        self.fc_settle()?;
         if self.software {
             self.sw_claim(spec)
         } else {
@@ -518,6 +560,10 @@ impl Transport for CxiTransport {
     fn progress(&mut self) -> Result<bool> {
         self.check()?;
         let did = self.drain_events()?;
+        self.check()?;
+        if let Err(e) = self.fc_step() {
+            self.fatal.get_or_insert_with(|| e.to_string());
+        }
         if !did {
             self.ep.dev.progress();
         }

@@ -7,10 +7,17 @@
 //! | 52..60 | rendezvous id (also in the command's 8-bit `rendezvous_id`) |
 //! | 61 | rendezvous put |
 //! | 62 | synchronous send: the receiver notifies the sender when an unexpected message is matched (libfabric's match-complete protocol) |
-//! | 63 | control message (the match-complete notice), never seen by MPI receives |
+//! | 63 | control message, never seen by MPI receives |
 //!
 //! Header data: the sender's operation id (eager messages; the notice carries it back), or
 //! the source buffer's IOVA (rendezvous puts, for a receiver that has to issue the Get itself).
+//!
+//! Control messages are zero-byte IDC messages to the control LE on the RMA PtlTE (index
+//! 117, libfabric's control PtlTE, cassini.md §4.3), which is never flow controlled: match
+//! bits [`CTRL`] | kind << [`KIND_SHIFT`] (window keys never have bit 63 set), header data
+//! the value. Kinds: [`NOTICE`] (a synchronous send was matched: its operation id),
+//! [`FC_NOTIFY`] (flow-control recovery: how many of the sender's messages the receiver's
+//! PtlTE dropped) and [`FC_RESUME`] (recovered: replay them).
 
 use crate::transport::MatchBits;
 
@@ -28,6 +35,27 @@ pub const RDZV: u64 = 1 << 61;
 pub const SYNC: u64 = 1 << 62;
 /// A control message.
 pub const CTRL: u64 = 1 << 63;
+/// Shift of a control message's kind.
+pub const KIND_SHIFT: u32 = 56;
+/// Bits of a control message's kind.
+pub const KIND_MASK: u64 = 0x7F << KIND_SHIFT;
+/// Control message: match-complete notice of a synchronous send.
+pub const NOTICE: u64 = 1;
+/// Control message: the sender's count of messages dropped by flow control.
+pub const FC_NOTIFY: u64 = 2;
+/// Control message: the receiver's PtlTE recovered; replay the dropped messages.
+pub const FC_RESUME: u64 = 3;
+
+/// Match bits of a control message of `kind`.
+pub fn ctrl_bits(kind: u64) -> u64 {
+    CTRL | kind << KIND_SHIFT
+}
+
+/// The kind of control message `bits`.
+pub fn ctrl_kind(bits: u64) -> u64 {
+    (bits & KIND_MASK) >> KIND_SHIFT
+}
+
 /// Bits a receive ignores on top of the MPI layer's ignore bits.
 pub const RECV_IGNORE: u64 = MatchBits::TRANSPORT_MASK & !CTRL;
 
@@ -42,6 +70,8 @@ pub const RDZV_GET_TYPE: u64 = 0xF;
 pub const CTRL_BID: u16 = 1;
 /// Buffer id of probe searches.
 pub const SEARCH_BID: u16 = 2;
+/// Buffer id of the SEARCH_AND_DELETE that onloads the unexpected headers (hybrid mode).
+pub const ONLOAD_BID: u16 = 3;
 /// First buffer id of overflow / request buffers.
 pub const BUF_BID: u16 = 0x100;
 /// First buffer id of receives.

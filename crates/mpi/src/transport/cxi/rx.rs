@@ -40,6 +40,9 @@ impl CxiTransport {
             RecvOp {
                 capacity,
                 bid,
+                spec: None,
+                cancelling: false,
+                append_failed: false,
                 buf: None,
                 env: None,
                 expected: false,
@@ -74,6 +77,7 @@ impl CxiTransport {
         )?;
         if let Some(op) = self.recvs.get_mut(&id) {
             op.buf = Some(buf);
+            op.spec = Some(spec);
         }
         Ok(OpId(id))
     }
@@ -84,12 +88,14 @@ impl CxiTransport {
     }
 
     pub(super) fn hw_cancel(&mut self, op: OpId) -> Result<bool> {
-        let Some(r) = self.recvs.get(&op.0) else {
+        let Some(r) = self.recvs.get_mut(&op.0) else {
             return Ok(false);
         };
         if r.env.is_some() {
             return Ok(false);
         }
+        // A hybrid switch starting meanwhile leaves this LE to the cancel.
+        r.cancelling = true;
         let bid = r.bid;
         self.ep.target_cmd(
             TgtOp::Unlink,
@@ -101,6 +107,9 @@ impl CxiTransport {
             bid,
         )?;
         let ev = self.answer(bid, "waiting for an UNLINK")?;
+        if let Some(r) = self.recvs.get_mut(&op.0) {
+            r.cancelling = false;
+        }
         if ev.return_code != ReturnCode::Ok {
             // Already matched: its events are on their way.
             return Ok(false);

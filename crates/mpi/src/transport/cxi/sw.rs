@@ -4,10 +4,8 @@
 //! [`crate::matching::Matcher`]. A rendezvous put leaves only its eager bytes there, and the
 //! receiver pulls the rest with a Get to the source's rendezvous PtlTE once it matched.
 //!
-//! Hybrid mode starts in hardware; switching to software matching when the PtlTE enters
-//! flow control (onloading unexpected headers, re-posting receives, the FC_NOTIFY /
-//! FC_RESUME exchange with the senders whose messages were dropped) is not done yet: such a
-//! PtlTE ends the job with the error hardware mode gives.
+//! Hybrid mode starts in hardware matching and switches to this when the PtlTE enters flow
+//! control ([`super::fc`]).
 
 use firmware_spec::cassini::event::TargetLong;
 
@@ -92,7 +90,7 @@ impl CxiTransport {
     }
 
     /// Message `msg` matched receive `id`.
-    fn sw_deliver(&mut self, id: u64, env: Envelope, msg: SwMsg) -> Result<()> {
+    pub(super) fn sw_deliver(&mut self, id: u64, env: Envelope, msg: SwMsg) -> Result<()> {
         if msg.bits & SYNC != 0 {
             self.send_notice(env.source, msg.header_data)?;
         }

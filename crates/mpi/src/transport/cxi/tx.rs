@@ -26,12 +26,12 @@ impl CxiTransport {
         sync: bool,
     ) -> Result<OpId> {
         let id = self.new_op();
-        let to = self.peers[dest as usize];
-        let bits = proto::user_bits(bits);
-        let my_id = self.ep.my_match_id();
-        let eq = self.ep.eq.eqn() as u16;
-        let (dfa, index_ext) = self.ep.dfa(to, RX_INDEX);
+        let sync_bit = if sync { SYNC } else { 0 };
         let mut op = SendOp {
+            dest,
+            bits: proto::user_bits(bits) | sync_bit,
+            len: data.len(),
+            idc: None,
             staging: None,
             sync,
             rdzv: None,
@@ -39,14 +39,56 @@ impl CxiTransport {
             matched: false,
             pulled: false,
         };
-        let sync_bit = if sync { SYNC } else { 0 };
         if data.len() <= IDC_MAX {
-            self.ep.idc_msg(to, bits | sync_bit, id, id, data)?;
+            op.idc = Some(data.to_vec());
             self.bump("idc");
         } else if data.len() <= self.cfg.rdzv_threshold {
             let buf = self.ep.buf(data.len())?;
             buf.write(0, data)?;
-            self.ep.dma(FullDma {
+            op.staging = Some(buf);
+            self.bump("eager");
+        } else {
+            u32::try_from(data.len()).map_err(|_| {
+                crate::error::Error::Count(format!(
+                    "a message of {} bytes is longer than the NIC's 4 GiB limit",
+                    data.len()
+                ))
+            })?;
+            let rid = self.free_rid()?;
+            let buf = self.ep.buf(data.len())?;
+            buf.write(0, data)?;
+            self.ep.expose_lac(buf.md.lac())?;
+            self.rdzv_ids.insert(rid, id);
+            op.rdzv = Some(rid);
+            op.staging = Some(buf);
+            self.bump("rendezvous");
+        }
+        self.sends.insert(id, op);
+        // A peer whose PtlTE refused our messages gets nothing new until it resumes them
+        // (flow control, `fc`): queued behind the dropped ones, in order.
+        if self.fc_holds(dest) {
+            self.fc_queue(dest, id);
+        } else {
+            self.issue_send(id)?;
+        }
+        Ok(OpId(id))
+    }
+
+    /// Put send `id` on the wire (again, when it is replayed after flow control).
+    pub(super) fn issue_send(&mut self, id: u64) -> Result<()> {
+        let Some(op) = self.sends.get(&id) else {
+            return Ok(());
+        };
+        let to = self.peers[op.dest as usize];
+        let my_id = self.ep.my_match_id();
+        let eq = self.ep.eq.eqn() as u16;
+        let (dfa, index_ext) = self.ep.dfa(to, RX_INDEX);
+        let dest = op.dest;
+        if let Some(data) = &op.idc {
+            let (bits, data) = (op.bits, data.clone());
+            self.ep.idc_msg(to, RX_INDEX, bits, id, id, &data)?;
+        } else if let (Some(buf), None) = (&op.staging, op.rdzv) {
+            let cmd = FullDma {
                 opcode: DmaOp::Put,
                 index_ext,
                 lac: buf.md.lac(),
@@ -56,30 +98,19 @@ impl CxiTransport {
                 },
                 dfa,
                 local_addr: buf.iova(0),
-                request_len: data.len() as u32,
+                request_len: op.len as u32,
                 eq,
                 initiator: my_id,
-                match_bits: bits | sync_bit,
+                match_bits: op.bits,
                 header_data: id,
                 user_ptr: id,
                 ..FullDma::default()
-            })?;
-            op.staging = Some(buf);
-            self.bump("eager");
-        } else {
-            let len = u32::try_from(data.len()).map_err(|_| {
-                crate::error::Error::Count(format!(
-                    "a message of {} bytes is longer than the NIC's 4 GiB limit",
-                    data.len()
-                ))
-            })?;
-            let rid = self.free_rid()?;
-            let buf = self.ep.buf(data.len())?;
-            buf.write(0, data)?;
+            };
+            self.ep.dma(cmd)?;
+        } else if let (Some(buf), Some(rid)) = (&op.staging, op.rdzv) {
             let lac = buf.md.lac();
-            self.ep.expose_lac(lac)?;
-            let eager = self.cfg.rdzv_eager.min(data.len()) as u32;
-            self.ep.dma(FullDma {
+            let eager = self.cfg.rdzv_eager.min(op.len) as u32;
+            let cmd = FullDma {
                 opcode: DmaOp::RendezvousPut,
                 index_ext,
                 lac,
@@ -92,23 +123,23 @@ impl CxiTransport {
                 // The offset the target NIC's Get reads from (`use_offset_for_get`).
                 remote_offset: buf.iova(0),
                 local_addr: buf.iova(0),
-                request_len: len,
+                request_len: op.len as u32,
                 eq,
                 eager_length: eager,
                 rendezvous_id: rid,
                 initiator: my_id,
-                match_bits: bits | RDZV | u64::from(rid) << RID_SHIFT | u64::from(lac) << LAC_SHIFT,
+                match_bits: op.bits
+                    | RDZV
+                    | u64::from(rid) << RID_SHIFT
+                    | u64::from(lac) << LAC_SHIFT,
                 header_data: buf.iova(0),
                 user_ptr: id,
                 ..FullDma::default()
-            })?;
-            self.rdzv_ids.insert(rid, id);
-            op.rdzv = Some(rid);
-            op.staging = Some(buf);
-            self.bump("rendezvous");
+            };
+            self.ep.dma(cmd)?;
         }
-        self.sends.insert(id, op);
-        Ok(OpId(id))
+        self.fc_issued(dest);
+        Ok(())
     }
 
     /// A rendezvous id not in use (8 bits in the command, cassini.md §6); waits for one
@@ -148,11 +179,10 @@ impl CxiTransport {
         }
     }
 
-    /// Tell `source` that its synchronous send `id` was matched: a zero-byte IDC message
-    /// to its control LE.
+    /// Tell `source` that its synchronous send `id` was matched: a control message to its
+    /// control LE.
     pub(super) fn send_notice(&mut self, source: Rank, id: u64) -> Result<()> {
-        let to = self.peers[source as usize];
-        self.ep.idc_msg(to, proto::CTRL, id, 0, &[])?;
+        self.send_ctrl(source, proto::NOTICE, id)?;
         self.bump("sync_notices");
         Ok(())
     }
