@@ -131,15 +131,14 @@ pub struct GniKnobs {
 }
 
 /// The default of `MPICH_GNI_MAX_VSHORT_MSG_SIZE` for a job of `ranks` ranks. Cray makes it
-/// shrink with the job, because every connection holds a mailbox of `credits × (vshort +
-/// header)` bytes on both sides: 8192 up to 512 ranks, 2048 up to 4096, 1024 up to 16384,
-/// 512 above (the values are ours where Cray's table is not public; 512 is sst-macro's model
-/// of Cray MPICH).
+/// shrink as the job grows, because every connection holds a mailbox of `credits × (vshort +
+/// header)` bytes on both sides. Cray's table is not in our sources, so the values are ours:
+/// 1024 up to 1024 ranks (where E0 and E1 cost the same on the emulated Gemini, see
+/// docs/mpi.md), 768 up to 16384, and 512 above (sst-macro's model of Cray MPICH).
 pub fn default_vshort(ranks: u32) -> usize {
     match ranks {
-        0..=512 => 8192,
-        513..=4096 => 2048,
-        4097..=16384 => 1024,
+        0..=1024 => 1024,
+        1025..=16384 => 768,
         _ => 512,
     }
 }
@@ -216,12 +215,13 @@ mod tests {
         let k = Env::new().gni_knobs(2).unwrap();
         assert_eq!(
             (k.vshort, k.eager, k.rdma_threshold, k.ndreg_maxsize),
-            (8192, 8192, 2048, 4 << 20)
+            (1024, 8192, 2048, 4 << 20)
         );
         assert!(k.dynamic_conn);
-        assert_eq!(Env::new().gni_knobs(1024).unwrap().vshort, 2048);
-        assert_eq!(Env::new().gni_knobs(10_000).unwrap().vshort, 1024);
-        assert_eq!(Env::new().gni_knobs(100_000).unwrap().vshort, 512);
+        assert_eq!(Env::new().gni_knobs(1024).unwrap().vshort, 1024);
+        assert_eq!(Env::new().gni_knobs(1025).unwrap().vshort, 768);
+        assert_eq!(Env::new().gni_knobs(16_384).unwrap().vshort, 768);
+        assert_eq!(Env::new().gni_knobs(16_385).unwrap().vshort, 512);
         let k = Env::new()
             .with("MPICH_GNI_MAX_EAGER_MSG_SIZE", "32K")
             .with("MPICH_GNI_DYNAMIC_CONN", "disabled")

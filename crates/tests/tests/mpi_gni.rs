@@ -93,12 +93,19 @@ fn every_threshold_picks_its_protocol_and_the_bytes_arrive() {
 
 #[test]
 fn the_default_thresholds_by_size() {
-    // Two ranks: E0 up to 8192 (vshort and eager limit coincide), R0 up to 4 MiB, then R1.
-    let msgs = [(8192, 0), (8193, 0), (4 << 20, 0), ((4 << 20) + 4, 0)];
+    // Two ranks: E0 up to 1024, E1 up to 8192, R0 up to 4 MiB, then R1.
+    let msgs = [
+        (1024, 0),
+        (1025, 0),
+        (8192, 0),
+        (8193, 0),
+        (4 << 20, 0),
+        ((4 << 20) + 4, 0),
+    ];
     let (s, r) = exchange(&[], &msgs);
     assert_eq!(
         [get(&s, "E0"), get(&s, "E1"), get(&s, "R0"), get(&s, "R1")],
-        [1, 0, 2, 1],
+        [1, 2, 2, 1],
         "sender {s:?}"
     );
     assert_eq!(get(&r, "PutFallback"), 1, "8193 bytes: {r:?}");

@@ -244,8 +244,8 @@ impl GniTransport {
         Ok(())
     }
 
-    /// Finished datagram exchanges: this rank's dials and the wildcard.
-    pub(super) fn poll_datagrams(&mut self) -> Result<bool> {
+    /// Finished datagram exchanges: this rank's dials, and the wildcard when `wildcard`.
+    pub(super) fn poll_datagrams(&mut self, wildcard: bool) -> Result<bool> {
         let mut did = false;
         if self.dialing > 0 {
             for peer in 0..self.size {
@@ -270,7 +270,7 @@ impl GniTransport {
                 did = true;
             }
         }
-        let Some(l) = &self.listen else {
+        let Some(l) = self.listen.as_ref().filter(|_| wildcard) else {
             return Ok(did);
         };
         let Some(r) = l.ep.post_data_test().map_err(tr)? else {
@@ -341,6 +341,7 @@ impl GniTransport {
     /// Messages that arrived in the mailboxes.
     pub(super) fn drain_mailboxes(&mut self) -> Result<bool> {
         while let Some(ev) = self.rx.get_event().map_err(tr)? {
+            self.rx_seen = true;
             if ev.rc == ReturnCode::ErrorResource {
                 self.rx.clear_overrun().map_err(tr)?;
             }

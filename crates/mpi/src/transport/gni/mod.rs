@@ -64,6 +64,9 @@ fn size_class(len: usize) -> u64 {
 /// CQ entries.
 const CQ_ENTRIES: u32 = 4096;
 
+/// Idle progress calls between polls of the wildcard datagram without mailbox traffic.
+const WILDCARD_POLL: u32 = 64;
+
 fn tr(e: GniError) -> Error {
     Error::Transport(format!("gni: {e}"))
 }
@@ -107,6 +110,10 @@ pub struct GniTransport {
     addrs: Vec<Option<(u32, u32)>>,
     /// Bound datagrams in flight.
     dialing: usize,
+    /// Mailbox events seen since the wildcard was last polled (a new peer's first message
+    /// raises one), and idle progress calls since.
+    rx_seen: bool,
+    idle: u32,
     listen: Option<Listen>,
     mboxes: Mailboxes,
     /// Endpoints for posts, per peer, made on first use.
@@ -196,6 +203,8 @@ impl GniTransport {
             peers,
             addrs: vec![None; size as usize],
             dialing: 0,
+            rx_seen: false,
+            idle: 0,
             listen: None,
             mboxes,
             post_eps: (0..size).map(|_| None).collect(),
@@ -517,8 +526,16 @@ impl Transport for GniTransport {
         }
         did |= self.drain_tx()?;
         did |= self.drain_mailboxes()?;
-        if !did && (self.dialing > 0 || self.listen.is_some()) {
-            did |= self.poll_datagrams()?;
+        if !did {
+            // The wildcard is a kgni request: poll it after mailbox traffic (a new peer's
+            // first message) or once in a while, not on every idle spin.
+            self.idle = self.idle.wrapping_add(1);
+            let wildcard =
+                self.listen.is_some() && (self.rx_seen || self.idle.is_multiple_of(WILDCARD_POLL));
+            if self.dialing > 0 || wildcard {
+                self.rx_seen = false;
+                did |= self.poll_datagrams(wildcard)?;
+            }
         }
         if !did {
             self.nic.progress();
