@@ -113,7 +113,7 @@ impl GniTransport {
         // Where the user's bytes sit relative to a 4-byte boundary (a pointer's address, no
         // dereference): a registration of the user buffer keeps it, so the staged copy does.
         let skew = (data.as_ptr().addr() % 4) as u64;
-        let s = self.stage(data.len() + 4)?;
+        let s = self.stage(data.len() + skew as usize)?;
         s.mem.write(skew, data).map_err(mem_err)?;
         h.kind = Kind::Rts;
         h.va = s.mem.va() + skew;
