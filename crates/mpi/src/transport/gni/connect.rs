@@ -40,6 +40,8 @@ pub(super) const MBOX_BLOCK: u32 = 8;
 const WILDCARD_ID: u64 = 1;
 /// Ids of bound datagrams: this bit and the peer's rank.
 const DIRECTED: u64 = 1 << 62;
+/// Rejected dials this rank repeats before it gives up.
+const DIAL_RETRIES: u32 = 10_000;
 
 /// A message waiting for a connection or for SMSG credits.
 pub(super) struct Outgoing {
@@ -255,6 +257,17 @@ impl GniTransport {
                 let Some(r) = ep.post_data_test().map_err(tr)? else {
                     continue;
                 };
+                if r.state == PostState::Error && self.dial_retries < DIAL_RETRIES {
+                    // The peer's kgni had no room for one more early request (a crowd
+                    // dialing one rank): ask again once its listener caught up.
+                    self.dial_retries += 1;
+                    self.count("dial retries");
+                    if let Some((ep, mbox)) = &self.peers[peer as usize].dial {
+                        ep.post_data_w_id(DIRECTED | u64::from(peer), &attr_to_bytes(mbox), 128)
+                            .map_err(tr)?;
+                    }
+                    continue;
+                }
                 let Some((ep, mbox)) = self.peers[peer as usize].dial.take() else {
                     continue;
                 };

@@ -110,6 +110,8 @@ pub struct GniTransport {
     addrs: Vec<Option<(u32, u32)>>,
     /// Bound datagrams in flight.
     dialing: usize,
+    /// Dials repeated after a peer's kgni rejected them.
+    dial_retries: u32,
     /// Mailbox events seen since the wildcard was last polled (a new peer's first message
     /// raises one), and idle progress calls since.
     rx_seen: bool,
@@ -203,6 +205,7 @@ impl GniTransport {
             peers,
             addrs: vec![None; size as usize],
             dialing: 0,
+            dial_retries: 0,
             rx_seen: false,
             idle: 0,
             listen: None,
