@@ -416,3 +416,40 @@ fn many_rendezvous_in_flight_arrive_intact() {
         .expect("job");
     assert!(out.iter().all(Result::is_ok), "{out:?}");
 }
+
+#[test]
+fn a_ring_of_32_ranks_makes_two_connections_per_rank() {
+    let out = job(32)
+        .run(|u: Universe| {
+            let w = u.world();
+            let (me, n) = (w.rank(), w.size());
+            let msg = pattern(300, me as usize);
+            let mut got = vec![0u8; 300];
+            let next = w.process_at_rank((me + 1) % n);
+            let prev = w.process_at_rank((me + n - 1) % n);
+            mpi::scope(|s| {
+                let r = prev.immediate_receive_into(s, &mut got[..]).unwrap();
+                next.send(&msg[..]).unwrap();
+                r.wait().unwrap();
+            });
+            assert!(got == pattern(300, ((me + n - 1) % n) as usize));
+            // Echo back: reading the reply needs this rank's own dial finished.
+            let echo = got.clone();
+            mpi::scope(|s| {
+                let r = next.immediate_receive_into(s, &mut got[..]).unwrap();
+                prev.send(&echo[..]).unwrap();
+                r.wait().unwrap();
+            });
+            assert!(got == msg);
+            u.with_transport(|t| t.stats())
+        })
+        .expect("job");
+    for (r, s) in out.iter().enumerate() {
+        assert_eq!(get(s, "connections"), 2, "rank {r}: {s:?}");
+        assert_eq!(
+            (get(s, "dials"), get(s, "accepts")),
+            (1, 1),
+            "rank {r}: {s:?}"
+        );
+    }
+}
