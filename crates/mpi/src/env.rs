@@ -110,6 +110,69 @@ impl Env {
     }
 }
 
+/// The gni transport's knobs: Cray MPICH's `MPICH_GNI_*` variables (intro_mpi(3)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GniKnobs {
+    /// `MPICH_GNI_MAX_VSHORT_MSG_SIZE`: the largest payload sent inline in an SMSG message
+    /// (E0); default by job size, [`default_vshort`].
+    pub vshort: usize,
+    /// `MPICH_GNI_MAX_EAGER_MSG_SIZE` (default 8192): the largest message sent eagerly
+    /// through a bounce buffer (E1); above it, rendezvous.
+    pub eager: usize,
+    /// `MPICH_GNI_RDMA_THRESHOLD` (default 2048): transfers of at least this many bytes go
+    /// through the BTE, smaller ones through FMA.
+    pub rdma_threshold: usize,
+    /// `MPICH_GNI_NDREG_MAXSIZE` (default 4 MiB): the largest GET rendezvous (R0); longer
+    /// messages are pipelined PUTs (R1) in chunks of this size.
+    pub ndreg_maxsize: usize,
+    /// `MPICH_GNI_DYNAMIC_CONN` (default enabled): connect to a peer on first traffic with
+    /// it (datagram exchange) instead of to every peer at init.
+    pub dynamic_conn: bool,
+}
+
+/// The default of `MPICH_GNI_MAX_VSHORT_MSG_SIZE` for a job of `ranks` ranks. Cray makes it
+/// shrink as the job grows, because every connection holds a mailbox of `credits × (vshort +
+/// header)` bytes on both sides. Cray's table is not in our sources, so the values are ours:
+/// 1024 up to 1024 ranks (where E0 and E1 cost the same on the emulated Gemini, see
+/// docs/mpi.md), 768 up to 16384, and 512 above (sst-macro's model of Cray MPICH).
+pub fn default_vshort(ranks: u32) -> usize {
+    match ranks {
+        0..=1024 => 1024,
+        1025..=16384 => 768,
+        _ => 512,
+    }
+}
+
+impl Env {
+    /// The gni knobs for a job of `ranks` ranks; a value that does not parse or is out of
+    /// range is an [`Error::Config`] naming the variable.
+    pub fn gni_knobs(&self, ranks: u32) -> Result<GniKnobs> {
+        let ranged = |var: &str, default: usize, lo: usize, hi: usize| -> Result<usize> {
+            let v = self.size(var, default)?;
+            if !(lo..=hi).contains(&v) {
+                return Err(Error::Config {
+                    var: var.to_string(),
+                    value: self.get(var).unwrap_or_default().to_string(),
+                    reason: format!("must be between {lo} and {hi} bytes"),
+                });
+            }
+            Ok(v)
+        };
+        Ok(GniKnobs {
+            vshort: ranged(
+                "MPICH_GNI_MAX_VSHORT_MSG_SIZE",
+                default_vshort(ranks),
+                64,
+                10_000,
+            )?,
+            eager: ranged("MPICH_GNI_MAX_EAGER_MSG_SIZE", 8192, 0, 1 << 20)?,
+            rdma_threshold: ranged("MPICH_GNI_RDMA_THRESHOLD", 2048, 0, 1 << 20)?,
+            ndreg_maxsize: ranged("MPICH_GNI_NDREG_MAXSIZE", 4 << 20, 4096, 1 << 30)?,
+            dynamic_conn: self.flag("MPICH_GNI_DYNAMIC_CONN", true)?,
+        })
+    }
+}
+
 /// `1234`, `64K`, `8M`, `1G` (powers of 1024), or `None`.
 pub fn parse_size(v: &str) -> Option<usize> {
     let v = v.trim();
@@ -145,5 +208,36 @@ mod tests {
         assert!(env.flag("B", false).is_err());
         assert_eq!(parse_size("1G"), Some(1 << 30));
         assert_eq!(parse_size("G"), None);
+    }
+
+    #[test]
+    fn gni_knobs_defaults_ranges_and_errors() {
+        let k = Env::new().gni_knobs(2).unwrap();
+        assert_eq!(
+            (k.vshort, k.eager, k.rdma_threshold, k.ndreg_maxsize),
+            (1024, 8192, 2048, 4 << 20)
+        );
+        assert!(k.dynamic_conn);
+        assert_eq!(Env::new().gni_knobs(1024).unwrap().vshort, 1024);
+        assert_eq!(Env::new().gni_knobs(1025).unwrap().vshort, 768);
+        assert_eq!(Env::new().gni_knobs(16_384).unwrap().vshort, 768);
+        assert_eq!(Env::new().gni_knobs(16_385).unwrap().vshort, 512);
+        let k = Env::new()
+            .with("MPICH_GNI_MAX_EAGER_MSG_SIZE", "32K")
+            .with("MPICH_GNI_DYNAMIC_CONN", "disabled")
+            .gni_knobs(2)
+            .unwrap();
+        assert_eq!(k.eager, 32 << 10);
+        assert!(!k.dynamic_conn);
+        for (var, value) in [
+            ("MPICH_GNI_MAX_VSHORT_MSG_SIZE", "63"),
+            ("MPICH_GNI_MAX_EAGER_MSG_SIZE", "2G"),
+            ("MPICH_GNI_RDMA_THRESHOLD", "x"),
+            ("MPICH_GNI_NDREG_MAXSIZE", "1K"),
+            ("MPICH_GNI_DYNAMIC_CONN", "sometimes"),
+        ] {
+            let e = Env::new().with(var, value).gni_knobs(2).unwrap_err();
+            assert!(e.to_string().contains(var), "{e}");
+        }
     }
 }

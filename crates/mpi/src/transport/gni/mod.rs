@@ -1,39 +1,51 @@
-//! The gni transport: MPI over the uGNI-like library on a Gemini NIC, as Cray MPICH's GNI
-//! netmod does it (gemini.md §3.1):
+//! The gni transport: MPI over the uGNI-like library on a Gemini NIC, with the protocols of
+//! Cray MPICH's GNI netmod (gemini.md §3.1; intro_mpi(3) for the knobs, [`crate::env::GniKnobs`]):
 //!
-//! - **E0**: messages up to `MPICH_GNI_MAX_VSHORT_MSG_SIZE` bytes (default 512, sst-macro's
-//!   model of Cray MPICH; Cray's own default scales with job size and is not public) travel
-//!   inline in an SMSG message, after a 64-byte header, through a per-peer mailbox with
-//!   credits. Out of credits, messages wait in order in a per-peer backlog.
-//! - **R0**: longer messages are a GET rendezvous: the sender stages the bytes in registered
-//!   memory and sends a request (RTS) with its address and memory handle; the receiver, once a
-//!   receive matched it, GETs them — FMA below `MPICH_GNI_RDMA_THRESHOLD` (default 2048), the
-//!   BTE at and above — and answers FIN, which completes the send. Staged copies are padded
-//!   to 4 bytes, so a GET never breaks Gemini's 4-byte alignment rule.
+//! | protocol | sizes | how |
+//! |---|---|---|
+//! | E0 | ≤ `MPICH_GNI_MAX_VSHORT_MSG_SIZE` | inline in an SMSG message ([`eager`]) |
+//! | E1 / Eager GET | ≤ `MPICH_GNI_MAX_EAGER_MSG_SIZE` | bounce buffer, receiver GETs at once ([`eager`]) |
+//! | R0 | ≤ `MPICH_GNI_NDREG_MAXSIZE` | GET rendezvous ([`rendezvous`]) |
+//! | Put Fallback | R0 sizes, unaligned | CTS + PUT when a GET would break the 4-byte rule |
+//! | R1 | above | pipelined PUT in `NDREG_MAXSIZE` chunks, receiver-driven |
+//!
+//! Every GET and PUT is FMA below `MPICH_GNI_RDMA_THRESHOLD` and a fenced BTE post at and
+//! above. Messages go through per-peer SMSG mailboxes with credits; out of credits (or before
+//! the connection is up) they wait in order in a per-peer backlog. Connections are made on
+//! first traffic by datagram exchange, or with every peer at init when
+//! `MPICH_GNI_DYNAMIC_CONN=disabled` ([`connect`]).
+//!
 //! - uGNI has no tag matching: matching is [`crate::matching`] in software, as in the
 //!   netmod. Synchronous eager sends are acknowledged when matched.
-//! - Connections are made at init: mailbox addresses and handles go through PMI, and every
-//!   peer gets an endpoint bound to its (NIC address, instance id). `PMI_GNI_PTAG` and
-//!   `PMI_GNI_COOKIE` name the job, as the launcher sets them on a Cray system.
+//! - `PMI_GNI_PTAG` and `PMI_GNI_COOKIE` name the job, as the launcher sets them on a Cray
+//!   system; NIC addresses go through PMI.
+//! - Staging buffers come from a registration cache, kept per size class.
 //! - RMA ([`rma`]): windows are registered memory; put and get are FMA/BTE posts, atomics
 //!   Gemini's 64-bit AMOs.
+//! - Statistics ([`Transport::stats`]): sends by protocol (`E0`, `E1`, `R0`, `R1`), on the
+//!   receiving side `EagerGET` and `PutFallback`, posts by engine (`fma`, `bte`), and
+//!   connections (`connections`, `dials`, `accepts`).
 
+mod connect;
+mod eager;
+mod rendezvous;
 mod rma;
 mod wire;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use driver::gemini::Kgni;
 use driver::mem::UserMemory;
 use firmware_spec::gemini::gni::{CdmMode, CqEventType, CqMode, MemFlags, PostType, ReturnCode};
 use firmware_spec::gemini::mdd::MemHandle;
+use firmware_spec::gemini::post::PostDescriptor;
 use userlib::gni::post::put_desc;
-use userlib::gni::smsg::mailbox_attr;
 use userlib::gni::{Cdm, Cq, Ep, GniError, Nic, cq};
 
-use self::wire::{HEADER_LEN, Header, Kind};
-use crate::env::Env;
+use self::connect::{Listen, Mailboxes, Peer};
+use self::wire::{Header, Kind};
+use crate::env::{Env, GniKnobs};
 use crate::error::{Error, Result};
 use crate::matching::Matcher;
 use crate::pmi::Pmi;
@@ -49,10 +61,11 @@ fn size_class(len: usize) -> u64 {
     (len.max(4096) as u64).next_power_of_two()
 }
 
-/// SMSG credits per mailbox.
-const CREDITS: u16 = 16;
 /// CQ entries.
 const CQ_ENTRIES: u32 = 4096;
+
+/// Idle progress calls between polls of the wildcard datagram without mailbox traffic.
+const WILDCARD_POLL: u32 = 64;
 
 fn tr(e: GniError) -> Error {
     Error::Transport(format!("gni: {e}"))
@@ -62,31 +75,7 @@ fn mem_err(e: impl std::fmt::Display) -> Error {
     Error::Transport(format!("gni: host memory: {e}"))
 }
 
-/// Thresholds from the environment.
-#[derive(Clone, Copy, Debug)]
-struct Config {
-    vshort: usize,
-    rdma_threshold: usize,
-}
-
-impl Config {
-    fn from_env(env: &Env) -> Result<Self> {
-        let vshort = env.size("MPICH_GNI_MAX_VSHORT_MSG_SIZE", 512)?;
-        if !(64..=10_000).contains(&vshort) {
-            return Err(Error::Config {
-                var: "MPICH_GNI_MAX_VSHORT_MSG_SIZE".into(),
-                value: vshort.to_string(),
-                reason: "must be between 64 and 10000 bytes".into(),
-            });
-        }
-        Ok(Config {
-            vshort,
-            rdma_threshold: env.size("MPICH_GNI_RDMA_THRESHOLD", 2048)?,
-        })
-    }
-}
-
-/// Registered memory of this rank (staging, windows).
+/// Registered memory of this rank (staging, windows, mailboxes).
 struct Staged {
     mem: UserMemory,
     mh: MemHandle,
@@ -94,43 +83,56 @@ struct Staged {
 
 /// What an unexpected message holds until a receive matches it.
 enum Arrived {
+    /// E0: the bytes.
     Eager { data: Vec<u8>, sync: Option<u64> },
+    /// E1: the bounce-buffer message `key` (its GET may still be in flight).
+    Bounce { key: u64, sync: Option<u64> },
+    /// R0: the sender's staged copy.
     Rts { id: u64, va: u64, mh: MemHandle },
+    /// R1.
+    RtsPut { id: u64 },
 }
 
-/// A GET of a rendezvous in flight.
-struct Get {
-    op: OpId,
-    envelope: Envelope,
-    capacity: usize,
-    stage: Staged,
-    id: u64,
-}
-
-/// A message waiting for SMSG credits.
-struct Outgoing {
-    header: [u8; HEADER_LEN],
-    data: Vec<u8>,
+/// What a GET in flight is for.
+enum GetFor {
+    Rndv(rendezvous::Get),
+    /// E1 message (keyed by the GET's token in `bounces`).
+    Bounce,
 }
 
 /// MPI over uGNI on one Gemini NIC.
 pub struct GniTransport {
     rank: Rank,
     size: u32,
-    cfg: Config,
-    eps: Vec<Option<Ep>>,
+    cfg: GniKnobs,
+    peers: Vec<Peer>,
+    /// Peers' `(NIC address, instance)`, read from PMI on first use.
+    addrs: Vec<Option<(u32, u32)>>,
+    /// Bound datagrams in flight.
+    dialing: usize,
+    /// Dials repeated after a peer's kgni rejected them.
+    dial_retries: u32,
+    /// Mailbox events seen since the wildcard was last polled (a new peer's first message
+    /// raises one), and idle progress calls since.
+    rx_seen: bool,
+    idle: u32,
+    listen: Option<Listen>,
+    mboxes: Mailboxes,
+    /// Endpoints for posts, per peer, made on first use.
+    post_eps: Vec<Option<Ep>>,
     /// An endpoint bound to this rank itself, for RMA and atomics on its own window.
     self_ep: Ep,
     tx: Cq,
     rx: Cq,
-    mbox: Staged,
     next: u64,
     matcher: Matcher<usize, Arrived>,
     done: HashMap<OpId, Completion>,
-    backlog: Vec<VecDeque<Outgoing>>,
     sync_wait: HashMap<u64, OpId>,
-    rndv_out: HashMap<u64, (OpId, Staged)>,
-    gets: HashMap<u64, Get>,
+    held: HashMap<u64, rendezvous::Held>,
+    gets: HashMap<u64, GetFor>,
+    puts: HashMap<u64, rendezvous::PutOut>,
+    incoming: HashMap<(Rank, u64), rendezvous::PutIn>,
+    bounces: HashMap<u64, eager::BounceIn>,
     rma: rma::Rma,
     /// The registration cache: free registered staging buffers by size class.
     cache: HashMap<u64, Vec<Staged>>,
@@ -145,10 +147,12 @@ pub struct GniTransport {
 
 impl GniTransport {
     /// Initialize on `kgni` (the node's `/dev/kgni0`): attach a CDM with the job's ptag and
-    /// cookie (`PMI_GNI_PTAG`, `PMI_GNI_COOKIE`), create CQs and mailboxes, exchange them
-    /// through `pmi`, connect to every peer.
+    /// cookie (`PMI_GNI_PTAG`, `PMI_GNI_COOKIE`), create CQs, publish this rank's card through
+    /// `pmi`, and either connect to every peer (`MPICH_GNI_DYNAMIC_CONN=disabled`) or post the
+    /// wildcard datagram that accepts connections.
     pub fn new(kgni: &Arc<Kgni>, mut pmi: Box<dyn Pmi>, env: &Env) -> Result<Self> {
-        let cfg = Config::from_env(env)?;
+        let (rank, size) = (pmi.rank(), pmi.size());
+        let cfg = env.gni_knobs(size)?;
         let need = |var: &str| Error::Config {
             var: var.into(),
             value: String::new(),
@@ -166,7 +170,6 @@ impl GniTransport {
                 reason: "expected a number (decimal or 0x hex)".into(),
             })?,
         };
-        let (rank, size) = (pmi.rank(), pmi.size());
         let client = Arc::new(kgni.open());
         // One BTE channel: BTE completions carry only the endpoint's event data, and
         // uGNI hands them to posts in order; several channels could finish out of order and
@@ -176,79 +179,50 @@ impl GniTransport {
         let nic = cdm.attach(-1).map_err(tr)?;
         let tx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
         let rx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
-        let maxsize = (cfg.vshort + HEADER_LEN) as u32;
-        let per = mailbox_attr(0, 0, MemHandle::default(), CREDITS, maxsize)
-            .map_err(tr)?
-            .buff_size
-            .next_multiple_of(64);
-        let mem = nic
-            .space()
-            .alloc(u64::from(per) * u64::from(size.max(1)))
-            .map_err(mem_err)?;
-        let mh = nic
-            .mem_register(mem.va(), mem.len(), Some(&rx), MemFlags::READWRITE)
-            .map_err(tr)?;
-        let mbox = Staged { mem, mh };
-        // Publish: NIC address, instance, mailbox region and handle, per-peer mailbox size.
-        let mut card = Vec::with_capacity(36);
-        card.extend_from_slice(&nic.address().to_le_bytes());
-        card.extend_from_slice(&rank.to_le_bytes());
-        card.extend_from_slice(&mbox.mem.va().to_le_bytes());
-        card.extend_from_slice(&mbox.mh.to_bytes());
-        card.extend_from_slice(&per.to_le_bytes());
+        let mut mboxes = Mailboxes::new(cfg.vshort)?;
+        let card = if cfg.dynamic_conn {
+            connect::card(&nic, rank, None)
+        } else {
+            mboxes.add_block(&nic, &rx, size)?;
+            connect::card(&nic, rank, mboxes.blocks.last().map(|b| (b, mboxes.per)))
+        };
         pmi.put("gni-card", &card)?;
         pmi.fence()?;
-        let mut eps = Vec::with_capacity(size as usize);
-        for peer in 0..size {
-            if peer == rank {
-                eps.push(None);
-                continue;
-            }
-            let c = pmi.get(peer, "gni-card")?;
-            if c.len() < 36 {
-                return Err(Error::Transport(format!("gni: rank {peer}: a short card")));
-            }
-            let u32_at = |o: usize| u32::from_le_bytes([c[o], c[o + 1], c[o + 2], c[o + 3]]);
-            let mut va = [0u8; 8];
-            va.copy_from_slice(&c[8..16]);
-            let their_mh = MemHandle::from_bytes(&c[16..32])
-                .map_err(|_| Error::Transport(format!("gni: rank {peer}: a bad handle")))?;
-            let (addr, inst, their_per) = (u32_at(0), u32_at(4), u32_at(32));
-            let ep = nic.ep_create(Some(&tx)).map_err(tr)?;
-            ep.bind(addr, inst).map_err(tr)?;
-            let local =
-                mailbox_attr(mbox.mem.va(), peer * per, mbox.mh, CREDITS, maxsize).map_err(tr)?;
-            let remote = mailbox_attr(
-                u64::from_le_bytes(va),
-                rank * their_per,
-                their_mh,
-                CREDITS,
-                maxsize,
-            )
-            .map_err(tr)?;
-            ep.smsg_init(&local, &remote).map_err(tr)?;
-            eps.push(Some(ep));
-        }
+        let peers = if cfg.dynamic_conn {
+            (0..size).map(|_| Peer::default()).collect()
+        } else {
+            let p = connect::connect_all(&nic, &tx, pmi.as_mut(), rank, size, &mboxes)?;
+            // Every mailbox is initialized before anyone sends.
+            pmi.fence()?;
+            p
+        };
         let self_ep = nic.ep_create(Some(&tx)).map_err(tr)?;
         self_ep.bind(nic.address(), rank).map_err(tr)?;
-        // Every mailbox is initialized before anyone sends.
-        pmi.fence()?;
-        Ok(GniTransport {
+        let mut t = GniTransport {
             rank,
             size,
             cfg,
-            eps,
+            peers,
+            addrs: vec![None; size as usize],
+            dialing: 0,
+            dial_retries: 0,
+            rx_seen: false,
+            idle: 0,
+            listen: None,
+            mboxes,
+            post_eps: (0..size).map(|_| None).collect(),
             self_ep,
             tx,
             rx,
-            mbox,
             next: 0,
             matcher: Matcher::new(),
             done: HashMap::new(),
-            backlog: (0..size).map(|_| VecDeque::new()).collect(),
             sync_wait: HashMap::new(),
-            rndv_out: HashMap::new(),
+            held: HashMap::new(),
             gets: HashMap::new(),
+            puts: HashMap::new(),
+            incoming: HashMap::new(),
+            bounces: HashMap::new(),
             rma: rma::Rma::default(),
             cache: HashMap::new(),
             stats: Stats::new(),
@@ -257,7 +231,14 @@ impl GniTransport {
             pmi,
             nic,
             _cdm: cdm,
-        })
+        };
+        if !t.cfg.dynamic_conn {
+            let n = t.peers.iter().filter(|p| !p.eps.is_empty()).count() as u64;
+            t.stats.insert("connections", n);
+        } else if size > 1 {
+            t.listen()?;
+        }
+        Ok(t)
     }
 
     fn op(&mut self) -> OpId {
@@ -279,8 +260,8 @@ impl GniTransport {
         Ok(())
     }
 
-    /// Registered memory of at least `len` bytes (padded to 4 for GETs), from the
-    /// registration cache when a buffer of the size class is free.
+    /// Registered memory of at least `len` bytes, from the registration cache when a buffer
+    /// of the size class is free.
     fn stage(&mut self, len: usize) -> Result<Staged> {
         let class = size_class(len);
         if let Some(s) = self.cache.get_mut(&class).and_then(Vec::pop) {
@@ -307,47 +288,43 @@ impl GniTransport {
         self.nic.mem_deregister(&s.mh).map_err(tr)
     }
 
-    fn ep(&self, r: Rank) -> Result<&Ep> {
-        if r == self.rank {
-            return Ok(&self.self_ep);
+    /// Post `d` to `peer` (fenced when on the BTE); returns its token.
+    fn post(&mut self, peer: Rank, mut d: PostDescriptor, bte: bool) -> Result<u64> {
+        self.next += 1;
+        let token = self.next;
+        d.post_id = token;
+        if bte {
+            fence(&mut d);
         }
-        self.eps
-            .get(r as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| Error::Rank {
-                rank: i64::from(r),
-                size: self.size as usize,
-            })
+        let ep = self.post_ep(peer)?;
+        if bte {
+            ep.post_rdma(&d).map_err(tr)?;
+        } else {
+            ep.post_fma(&d).map_err(tr)?;
+        }
+        self.count(if bte { "bte" } else { "fma" });
+        Ok(token)
     }
 
-    /// Send an SMSG message to `dest` (in order behind any backlog).
-    fn smsg(&mut self, dest: Rank, header: &Header, data: &[u8]) -> Result<()> {
-        let out = Outgoing {
-            header: header.encode(),
-            data: data.to_vec(),
+    /// GET `len` bytes from (`va`, `mh`) on `peer` into `stage` at `offset`: FMA below the
+    /// RDMA threshold, BTE at and above. Returns the post's token.
+    fn get(
+        &mut self,
+        peer: Rank,
+        stage: &Staged,
+        offset: u64,
+        va: u64,
+        mh: MemHandle,
+        len: u64,
+    ) -> Result<u64> {
+        let bte = len as usize >= self.cfg.rdma_threshold;
+        let ty = if bte {
+            PostType::RdmaGet
+        } else {
+            PostType::FmaGet
         };
-        if dest == self.rank {
-            return self.handle(&out.header, &out.data);
-        }
-        self.backlog[dest as usize].push_back(out);
-        self.flush_backlog(dest).map(|_| ())
-    }
-
-    fn flush_backlog(&mut self, dest: Rank) -> Result<bool> {
-        let mut did = false;
-        while let Some(o) = self.backlog[dest as usize].front() {
-            let ep = self.ep(dest)?;
-            match ep.smsg_send(&o.header, &o.data, 0) {
-                Ok(()) => {
-                    self.backlog[dest as usize].pop_front();
-                    self.smsg_out += 1;
-                    did = true;
-                }
-                Err(e) if e.rc() == ReturnCode::NotDone => break,
-                Err(e) => return Err(tr(e)),
-            }
-        }
-        Ok(did)
+        let d = put_desc(ty, stage.mem.va() + offset, stage.mh, va, mh, len);
+        self.post(peer, d, bte)
     }
 
     /// One message arrived (or was sent to this rank itself).
@@ -366,6 +343,7 @@ impl GniTransport {
                 };
                 self.arrive(envelope, a)
             }
+            Kind::EagerBounce => self.bounce_arrived(&h, envelope),
             Kind::Rts => {
                 let a = Arrived::Rts {
                     id: h.id,
@@ -374,19 +352,16 @@ impl GniTransport {
                 };
                 self.arrive(envelope, a)
             }
-            Kind::Fin => {
-                if let Some((op, s)) = self.rndv_out.remove(&h.id) {
-                    self.release(s)?;
-                    self.done.insert(op, Completion::Sent);
-                }
-                Ok(())
-            }
+            Kind::RtsPut => self.arrive(envelope, Arrived::RtsPut { id: h.id }),
+            Kind::Fin => self.on_fin(h.id),
             Kind::SyncAck => {
                 if let Some(op) = self.sync_wait.remove(&h.id) {
                     self.done.insert(op, Completion::Sent);
                 }
                 Ok(())
             }
+            Kind::Cts => self.on_cts(&h),
+            Kind::PutDone => self.put_arrived(h.src, h.id, h.bits, h.len),
         }
     }
 
@@ -413,63 +388,14 @@ impl GniTransport {
                     .insert(op, Completion::Received { envelope, data });
                 Ok(())
             }
-            Arrived::Rts { id, va, mh } => {
-                let len = (envelope.len as u64).next_multiple_of(4);
-                let stage = self.stage(envelope.len)?;
-                let bte = envelope.len >= self.cfg.rdma_threshold;
-                let ty = if bte {
-                    PostType::RdmaGet
-                } else {
-                    PostType::FmaGet
-                };
-                let mut d = put_desc(ty, stage.mem.va(), stage.mh, va, mh, len);
-                if bte {
-                    fence(&mut d);
-                }
-                self.next += 1;
-                let token = self.next;
-                d.post_id = token;
-                let ep = self.ep(envelope.source)?;
-                if bte {
-                    ep.post_rdma(&d).map_err(tr)?;
-                } else {
-                    ep.post_fma(&d).map_err(tr)?;
-                }
-                self.count(if bte { "bte" } else { "fma" });
-                self.gets.insert(
-                    token,
-                    Get {
-                        op,
-                        envelope,
-                        capacity,
-                        stage,
-                        id,
-                    },
-                );
-                Ok(())
-            }
+            Arrived::Bounce { key, sync } => self.bounce_matched(op, capacity, key, sync),
+            Arrived::Rts { id, va, mh } => self.rts_matched(op, capacity, envelope, id, va, mh),
+            Arrived::RtsPut { id } => self.rts_put_matched(op, capacity, envelope, id),
         }
     }
 
-    /// A GET finished: hand the bytes to the receive, tell the sender.
-    fn finish_get(&mut self, g: Get) -> Result<()> {
-        let n = g.envelope.len.min(g.capacity);
-        let mut data = vec![0u8; n];
-        g.stage.mem.read(0, &mut data).map_err(mem_err)?;
-        self.release(g.stage)?;
-        let fin = Header::control(Kind::Fin, self.rank, g.id);
-        self.smsg(g.envelope.source, &fin, &[])?;
-        self.done.insert(
-            g.op,
-            Completion::Received {
-                envelope: g.envelope,
-                data,
-            },
-        );
-        Ok(())
-    }
-
-    /// Take the local CQ's events: completed posts (GETs, RMA) and SMSG send completions.
+    /// Take the local CQ's events: completed posts (GETs, PUTs, RMA) and SMSG send
+    /// completions.
     fn drain_tx(&mut self) -> Result<bool> {
         let mut did = false;
         while let Some(ev) = self.tx.get_event().map_err(tr)? {
@@ -497,32 +423,16 @@ impl GniTransport {
             }
             let token = c.desc.post_id;
             if let Some(g) = self.gets.remove(&token) {
-                self.finish_get(g)?;
+                match g {
+                    GetFor::Rndv(g) => self.finish_get(g)?,
+                    GetFor::Bounce => self.bounce_fetched(token)?,
+                }
+            } else if self.puts.contains_key(&token) {
+                self.put_complete(token)?;
             } else if let Some((op, done, stage)) = self.rma.complete(token)? {
                 self.release(stage)?;
                 self.done.insert(op, done);
             }
-        }
-        Ok(did)
-    }
-
-    /// Messages that arrived in the mailboxes.
-    fn drain_mailboxes(&mut self) -> Result<bool> {
-        while let Some(ev) = self.rx.get_event().map_err(tr)? {
-            if ev.rc == ReturnCode::ErrorResource {
-                self.rx.clear_overrun().map_err(tr)?;
-            }
-        }
-        let mut msgs = Vec::new();
-        for ep in self.eps.iter().flatten() {
-            while let Some(m) = ep.smsg_get_next().map_err(tr)? {
-                msgs.push(m);
-                ep.smsg_release().map_err(tr)?;
-            }
-        }
-        let did = !msgs.is_empty();
-        for m in msgs {
-            self.handle(m.header(), m.data())?;
         }
         Ok(did)
     }
@@ -532,7 +442,7 @@ impl GniTransport {
 /// to the oldest post; without `FENCE` a later TXD of the channel may finish first (gemini.md:
 /// FENCE "wait for all responses from this and previous posts before the next RDMA
 /// descriptor"), so every BTE post is fenced and completions arrive in posting order.
-pub(super) fn fence(d: &mut firmware_spec::gemini::post::PostDescriptor) {
+pub(super) fn fence(d: &mut PostDescriptor) {
     d.rdma_mode |= firmware_spec::gemini::gni::RdmaMode::FENCE;
 }
 
@@ -561,40 +471,10 @@ impl Transport for GniTransport {
         self.check_rank(dest)?;
         let op = self.op();
         let sync = mode == SendMode::Synchronous;
-        if data.len() <= self.cfg.vshort {
-            let h = Header {
-                kind: Kind::Eager,
-                sync,
-                src: self.rank,
-                bits,
-                len: data.len() as u64,
-                id: op.0,
-                va: 0,
-                mh: MemHandle::default(),
-            };
-            if sync {
-                self.sync_wait.insert(op.0, op);
-            } else {
-                self.done.insert(op, Completion::Sent);
-            }
-            self.count("E0");
-            self.smsg(dest, &h, data)?;
+        if data.len() <= self.cfg.vshort.max(self.cfg.eager) {
+            self.send_eager(dest, bits, data, sync, op)?;
         } else {
-            let s = self.stage(data.len())?;
-            s.mem.write(0, data).map_err(mem_err)?;
-            let h = Header {
-                kind: Kind::Rts,
-                sync,
-                src: self.rank,
-                bits,
-                len: data.len() as u64,
-                id: op.0,
-                va: s.mem.va(),
-                mh: s.mh,
-            };
-            self.rndv_out.insert(op.0, (op, s));
-            self.count("R0");
-            self.smsg(dest, &h, &[])?;
+            self.send_rndv(dest, bits, data, sync, op)?;
         }
         Ok(op)
     }
@@ -643,12 +523,23 @@ impl Transport for GniTransport {
     fn progress(&mut self) -> Result<bool> {
         let mut did = false;
         for peer in 0..self.size {
-            if !self.backlog[peer as usize].is_empty() {
+            if !self.peers[peer as usize].backlog.is_empty() {
                 did |= self.flush_backlog(peer)?;
             }
         }
         did |= self.drain_tx()?;
         did |= self.drain_mailboxes()?;
+        if !did {
+            // The wildcard is a kgni request: poll it after mailbox traffic (a new peer's
+            // first message) or once in a while, not on every idle spin.
+            self.idle = self.idle.wrapping_add(1);
+            let wildcard =
+                self.listen.is_some() && (self.rx_seen || self.idle.is_multiple_of(WILDCARD_POLL));
+            if self.dialing > 0 || wildcard {
+                self.rx_seen = false;
+                did |= self.poll_datagrams(wildcard)?;
+            }
+        }
         if !did {
             self.nic.progress();
         }
@@ -755,9 +646,9 @@ impl Transport for GniTransport {
         self.finalized = true;
         let start = std::time::Instant::now();
         while self.smsg_out > 0
-            || self.backlog.iter().any(|b| !b.is_empty())
+            || self.peers.iter().any(|p| !p.backlog.is_empty())
             || !self.gets.is_empty()
-            || !self.rndv_out.is_empty()
+            || self.rendezvous_in_flight() > 0
         {
             self.progress()?;
             if let Some(why) = self.pmi.aborted() {
@@ -765,10 +656,10 @@ impl Transport for GniTransport {
             }
             if start.elapsed() > FINALIZE_LIMIT {
                 let why = format!(
-                    "finalize: {} messages undelivered, {} rendezvous sends unmatched, {} gets \
-                     in flight",
+                    "finalize: {} messages undelivered, {} sends and receives unfinished, {} \
+                     gets in flight",
                     self.smsg_out,
-                    self.rndv_out.len(),
+                    self.rendezvous_in_flight(),
                     self.gets.len()
                 );
                 self.pmi.abort(&why);
@@ -788,24 +679,12 @@ impl GniTransport {
         &mut self,
         target: Rank,
         op: OpId,
-        mut d: firmware_spec::gemini::post::PostDescriptor,
+        d: PostDescriptor,
         bte: bool,
         stage: Staged,
         finish: rma::Finish,
     ) -> Result<()> {
-        self.next += 1;
-        let token = self.next;
-        d.post_id = token;
-        if bte {
-            fence(&mut d);
-        }
-        let ep = self.ep(target)?;
-        if bte {
-            ep.post_rdma(&d).map_err(tr)?;
-        } else {
-            ep.post_fma(&d).map_err(tr)?;
-        }
-        self.count(if bte { "bte" } else { "fma" });
+        let token = self.post(target, d, bte)?;
         self.rma.track(token, op, stage, finish);
         Ok(())
     }
@@ -815,11 +694,8 @@ impl Drop for GniTransport {
     fn drop(&mut self) {
         // Registrations go back before the memory they cover; the CDM, CQs and endpoints
         // close after (kgni frees whatever a closing client still holds).
-        for (_, (_, s)) in self.rndv_out.drain() {
+        for s in self.drain_registrations() {
             let _ = self.nic.mem_deregister(&s.mh);
-        }
-        for (_, g) in self.gets.drain() {
-            let _ = self.nic.mem_deregister(&g.stage.mh);
         }
         for s in self.rma.drain() {
             let _ = self.nic.mem_deregister(&s.mh);
@@ -829,6 +705,8 @@ impl Drop for GniTransport {
                 let _ = self.nic.mem_deregister(&s.mh);
             }
         }
-        let _ = self.nic.mem_deregister(&self.mbox.mh);
+        for b in &self.mboxes.blocks {
+            let _ = self.nic.mem_deregister(&b.mh);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The header every SMSG message of the gni transport starts with: what kind of message it is
-//! (eager data, rendezvous request, completion), whom it is from, its match bits and length,
-//! and for a rendezvous where the sender's staged copy lives.
+//! (eager data, bounce-buffer eager, rendezvous request, clear-to-send, completion), whom it
+//! is from, its match bits and length, and where the registered bytes live. A clear-to-send
+//! and a put-done reuse `bits` for the offset of the chunk and `len` for its length.
 
 use firmware_spec::gemini::mdd::MemHandle;
 
@@ -17,6 +18,16 @@ pub(super) enum Kind {
     Fin = 3,
     /// A synchronous eager send `id` was matched.
     SyncAck = 4,
+    /// E1: the payload waits in the sender's bounce buffer (`va`, `mh`); the receiver GETs it
+    /// at once and answers FIN.
+    EagerBounce = 5,
+    /// Clear to send (Put Fallback, R1): PUT bytes `bits..bits + len` of send `id` to (`va`,
+    /// `mh`).
+    Cts = 6,
+    /// The PUT of bytes `bits..bits + len` of send `id` is complete.
+    PutDone = 7,
+    /// R1: request to send `len` bytes by pipelined PUT; the receiver grants chunks by CTS.
+    RtsPut = 8,
 }
 
 /// Bytes of the header on the wire.
@@ -82,6 +93,10 @@ impl Header {
             2 => Kind::Rts,
             3 => Kind::Fin,
             4 => Kind::SyncAck,
+            5 => Kind::EagerBounce,
+            6 => Kind::Cts,
+            7 => Kind::PutDone,
+            8 => Kind::RtsPut,
             k => return Err(Error::Transport(format!("gni: unknown message kind {k}"))),
         };
         let mut src = [0u8; 4];
@@ -120,6 +135,10 @@ mod tests {
             },
         };
         assert_eq!(Header::decode(&h.encode()).unwrap(), h);
+        for kind in [Kind::EagerBounce, Kind::Cts, Kind::PutDone, Kind::RtsPut] {
+            let k = Header { kind, ..h };
+            assert_eq!(Header::decode(&k.encode()).unwrap(), k);
+        }
         assert!(Header::decode(&[9; HEADER_LEN]).is_err());
         assert!(Header::decode(&[1; 8]).is_err());
     }
