@@ -22,9 +22,9 @@ mod rx;
 mod sw;
 mod tx;
 
+use driver::clock::Instant;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
 
 use driver::cassini::CxiDevice;
 use firmware_spec::cassini::le::{LeFlags, PtlList, PtlteState};
@@ -439,7 +439,7 @@ impl Transport for CxiTransport {
         self.finalized = true;
         // Complete what this rank sent (sends finish on their ACK), then wait for every rank,
         // so no peer still writes into this rank's buffers when they go.
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         while !self.sends.is_empty() && start.elapsed() < self.cfg.timeout {
             if self._pmi.aborted().is_some() || self.fatal.is_some() {
                 break;

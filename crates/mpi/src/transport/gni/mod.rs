@@ -753,7 +753,7 @@ impl Transport for GniTransport {
             return Ok(());
         }
         self.finalized = true;
-        let start = std::time::Instant::now();
+        let start = driver::clock::Instant::now();
         while self.smsg_out > 0
             || self.backlog.iter().any(|b| !b.is_empty())
             || !self.gets.is_empty()
