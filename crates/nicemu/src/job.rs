@@ -54,7 +54,9 @@ fn program(u: Universe) -> Result<u64, String> {
             return Err(format!("rank {rank}: alltoall block {j} holds {v}"));
         }
     }
-    Ok(recv.iter().fold(sum, |h, &v| h.rotate_left(7) ^ v))
+    Ok(recv
+        .iter()
+        .fold(sum, |h, &v| (h ^ v).wrapping_mul(0x100_0000_01b3)))
 }
 
 /// Peak resident set size of this process (`VmHWM` in `/proc/self/status`), bytes.
@@ -99,7 +101,7 @@ pub fn run(args: JobArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut check = 0u64;
     for (rank, r) in report.results.iter().enumerate() {
         match r {
-            Ok(c) => check = check.rotate_left(3) ^ c,
+            Ok(c) => check = (check ^ c).wrapping_mul(0x100_0000_01b3),
             Err(e) => bail!("rank {rank}: wrong result: {e}"),
         }
     }

@@ -465,10 +465,10 @@ impl Scheduler<'_, '_> {
             touched.clear();
             let mut k = 0;
             while k < MAX_BATCH && engine.next_event_time().is_some_and(|t| t <= until) {
-                if let Some(d) = engine.step_event() {
-                    if let Some(&node) = self.m.node_of_device.get(d.0 as usize) {
-                        touched.push(node);
-                    }
+                if let Some(d) = engine.step_event()
+                    && let Some(&node) = self.m.node_of_device.get(d.0 as usize)
+                {
+                    touched.push(node);
                 }
                 k += 1;
             }
