@@ -364,10 +364,10 @@ impl Scheduler<'_, '_> {
                             // first quiet poll (a one-off progress call is no wait); wait
                             // for the NIC otherwise.
                             let again = if own {
-                                spins[ri] += 1;
+                                spins[ri] = spins[ri].saturating_add(1);
                                 spins[ri] <= SELF_SPINS
                             } else {
-                                quiet[ri] += 1;
+                                quiet[ri] = quiet[ri].saturating_add(1);
                                 quiet[ri] <= 1
                             };
                             if again {
