@@ -56,9 +56,14 @@ fn bad_arguments_are_clear_errors() {
     let (ok, _, err) = nicemu(&["job", "--nic", "cassini", "--ranks", "many"]);
     assert!(!ok);
     assert!(err.contains("--ranks"), "{err}");
-    let (ok, _, err) = nicemu(&["job", "--nic", "gemini", "--ranks", "2", "--seed", "-1"]);
-    assert!(!ok);
-    assert!(err.contains("--seed"), "{err}");
+    for seed in ["--seed=-1", "--seed=lots"] {
+        let (ok, _, err) = nicemu(&["job", "--nic", "gemini", "--ranks", "2", seed]);
+        assert!(!ok);
+        assert!(
+            err.contains("invalid value") && err.contains("--seed"),
+            "{err}"
+        );
+    }
     let (ok, _, err) = nicemu(&["job", "--nic", "myrinet", "--ranks", "2"]);
     assert!(!ok);
     assert!(err.contains("--nic"), "{err}");
