@@ -7,66 +7,28 @@
 
 use firmware_spec::cassini::csr::{self, Csr};
 
-use crate::hw::Hw;
+use crate::atu::Atu;
+use crate::block::Counters;
+use crate::ct::CtBlock;
+use crate::ee::Ee;
+use crate::lpe::Lpe;
+use crate::pct::Pct;
+use crate::rmu::Rmu;
 
-/// Counters of the CQ block (`c_cq_cntrs`) and a few IXE/OXE ones that have no block of their
-/// own in this model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counters {
-    pub(crate) success_tx_cntr: u64,
-    pub(crate) success_tgt_cntr: u64,
-    pub(crate) fail_tx_cntr: u64,
-    pub(crate) fail_tgt_cntr: u64,
-    pub(crate) wr_ptr_updt_err_cntr: u64,
-    pub(crate) num_txq_cmd_reads: u64,
-    pub(crate) num_tgq_cmd_reads: u64,
-    pub(crate) num_tx_cmd_align_errors: u64,
-    pub(crate) num_tx_cmd_op_errors: u64,
-    pub(crate) num_tx_cmd_arg_errors: u64,
-    pub(crate) num_tgt_cmd_arg_errors: u64,
-    pub(crate) num_idc_cmds: u64,
-    pub(crate) num_dma_cmds: u64,
-    pub(crate) num_cq_cmds: u64,
-    pub(crate) num_tgt_cmds: u64,
-    pub(crate) num_ll_ops_received: u64,
-    pub(crate) num_ll_ops_successful: u64,
-    /// IXE: packets whose DFA names another NIC.
-    pub(crate) port_dfa_mismatch: u64,
-    /// IXE: packets that could not be parsed (or failed their CRC).
-    pub(crate) rx_unrecognized_pkt: u64,
-    pub(crate) rx_ptl_unrestricted_pkt: u64,
-    pub(crate) rx_ptl_smallmsg_pkt: u64,
-    pub(crate) rx_ptl_continuation_pkt: u64,
-    pub(crate) rx_ptl_response_pkt: u64,
-    pub(crate) rx_ptl_msgs: u64,
-    pub(crate) rx_ptl_multi_msgs: u64,
-    /// OXE: messages and packets sent.
-    pub(crate) ptl_tx_put_msgs: u64,
-    pub(crate) ptl_tx_get_msgs: u64,
-    pub(crate) ptl_tx_put_pkts: u64,
-    /// OXE: local translation errors.
-    pub(crate) err_no_translation: u64,
-    pub(crate) err_invalid_ac: u64,
-    pub(crate) err_page_perm: u64,
-    /// IXE: packets dropped by the PCT (duplicates, stale or out-of-window sequence numbers).
-    pub(crate) rx_pkt_drop_pct: u64,
-    /// IXE: PCT connection-management frames (standalone acknowledgements and NACKs).
-    pub(crate) rx_ptl_connmgmt_pkt: u64,
-    /// IXE: restricted (unsequenced) request packets.
-    pub(crate) rx_ptl_restricted_pkt: u64,
-    /// HNI: frames sent (all good: the model never poisons a frame).
-    pub(crate) tx_ok_opt: u64,
-    /// HNI: frames received with a good CRC.
-    pub(crate) rx_ok_opt: u64,
-    /// HNI: frames received with a bad CRC (dropped at the port).
-    pub(crate) rx_bad_opt: u64,
-    /// HNI: frames sent, by traffic class.
-    pub(crate) pkts_sent_by_tc: [u64; 8],
-    /// HNI: good frames received, by traffic class.
-    pub(crate) pkts_recv_by_tc: [u64; 8],
+/// The state the counters are read from: a borrow of every block that keeps counters, named
+/// like the fields of the NIC that owns them. `hw` builds one for each counter read.
+#[derive(Clone, Copy)]
+pub(crate) struct CounterView<'a> {
+    pub(crate) counters: &'a Counters,
+    pub(crate) ct: &'a CtBlock,
+    pub(crate) ee: &'a Ee,
+    pub(crate) lpe: &'a Lpe,
+    pub(crate) rmu: &'a Rmu,
+    pub(crate) atu: &'a Atu,
+    pub(crate) pct: &'a Pct,
 }
 
-type Getter = fn(&Hw) -> u64;
+type Getter = fn(&CounterView<'_>) -> u64;
 
 /// (view, counter name, value) of every counter software can read.
 pub(crate) const COUNTERS: &[(&str, &str, Getter)] = &[
@@ -296,7 +258,7 @@ pub(crate) const COUNTERS: &[(&str, &str, Getter)] = &[
     }),
 ];
 
-type ArrayGetter = fn(&Hw, usize) -> u64;
+type ArrayGetter = fn(&CounterView<'_>, usize) -> u64;
 
 /// (view, counter array name, value of element `i`) of the counter arrays software can
 /// read: one 64-bit counter per element, element `i` at the array's offset + 8·i.
@@ -323,39 +285,37 @@ fn span_of(view: &str, name: &str) -> Option<(u64, u32)> {
     Some((v.offset + u64::from(f.bit / 8), f.width))
 }
 
-impl Counters {
-    /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`] or
-    /// [`COUNTER_ARRAYS`], put its value into `image`; the PCT's table-occupancy status
-    /// registers read the model's connection counts.
-    pub(crate) fn reflect(&self, hw: &Hw, c: &'static Csr, entry: u32, image: &mut [u8]) {
-        use csr::fields as f;
-        if c.offset == csr::C_PCT_PRF_SCT_STATUS.offset {
-            f::c_pct_prf_sct_status::SCT_IN_USE.set(image, hw.pct.sct_in_use());
+/// If entry `entry` of `c` is a counter slot named in [`COUNTERS`] or
+/// [`COUNTER_ARRAYS`], put its value into `image`; the PCT's table-occupancy status
+/// registers read the model's connection counts.
+pub(crate) fn reflect(nic: &CounterView<'_>, c: &'static Csr, entry: u32, image: &mut [u8]) {
+    use csr::fields as f;
+    if c.offset == csr::C_PCT_PRF_SCT_STATUS.offset {
+        f::c_pct_prf_sct_status::SCT_IN_USE.set(image, nic.pct.sct_in_use());
+        return;
+    }
+    if c.offset == csr::C_PCT_PRF_TCT_STATUS.offset {
+        f::c_pct_prf_tct_status::TCT_IN_USE.set(image, nic.pct.tct_in_use());
+        return;
+    }
+    if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
+        return;
+    }
+    let off = c.offset + u64::from(entry) * u64::from(c.size);
+    for (view, name, get) in COUNTERS {
+        if offset_of(view, name) == Some(off) {
+            image[..8].copy_from_slice(&get(nic).to_le_bytes());
             return;
         }
-        if c.offset == csr::C_PCT_PRF_TCT_STATUS.offset {
-            f::c_pct_prf_tct_status::TCT_IN_USE.set(image, hw.pct.tct_in_use());
+    }
+    for (view, name, get) in COUNTER_ARRAYS {
+        let Some((base, bits)) = span_of(view, name) else {
+            continue;
+        };
+        if off >= base && off < base + u64::from(bits / 8) {
+            let i = ((off - base) / 8) as usize;
+            image[..8].copy_from_slice(&get(nic, i).to_le_bytes());
             return;
-        }
-        if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
-            return;
-        }
-        let off = c.offset + u64::from(entry) * u64::from(c.size);
-        for (view, name, get) in COUNTERS {
-            if offset_of(view, name) == Some(off) {
-                image[..8].copy_from_slice(&get(hw).to_le_bytes());
-                return;
-            }
-        }
-        for (view, name, get) in COUNTER_ARRAYS {
-            let Some((base, bits)) = span_of(view, name) else {
-                continue;
-            };
-            if off >= base && off < base + u64::from(bits / 8) {
-                let i = ((off - base) / 8) as usize;
-                image[..8].copy_from_slice(&get(hw, i).to_le_bytes());
-                return;
-            }
         }
     }
 }

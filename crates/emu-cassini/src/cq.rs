@@ -1,13 +1,16 @@
 //! Command queues: 1024 transmit and 512 target CQs whose rings live in host memory
 //! (cassini.md §1.4, docs/cassini-programming.md "Command queues").
 //!
-//! One state per step: [`Hw::cq_enable`] (queue (re)started: pointers at slot 4, status
-//! written), [`Hw::doorbell`] (new write pointer) or [`Hw::ll_store`] (low-latency window),
-//! [`Hw::run_ring`] (fetch the commands between the read and write pointers by DMA, check
+//! One state per step: [`CqOps::cq_enable`] (queue (re)started: pointers at slot 4, status
+//! written), [`CqOps::doorbell`] (new write pointer) or [`CqOps::ll_store`] (low-latency window),
+//! [`CqOps::run_ring`] (fetch the commands between the read and write pointers by DMA, check
 //! size and natural alignment, execute each — transmit commands in `ixe`, target commands in
-//! `tgt` — and advance), [`Hw::write_back`] (the `c_cq_status` block at the head of the ring),
-//! and [`Hw::fail_cq`] (a malformed or unsupported command: COMMAND_FAILURE event, status
+//! `tgt` — and advance), [`CqOps::write_back`] (the `c_cq_status` block at the head of the ring),
+//! and [`CqOps::fail_cq`] (a malformed or unsupported command: COMMAND_FAILURE event, status
 //! fields, queue disabled; other queues and the device keep working).
+//!
+//! The block reaches the rest of the NIC only through [`CqCtx`] (implemented by `hw`): the
+//! commands it fetches go to the initiator or the target through `exec_tx` / `exec_target`.
 
 use emu_core::engine::DeviceIo;
 use firmware_spec::cassini::cmd::{CState, CmdHeader, CmdSize, CmdType};
@@ -16,9 +19,10 @@ use firmware_spec::cassini::event::CommandFailure;
 use firmware_spec::cassini::rc::ReturnCode;
 use firmware_spec::cassini::status::{C_CQ_FIRST_WR_PTR, CqStatus};
 
+use crate::atu::Atu;
+use crate::block::{Counters, EventClass, Exec, Fail};
 use crate::csr::CsrFile;
-use crate::ee::EventClass;
-use crate::hw::Hw;
+use crate::tables::Cp;
 
 /// First command half-slot (slot 4).
 const FIRST32: u64 = 2 * C_CQ_FIRST_WR_PTR;
@@ -71,7 +75,7 @@ pub(crate) struct TxCq {
     /// Requests launched from this queue and not yet completed.
     pub(crate) outstanding: u32,
     /// Cached (generation, CP) of `lcid`.
-    pub(crate) cp_cache: Option<(u64, crate::hw::Cp)>,
+    pub(crate) cp_cache: Option<(u64, Cp)>,
 }
 
 /// All command queues, plus the fetch buffer.
@@ -84,19 +88,40 @@ pub(crate) struct Cqs {
     fetch: Vec<u8>,
 }
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Exec {
-    /// Go on with the next command.
-    Next,
-    /// A CQ FENCE is waiting for earlier commands: stop after this one.
-    Fence,
-    /// The command cannot run yet: stop before it (it runs again later).
-    Stall,
+/// What the CQ block needs from the rest of the NIC: its own queues, the counters, the ATU
+/// (rings and status blocks live in host memory), the CQ policies, the event queues
+/// (COMMAND_FAILURE) and the two executors of the commands it fetches. `hw` implements it.
+pub(crate) trait CqCtx {
+    /// The command queues.
+    fn cqs(&mut self) -> &mut Cqs;
+    /// The NIC-wide counters.
+    fn counters(&mut self) -> &mut Counters;
+    /// Address translation for ring fetches and status write-backs.
+    fn atu(&mut self) -> &mut Atu;
+    /// (write-back shift, write back on empty) of CQ policy `policy` (`c_cq_cfg_cq_policy`).
+    fn cq_policy(&self, policy: u8) -> (u8, bool);
+    /// Post an encoded event to EQ `eq`; false if it was dropped.
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool;
+    /// Execute one transmit command of CQ `n` (the initiator, `ixe`).
+    fn exec_tx(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        bytes: &[u8],
+        cur32: u64,
+        next: Option<u8>,
+    ) -> Result<Exec, Fail>;
+    /// Execute one target command of target CQ `n` (the target, `tgt`).
+    fn exec_target(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail>;
 }
 
-/// A command failure: its return code (COMMAND_FAILURE, `c_cq_status.return_code`).
-pub(crate) type Fail = ReturnCode;
+impl<T: CqCtx + ?Sized> CqOps for T {}
 
 impl Cqs {
     pub(crate) fn new() -> Self {
@@ -218,23 +243,17 @@ fn advance32(cur32: u64, n32: u64, slots: u64) -> u64 {
     if next >= 2 * slots { FIRST32 } else { next }
 }
 
-impl Hw {
+/// The CQ block's behaviour, on anything that provides a [`CqCtx`].
+pub(crate) trait CqOps: CqCtx {
     /// `txq_enable` / `tgq_enable` of queue `n` was written.
-    pub(crate) fn cq_enable(
-        &mut self,
-        csrs: &CsrFile,
-        io: &mut DeviceIo<'_>,
-        tgt: bool,
-        n: u32,
-        en: bool,
-    ) {
+    fn cq_enable(&mut self, csrs: &CsrFile, io: &mut DeviceIo<'_>, tgt: bool, n: u32, en: bool) {
         let was = if tgt {
-            self.cqs.tgt_enabled(n)
+            self.cqs().tgt_enabled(n)
         } else {
-            self.cqs.tx_state(n).0
+            self.cqs().tx_state(n).0
         };
         if !en {
-            if let Some(r) = self.cqs.ring_mut(tgt, n) {
+            if let Some(r) = self.cqs().ring_mut(tgt, n) {
                 r.enabled = false;
             }
             return;
@@ -242,21 +261,21 @@ impl Hw {
         if was {
             return;
         }
-        self.cqs.load_config(csrs, tgt, n);
+        self.cqs().load_config(csrs, tgt, n);
         if !tgt {
             let lcid = csrs.field(
                 csr::C_CQ_TXQ_BASE_TABLE,
                 n,
                 csr::fields::c_cq_txq_base_table::MEM_Q_LCID,
             ) as u8;
-            if let Some(q) = self.cqs.tx.get_mut(n as usize) {
+            if let Some(q) = self.cqs().tx.get_mut(n as usize) {
                 q.lcid = lcid;
                 q.cstate = CState::default();
                 q.fence = false;
                 q.cp_cache = None;
             }
         }
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return;
         };
         r.enabled = r.slots > C_CQ_FIRST_WR_PTR;
@@ -276,16 +295,16 @@ impl Hw {
     }
 
     /// A new write pointer for queue `n`.
-    pub(crate) fn doorbell(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32, wr: u64) {
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+    fn doorbell(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32, wr: u64) {
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return;
         };
         if !r.enabled {
             return;
         }
         if wr < C_CQ_FIRST_WR_PTR || wr >= r.slots {
-            self.counters.wr_ptr_updt_err_cntr += 1;
             let cur = r.rd32;
+            self.counters().wr_ptr_updt_err_cntr += 1;
             self.fail_cq(io, tgt, n, ReturnCode::CmdInvalidArg, 0, cur, false);
             return;
         }
@@ -295,9 +314,9 @@ impl Hw {
     }
 
     /// An 8-byte store into a low-latency window of queue `n`'s launch page.
-    pub(crate) fn ll_store(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32, off: u32, _v: u64) {
-        self.counters.num_ll_ops_received += u64::from(off & 0x3F == 0);
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+    fn ll_store(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32, off: u32, _v: u64) {
+        self.counters().num_ll_ops_received += u64::from(off & 0x3F == 0);
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return;
         };
         if !r.enabled {
@@ -348,27 +367,27 @@ impl Hw {
         }
         r.wr = end;
         r.soft_wr = true;
-        self.counters.num_ll_ops_successful += 1;
+        self.counters().num_ll_ops_successful += 1;
         self.run_ring(io, tgt, n);
     }
 
     /// Execute every command between the read and write pointers of queue `n`.
-    pub(crate) fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
-        let mut buf = std::mem::take(&mut self.cqs.fetch);
+    fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
+        let mut buf = std::mem::take(&mut self.cqs().fetch);
         if buf.len() < FETCH {
             buf.resize(FETCH, 0);
         }
         self.run_ring_with(io, tgt, n, &mut buf);
-        self.cqs.fetch = buf;
+        self.cqs().fetch = buf;
     }
 
     fn run_ring_with(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32, buf: &mut [u8]) {
         let mut progressed = false;
         'fetch: loop {
-            let Some(r) = self.cqs.ring(tgt, n).copied() else {
+            let Some(r) = self.cqs().ring(tgt, n).copied() else {
                 return;
             };
-            if !r.enabled || (!tgt && self.cqs.tx[n as usize].fence) {
+            if !r.enabled || (!tgt && self.cqs().tx[n as usize].fence) {
                 break;
             }
             let wr32 = 2 * r.wr;
@@ -379,14 +398,14 @@ impl Hw {
             let avail = ((end32 - r.rd32) * 32) as usize;
             let len = avail.min(buf.len());
             let addr = r.base + r.rd32 * 32;
-            if let Err(rc) = self.atu.read(io.dma(), r.acid, addr, &mut buf[..len]) {
+            if let Err(rc) = self.atu().read(io.dma(), r.acid, addr, &mut buf[..len]) {
                 self.fail_cq(io, tgt, n, rc, 0, r.rd32, false);
                 return;
             }
             if tgt {
-                self.counters.num_tgq_cmd_reads += 1;
+                self.counters().num_tgq_cmd_reads += 1;
             } else {
-                self.counters.num_txq_cmd_reads += 1;
+                self.counters().num_txq_cmd_reads += 1;
             }
             let mut pos = 0usize;
             let mut cur32 = r.rd32;
@@ -446,15 +465,15 @@ impl Hw {
                     }
                 };
                 if tgt {
-                    self.counters.success_tgt_cntr += 1;
+                    self.counters().success_tgt_cntr += 1;
                 } else {
-                    self.counters.success_tx_cntr += 1;
+                    self.counters().success_tx_cntr += 1;
                 }
                 pos += bytes;
                 cur32 = advance32(cur32, n32, r.slots);
                 progressed = true;
-                let shift = self.tables.policy[usize::from(r.policy & 3)].0;
-                if let Some(ring) = self.cqs.ring_mut(tgt, n) {
+                let shift = self.cq_policy(r.policy).0;
+                if let Some(ring) = self.cqs().ring_mut(tgt, n) {
                     ring.rd32 = cur32;
                     ring.since_wb += n32;
                     if ring.since_wb >= 2u64 << shift {
@@ -462,12 +481,12 @@ impl Hw {
                     }
                 }
                 if exec == Exec::Fence {
-                    if let Some(q) = self.cqs.tx.get_mut(n as usize) {
+                    if let Some(q) = self.cqs().tx.get_mut(n as usize) {
                         q.fence = q.outstanding > 0;
                     }
                     break 'fetch;
                 }
-                if !self.cqs.ring(tgt, n).is_some_and(|x| x.enabled) {
+                if !self.cqs().ring(tgt, n).is_some_and(|x| x.enabled) {
                     return;
                 }
             }
@@ -478,14 +497,14 @@ impl Hw {
     }
 
     fn set_rd(&mut self, tgt: bool, n: u32, rd32: u64) {
-        if let Some(r) = self.cqs.ring_mut(tgt, n) {
+        if let Some(r) = self.cqs().ring_mut(tgt, n) {
             r.rd32 = rd32;
         }
     }
 
     /// A low-latency doorbell stopped inside a command: move the write pointer to its end.
     fn extend_soft_wr(&mut self, tgt: bool, n: u32, end32: u64) -> bool {
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return false;
         };
         let end = end32.div_ceil(2);
@@ -502,21 +521,21 @@ impl Hw {
     }
 
     /// Write `c_cq_status` (8 B at the head of the ring).
-    pub(crate) fn write_back(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+    fn write_back(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return;
         };
         r.status.rd_ptr = (r.rd32 / 2) as u16;
         r.since_wb = 0;
         let (acid, base, st) = (r.acid, r.base, r.status.encode());
         // A status block that cannot be written (ring unmapped) has nowhere to report to.
-        let _ = self.atu.write(io.dma(), acid, base, &st);
+        let _ = self.atu().write(io.dma(), acid, base, &st);
     }
 
     /// Fail queue `n` at half-slot `cur32` with `rc`: status fields, disable, and a
     /// COMMAND_FAILURE event on the queue's EQ.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fail_cq(
+    fn fail_cq(
         &mut self,
         io: &mut DeviceIo<'_>,
         tgt: bool,
@@ -526,7 +545,7 @@ impl Hw {
         cur32: u64,
         ll: bool,
     ) {
-        let Some(r) = self.cqs.ring_mut(tgt, n) else {
+        let Some(r) = self.cqs().ring_mut(tgt, n) else {
             return;
         };
         r.enabled = false;
@@ -537,14 +556,14 @@ impl Hw {
         r.status.fail_ll = ll;
         let eq = r.eq;
         if tgt {
-            self.counters.fail_tgt_cntr += 1;
-            self.counters.num_tgt_cmd_arg_errors += 1;
+            self.counters().fail_tgt_cntr += 1;
+            self.counters().num_tgt_cmd_arg_errors += 1;
         } else {
-            self.counters.fail_tx_cntr += 1;
+            self.counters().fail_tx_cntr += 1;
             match rc {
-                ReturnCode::CmdAlignError => self.counters.num_tx_cmd_align_errors += 1,
-                ReturnCode::IllegalOp => self.counters.num_tx_cmd_op_errors += 1,
-                _ => self.counters.num_tx_cmd_arg_errors += 1,
+                ReturnCode::CmdAlignError => self.counters().num_tx_cmd_align_errors += 1,
+                ReturnCode::IllegalOp => self.counters().num_tx_cmd_op_errors += 1,
+                _ => self.counters().num_tx_cmd_arg_errors += 1,
             }
         }
         self.write_back(io, tgt, n);
@@ -556,14 +575,7 @@ impl Hw {
                 fail_command: CmdHeader::from_byte(header),
                 return_code: rc,
             };
-            self.ee.post(
-                &mut self.atu,
-                &mut self.msix,
-                io,
-                eq,
-                &ev.encode(),
-                EventClass::Other,
-            );
+            self.post_event(io, eq, &ev.encode(), EventClass::Other);
         }
     }
 }

@@ -11,34 +11,8 @@ use firmware_spec::cassini::pci::{
     self as cpci, BAR0_SIZE_PF, Bar0Region, CSR_BASE, CassiniVersion, MbStsRev, Platform,
 };
 
+use crate::config::CassiniConfig;
 use crate::csr::CsrFile;
-use crate::lpe::LpeConfig;
-
-/// Configuration of one emulated Cassini.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CassiniConfig {
-    /// The NIC's 20-bit fabric address (NID), reported in `nicsim_nic_id` and used as the
-    /// source address of outgoing packets (`c_oxe_cfg_fab_sfa`).
-    pub nid: u32,
-    /// NID of fabric port 0: the NIC with NID `n` sits on port `n - nid_base` (packets to a
-    /// NID are sent to that port). Default 0 (NID = port).
-    pub nid_base: u32,
-    /// MSI-X vectors of the function (1..=2048; default 2048).
-    pub msix_vectors: u16,
-    /// Device-wide settings of the list processing engine.
-    pub lpe: LpeConfig,
-}
-
-impl Default for CassiniConfig {
-    fn default() -> Self {
-        CassiniConfig {
-            nid: 0,
-            nid_base: 0,
-            msix_vectors: 2048,
-            lpe: LpeConfig::default(),
-        }
-    }
-}
 
 /// Class code of the function: network controller, Ethernet (base 0x02, sub 0x00).
 const CLASS_NETWORK_ETHERNET: u32 = 0x02_00_00;
@@ -144,13 +118,6 @@ impl Cassini {
     fn flush_pending_irqs(&mut self, io: &mut DeviceIo<'_>) {
         for v in self.pending_irqs.drain(..) {
             io.interrupt(v);
-        }
-    }
-
-    /// Signal MSI-X vector `vector` through the table (masking, pending bits).
-    pub(crate) fn signal(msix: &mut MsixTable, io: &mut DeviceIo<'_>, vector: u16) {
-        if let emu_core::pci::MsixOutcome::Delivered { .. } = msix.signal(vector) {
-            io.interrupt(vector);
         }
     }
 

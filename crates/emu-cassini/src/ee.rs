@@ -18,20 +18,11 @@ use firmware_spec::cassini::rc::ReturnCode;
 use firmware_spec::cassini::status::{EqStatus, EqSwState};
 
 use crate::atu::Atu;
+use crate::block::EventClass;
 use crate::csr::CsrFile;
 
 /// Bytes of the status block / event-combining buffer (`C_EE_CFG_ECB_SIZE`).
 const ECB: u64 = 64;
-
-/// Which reserve an event may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventClass {
-    /// A network receive event (target communication events): it must leave the
-    /// `reserved_fc` slots free.
-    Receive,
-    /// Anything else (initiator, LINK/UNLINK/SEARCH, state change, command failure).
-    Other,
-}
 
 /// One event queue.
 #[derive(Debug, Clone, Copy, Default)]
@@ -102,6 +93,13 @@ pub(crate) struct EeCounters {
 pub(crate) struct Ee {
     eqs: Vec<Eq>,
     pub(crate) counters: EeCounters,
+}
+
+/// Signal MSI-X vector `vector` through the table (masking, pending bits).
+fn signal(msix: &mut MsixTable, io: &mut DeviceIo<'_>, vector: u16) {
+    if let emu_core::pci::MsixOutcome::Delivered { .. } = msix.signal(vector) {
+        io.interrupt(vector);
+    }
 }
 
 /// A NULL event (16 B, rc OK): padding.
@@ -327,7 +325,7 @@ impl Ee {
         self.counters.events_enqueued_cntr += 1;
         let sw = EqSwState::from_u64(eq.sw);
         if eq.int_en && !sw.event_int_disable {
-            crate::device::Cassini::signal(msix, io, eq.int_idx);
+            signal(msix, io, eq.int_idx);
         }
         true
     }

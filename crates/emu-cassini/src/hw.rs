@@ -1,79 +1,76 @@
-//! The NIC's hardware blocks together, the configuration tables they share, and the dispatch
-//! of CSR writes, launch-page and EE-page stores, packets and timers to them. Each block lives
-//! in its own module; this one only routes and caches decoded configuration, so the data path
-//! never reads the CSR file.
+//! The NIC's hardware blocks wired together: [`Hw`] owns the state of every block, routes CSR
+//! writes, launch-page and EE-page stores, packets and timers to the block that owns them,
+//! and caches decoded configuration ([`Tables`]) so the data path never reads the CSR file.
+//!
+//! Each block lives in its own module, named after the hardware, and never sees `Hw` or the
+//! device: it states what it needs from the rest of the NIC as a context trait (`CqCtx`,
+//! `IxeCtx`, `PctCtx`, `TgtCtx`, `TouCtx`) and provides its behaviour as an extension trait
+//! on anything that implements it (`CqOps`, `IxeOps`, `PctOps`, `TgtOps`, `TouOps`). This
+//! module implements the context traits on `Hw`, so every hand-over from one block to the
+//! next is a named method below. Block modules import only leaves (`block`, `tables`, `csr`,
+//! `atu`, `wire`, `fasthash`, the pure state machines `lpe`, `ct`, `amo`, and the tables
+//! `rmu` and `ee`); only this module and `device` (the PCI function) know all blocks.
+//!
+//! A packet's journey, and the block that owns each step:
+//!
+//! ```text
+//!  host store: CQ write pointer or launch page          device (BAR0 decode) -> Hw
+//!     |
+//!     v
+//!  cq    CqOps::doorbell / ll_store -> run_ring: fetch commands from the ring by DMA
+//!        (atu), check size and alignment, execute, write back c_cq_status
+//!     |  CqCtx::exec_tx                    (target commands: CqCtx::exec_target -> tgt)
+//!     v
+//!  ixe   IxeOps::exec_tx -> launch: C_STATE, the CP (tables), the local buffer checked
+//!        (atu), a request handle, MTU segments, the SEND event
+//!     |  IxeCtx::pct_send                  (CT commands: IxeCtx::ct_command -> tou)
+//!     v
+//!  pct   PctOps::pct_send: connection, sequence number, retry buffer --> fabric
+//!  ------------------------------- at the target NIC -------------------------------
+//!  pct   PctOps::pct_receive: CRC, in-order exactly-once delivery, acknowledgements
+//!     |  PctCtx::receive
+//!     v
+//!  rmu   TgtOps::receive -> request: DFA check, VNI and portal TCAMs -> PtlTE (rmu)
+//!  lpe   the matching decision (lpe)
+//!  tgt   data placed through the atu (place_put / serve_get / serve_amo); the ACK or
+//!        REPLY goes back through TgtCtx::pct_send; counting events to tou
+//!     |  TgtCtx::post_event
+//!     v
+//!  ee    target events written to the PtlTE's event queue, MSI-X ([`Hw::post`])
+//!  ------------------------------ back at the initiator ------------------------------
+//!  pct -> tgt::receive -> TgtCtx::response -> ixe: ACK / REPLY data and event (ee),
+//!        counting event (tou), the handle freed, a FENCE released (IxeCtx::run_ring -> cq)
+//! ```
+//!
+//! Off the main path: `tou` (TOU doorbells, CT commands and counting events into the pure
+//! [`CtBlock`]; fired CT_TRIG_DMAs go back to `ixe` through `TouCtx`), `counters` (counters
+//! by public name, read through a [`CounterView`]), and the timers (`pct` retransmission
+//! scan; the `ixe` request timeout scan, which also expires partial target messages).
 
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::Packet;
+use emu_core::fabric::{Packet, TrafficClass};
 use emu_core::pci::MsixTable;
+use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
 use firmware_spec::cassini::csr::{self, Csr};
+use firmware_spec::cassini::dfa::PidBits;
+use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::atu::Atu;
-use crate::counters::Counters;
-use crate::cq::Cqs;
+use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
+use crate::config::CassiniConfig;
+use crate::counters::CounterView;
+use crate::cq::{CqCtx, CqOps, Cqs, TxCq};
 use crate::csr::{CsrFile, Piece};
 use crate::ct::CtBlock;
-use crate::device::CassiniConfig;
 use crate::ee::Ee;
-use crate::ixe::Ixe;
-use crate::lpe::Lpe;
+use crate::ixe::{Ixe, IxeCtx, IxeOps};
+use crate::lpe::{CtUpdate, Lpe, RendezvousGet};
+use crate::pct::{Pct, PctCtx, PctOps};
 use crate::rmu::Rmu;
-use crate::tgt::Tgt;
-
-/// A communication profile (`c_cq_cfg_cp_table` + `c_cq_cfg_cp_fl_table`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Cp {
-    pub(crate) vni: u16,
-    pub(crate) valid: bool,
-    pub(crate) tc: u8,
-}
-
-/// Decoded copies of the small configuration tables used on the data path.
-#[derive(Debug)]
-pub(crate) struct Tables {
-    /// `c_cq_cfg_ac_array`: (rgid * 8 + lac) -> AC.
-    ac_array: Vec<u16>,
-    /// `c_cq_cfg_cid_array`: (rgid * 16 + lcid) -> CP.
-    cid_array: Vec<u8>,
-    cp: Vec<Cp>,
-    /// `c_cq_cfg_ptlte_rgid_table`.
-    ptlte_rgid: Vec<u8>,
-    /// `c_cq_cfg_cq_policy`: (shift, write back on empty) per policy.
-    pub(crate) policy: [(u8, bool); 4],
-    /// Bumped on every change of the CP tables (CQs cache their resolved CP).
-    pub(crate) cp_gen: u64,
-}
-
-impl Tables {
-    fn new() -> Self {
-        Tables {
-            ac_array: vec![0; csr::C_CQ_CFG_AC_ARRAY.entries as usize],
-            cid_array: vec![0; csr::C_CQ_CFG_CID_ARRAY.entries as usize],
-            cp: vec![Cp::default(); csr::C_CQ_CFG_CP_TABLE.entries as usize],
-            ptlte_rgid: vec![0; csr::C_CQ_CFG_PTLTE_RGID_TABLE.entries as usize],
-            policy: [(4, false); 4],
-            cp_gen: 1,
-        }
-    }
-
-    /// AC of `lac` in resource group `rgid` (0 = none, which the ATU rejects).
-    pub(crate) fn lac_ac(&self, rgid: u8, lac: u8) -> u16 {
-        let i = usize::from(rgid) * 8 + usize::from(lac & 7);
-        self.ac_array.get(i).copied().unwrap_or(0)
-    }
-
-    /// Communication profile of `lcid` in resource group `rgid`.
-    pub(crate) fn cp(&self, rgid: u8, lcid: u8) -> Cp {
-        let i = usize::from(rgid) * 16 + usize::from(lcid & 15);
-        let cp = self.cid_array.get(i).copied().unwrap_or(0);
-        self.cp.get(usize::from(cp)).copied().unwrap_or_default()
-    }
-
-    /// Resource group of PtlTE `pt`.
-    pub(crate) fn ptlte_rgid(&self, pt: u16) -> u8 {
-        self.ptlte_rgid.get(usize::from(pt)).copied().unwrap_or(0)
-    }
-}
+use crate::tables::Tables;
+use crate::tgt::{Tgt, TgtCtx, TgtOps};
+use crate::tou::{TouCtx, TouOps};
+use crate::wire::{Fab, Response};
 
 /// Every block of the NIC.
 #[derive(Debug)]
@@ -92,7 +89,7 @@ pub(crate) struct Hw {
     pub(crate) ct: CtBlock,
     pub(crate) counters: Counters,
     /// Reliability layer between the blocks above and the fabric (pct.rs).
-    pub(crate) pct: crate::pct::Pct,
+    pub(crate) pct: Pct,
 }
 
 fn is(c: &'static Csr, which: &'static Csr) -> bool {
@@ -116,7 +113,7 @@ impl Hw {
             tgt: Tgt::default(),
             ct: CtBlock::new(),
             counters: Counters::default(),
-            pct: crate::pct::Pct::new(),
+            pct: Pct::new(),
         }
     }
 
@@ -152,8 +149,10 @@ impl Hw {
         } else if is(c, csr::C_CQ_CFG_CT_ENABLE) {
             let en = self.ct.state(entry as u16).is_some_and(|s| s.enabled);
             f::c_cq_cfg_ct_enable::CT_ENABLE.set(image, u64::from(en));
-        } else if !(self.tou_reflect(c, entry, image) || self.lpe_reflect(c, entry, image)) {
-            self.counters.reflect(self, c, entry, image);
+        } else if !(crate::tou::tou_reflect(&self.ct, c, entry, image)
+            || crate::tgt::lpe_reflect(&self.lpe, c, entry, image))
+        {
+            crate::counters::reflect(&self.counter_view(), c, entry, image);
         }
     }
 
@@ -246,7 +245,8 @@ impl Hw {
             self.ct_config_written(csrs, io, c, n);
         } else {
             // TLE pools, CQ error flags, LE pools, rendezvous Gets.
-            let _ = self.tou_csr_written(csrs, p, data) || self.lpe_csr_written(csrs, c, n);
+            let _ = crate::tou::tou_csr_written(&mut self.ct, csrs, p, data)
+                || crate::tgt::lpe_csr_written(&mut self.tgt, &mut self.lpe, csrs, c, n);
         }
     }
 
@@ -315,5 +315,279 @@ impl Hw {
         if token == crate::ixe::TOKEN_SCAN {
             self.scan_timeouts(io);
         }
+    }
+
+    /// A store to CT `ct`'s TOU doorbell page.
+    pub(crate) fn ct_doorbell(&mut self, io: &mut DeviceIo<'_>, ct: u32, off: u32, data: &[u8]) {
+        TouOps::ct_doorbell(self, io, ct, off, data);
+    }
+
+    /// Post an encoded event to EQ `eq` (EE, writing through the ATU, raising MSI-X); false
+    /// if it was dropped.
+    fn post(&mut self, io: &mut DeviceIo<'_>, eq: u16, event: &[u8], class: EventClass) -> bool {
+        self.ee
+            .post(&mut self.atu, &mut self.msix, io, eq, event, class)
+    }
+
+    /// Every block that keeps counters, for a counter read.
+    fn counter_view(&self) -> CounterView<'_> {
+        CounterView {
+            counters: &self.counters,
+            ct: &self.ct,
+            ee: &self.ee,
+            lpe: &self.lpe,
+            rmu: &self.rmu,
+            atu: &self.atu,
+            pct: &self.pct,
+        }
+    }
+}
+
+// ---- the wiring: what each block may reach, and which block answers ----------------------
+
+impl CqCtx for Hw {
+    fn cqs(&mut self) -> &mut Cqs {
+        &mut self.cqs
+    }
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+    fn atu(&mut self) -> &mut Atu {
+        &mut self.atu
+    }
+    fn cq_policy(&self, policy: u8) -> (u8, bool) {
+        self.tables.policy[usize::from(policy & 3)]
+    }
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool {
+        self.post(io, eq, event, class)
+    }
+    fn exec_tx(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        bytes: &[u8],
+        cur32: u64,
+        next: Option<u8>,
+    ) -> Result<Exec, Fail> {
+        IxeOps::exec_tx(self, io, n, bytes, cur32, next)
+    }
+    fn exec_target(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
+        TgtOps::exec_target(self, io, n, bytes)
+    }
+}
+
+impl IxeCtx for Hw {
+    fn ixe(&mut self) -> &mut Ixe {
+        &mut self.ixe
+    }
+    fn tx_cqs(&mut self) -> &mut [TxCq] {
+        &mut self.cqs.tx
+    }
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+    fn tables(&self) -> &Tables {
+        &self.tables
+    }
+    fn atu(&mut self) -> &mut Atu {
+        &mut self.atu
+    }
+    fn nid(&self) -> u32 {
+        self.nid
+    }
+    fn nid_base(&self) -> u32 {
+        self.nid_base
+    }
+    fn ptlte_eq(&self, pt: u16) -> u16 {
+        self.lpe.ptlte_config(pt).map_or(0, |c| c.eq)
+    }
+    fn pid_bits(&self) -> PidBits {
+        self.lpe.config().pid_bits
+    }
+    fn rdzv_get(&self) -> GetCtrl {
+        self.tgt.rdzv_get
+    }
+    fn initiator_long(&self, eq: u16) -> bool {
+        self.ee.eq(eq).is_some_and(|e| e.init_long)
+    }
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool {
+        self.post(io, eq, event, class)
+    }
+    fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        PctOps::pct_send(self, io, pkt);
+    }
+    fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
+        TouOps::ct_event(self, io, ct, success, failure);
+    }
+    fn ct_command(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
+        TouOps::ct_command(self, io, n, bytes)
+    }
+    fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
+        CqOps::run_ring(self, io, tgt, n);
+    }
+    fn expire_target_messages(&mut self, now: u64, limit: u64) {
+        TgtOps::expire_target_messages(self, now, limit);
+    }
+    fn target_busy(&mut self) -> bool {
+        TgtOps::target_busy(self)
+    }
+}
+
+impl PctCtx for Hw {
+    fn pct(&mut self) -> &mut Pct {
+        &mut self.pct
+    }
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+    fn nid(&self) -> u32 {
+        self.nid
+    }
+    fn nid_base(&self) -> u32 {
+        self.nid_base
+    }
+    fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        TgtOps::receive(self, io, pkt);
+    }
+    fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
+        IxeOps::request_lost(self, io, handle, rc);
+    }
+}
+
+impl TgtCtx for Hw {
+    fn tgt(&mut self) -> &mut Tgt {
+        &mut self.tgt
+    }
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+    fn nid(&self) -> u32 {
+        self.nid
+    }
+    fn nid_base(&self) -> u32 {
+        self.nid_base
+    }
+    fn rmu(&mut self) -> &mut Rmu {
+        &mut self.rmu
+    }
+    fn lpe(&mut self) -> &mut Lpe {
+        &mut self.lpe
+    }
+    fn tables(&self) -> &Tables {
+        &self.tables
+    }
+    fn atu(&mut self) -> &mut Atu {
+        &mut self.atu
+    }
+    fn tgt_and_atu(&mut self) -> (&mut Tgt, &mut Atu) {
+        (&mut self.tgt, &mut self.atu)
+    }
+    fn eq_has_room(&self, eq: u16, bytes: usize, class: EventClass) -> bool {
+        self.ee.has_room(eq, bytes, class)
+    }
+    fn target_long(&self, eq: u16) -> bool {
+        self.ee.eq(eq).is_some_and(|e| e.tgt_long)
+    }
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool {
+        self.post(io, eq, event, class)
+    }
+    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
+        IxeOps::response(self, io, rsp, payload);
+    }
+    fn launch_rendezvous_get(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        g: &RendezvousGet,
+        put: &Fab,
+        tc: TrafficClass,
+        ct: Option<CtUpdate>,
+    ) {
+        IxeOps::launch_rendezvous_get(self, io, g, put, tc, ct);
+    }
+    fn ixe_scan_armed(&mut self) -> bool {
+        IxeOps::ixe_scan_armed(self)
+    }
+    fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
+        IxeOps::arm_scan(self, io);
+    }
+    fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        PctOps::pct_send(self, io, pkt);
+    }
+    fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
+        TouOps::ct_event(self, io, ct, success, failure);
+    }
+}
+
+impl TouCtx for Hw {
+    fn ct(&mut self) -> &mut CtBlock {
+        &mut self.ct
+    }
+    fn atu(&mut self) -> &mut Atu {
+        &mut self.atu
+    }
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool {
+        self.post(io, eq, event, class)
+    }
+    fn cq_tle_pool(&mut self, n: u32) -> u8 {
+        self.cqs.tx.get(n as usize).map_or(0, |q| q.tle_pool)
+    }
+    fn cq_read_ptr(&mut self, n: u32) -> u64 {
+        self.cqs.tx.get(n as usize).map_or(0, |q| q.ring.rd32)
+    }
+    fn stalled_cqs(&mut self) -> &mut Vec<u32> {
+        &mut self.cqs.stalled
+    }
+    fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32) {
+        CqOps::run_ring(self, io, tgt, n);
+    }
+    fn fail_cq(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        tgt: bool,
+        n: u32,
+        rc: ReturnCode,
+        header: u8,
+        cur32: u64,
+        ll: bool,
+    ) {
+        CqOps::fail_cq(self, io, tgt, n, rc, header, cur32, ll);
+    }
+    fn launch_full(&mut self, io: &mut DeviceIo<'_>, n: u32, d: &FullDma) -> Result<Exec, Fail> {
+        IxeOps::launch_full(self, io, n, d)
+    }
+    fn launch_nomatch(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        d: &NomatchDma,
+    ) -> Result<Exec, Fail> {
+        IxeOps::launch_nomatch(self, io, n, d)
+    }
+    fn launch_dma_amo(&mut self, io: &mut DeviceIo<'_>, n: u32, c: &DmaAmo) -> Result<Exec, Fail> {
+        IxeOps::launch_dma_amo(self, io, n, c)
     }
 }

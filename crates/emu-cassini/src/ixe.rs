@@ -10,23 +10,27 @@
 //! check the local buffer through the ATU, allocate a handle, segment and send; SEND event) ->
 //! `response` (ACK: ACK event; REPLY segment: data into the local buffer, REPLY event on the
 //! last one) -> `finish` (free the handle, release a waiting FENCE).
+//!
+//! The initiator reaches the rest of the NIC only through [`IxeCtx`] (implemented by `hw`):
+//! frames leave through the PCT, counting events and CT commands go to the TOU.
 
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{PortId, TrafficClass};
+use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::time::SimDuration;
 use firmware_spec::cassini::amo::AmoType;
 use firmware_spec::cassini::cmd::{
     Command, CqOp, DmaAmo, DmaFlags, DmaOp, FormatError, FullDma, NomatchDma,
 };
-use firmware_spec::cassini::dfa::match_id;
+use firmware_spec::cassini::dfa::{PidBits, match_id};
 use firmware_spec::cassini::event::{EventType, InitiatorLong, InitiatorShort};
 use firmware_spec::cassini::le::PtlList;
 use firmware_spec::cassini::rc::ReturnCode;
 
-use crate::cq::{Exec, Fail, is_noop_header};
-use crate::ee::EventClass;
-use crate::hw::Hw;
+use crate::atu::Atu;
+use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
+use crate::cq::{TxCq, is_noop_header};
 use crate::lpe::{CtUpdate, RendezvousGet};
+use crate::tables::Tables;
 use crate::wire::{self, AmoPayload, Fab, MTU, Request, Response, RspKind};
 
 /// The `cq` of a request no command queue launched (a rendezvous Get the NIC issues).
@@ -157,9 +161,62 @@ impl Ixe {
     }
 }
 
+/// What the initiator needs from the rest of the NIC: its request table, the transmit CQs
+/// it executes commands for, the counters, the configuration tables and the ATU, a few
+/// read-only facts (NID, PtlTE EQs, PID bits, the rendezvous Get settings, initiator event
+/// format), and the blocks it hands work to: the PCT (`pct_send`), the TOU (counting events,
+/// CT commands), the CQ block (a FENCE released) and the target (its messages share the
+/// timeout scan). `hw` implements it.
+pub(crate) trait IxeCtx {
+    /// The outstanding-request table.
+    fn ixe(&mut self) -> &mut Ixe;
+    /// The transmit CQs (C_STATE, LCID, CP cache, outstanding requests, FENCE).
+    fn tx_cqs(&mut self) -> &mut [TxCq];
+    /// The NIC-wide counters.
+    fn counters(&mut self) -> &mut Counters;
+    /// The decoded CQ configuration tables (ACs, CPs, PtlTE resource groups).
+    fn tables(&self) -> &Tables;
+    /// Address translation for local buffers.
+    fn atu(&mut self) -> &mut Atu;
+    /// This NIC's NID.
+    fn nid(&self) -> u32;
+    /// NID of fabric port 0.
+    fn nid_base(&self) -> u32;
+    /// The EQ of PtlTE `pt` (0 if it is not configured).
+    fn ptlte_eq(&self, pt: u16) -> u16;
+    /// The device's PID granule (`pid_bits`).
+    fn pid_bits(&self) -> PidBits;
+    /// Where rendezvous Gets go (`c_lpe_cfg_get_ctrl`).
+    fn rdzv_get(&self) -> GetCtrl;
+    /// Whether EQ `eq` takes long initiator events.
+    fn initiator_long(&self, eq: u16) -> bool;
+    /// Post an encoded event to EQ `eq`; false if it was dropped.
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool;
+    /// Send a frame through the PCT.
+    fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
+    /// A counting event on CT `ct` (the TOU).
+    fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64);
+    /// A CT command on transmit CQ `n` (the TOU).
+    fn ct_command(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail>;
+    /// Run the ring of CQ `n` again (the CQ block; a FENCE was released).
+    fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32);
+    /// Drop target messages older than `limit` ps (the target).
+    fn expire_target_messages(&mut self, now: u64, limit: u64);
+    /// Whether target messages wait for more packets (the target).
+    fn target_busy(&mut self) -> bool;
+}
+
+impl<T: IxeCtx + ?Sized> IxeOps for T {}
+
 /// Where a request's data comes from.
 #[derive(Debug, Clone, Copy)]
-enum Source<'a> {
+pub(crate) enum Source<'a> {
     Inline(&'a [u8]),
     /// A local buffer named by LAC (resolved through the CQ's RGID before use).
     Dma {
@@ -175,7 +232,7 @@ enum Source<'a> {
 
 /// Everything a launch needs, from whichever command format.
 #[derive(Debug, Clone, Copy)]
-struct Launch<'a> {
+pub(crate) struct Launch<'a> {
     opcode: DmaOp,
     dfa: u32,
     index_ext: u8,
@@ -217,10 +274,11 @@ fn format_rc(e: &FormatError) -> ReturnCode {
     }
 }
 
-impl Hw {
+/// The initiator's behaviour, on anything that provides an [`IxeCtx`].
+pub(crate) trait IxeOps: IxeCtx {
     /// Execute one transmit command of CQ `n` at half-slot `cur32`; `next` is the first byte
     /// of the following 64 B slot if it has been fetched.
-    pub(crate) fn exec_tx(
+    fn exec_tx(
         &mut self,
         io: &mut DeviceIo<'_>,
         n: u32,
@@ -230,17 +288,17 @@ impl Hw {
     ) -> Result<Exec, Fail> {
         let cmd = Command::decode(bytes).map_err(|e| format_rc(&e))?;
         cmd.validate().map_err(|e| format_rc(&e))?;
-        let q = self.cqs.tx[n as usize];
+        let q = self.tx_cqs()[n as usize];
         if q.trig && !matches!(cmd, Command::Ct(_) | Command::TrigDma(_)) {
             return Err(ReturnCode::CmdAlignError);
         }
         match cmd {
             Command::IdcNoop(_) => {
-                self.counters.num_idc_cmds += 1;
+                self.counters().num_idc_cmds += 1;
                 Ok(Exec::Next)
             }
             Command::Cq(c) => {
-                self.counters.num_cq_cmds += 1;
+                self.counters().num_cq_cmds += 1;
                 match c.opcode {
                     CqOp::CqNoop => Ok(Exec::Next),
                     CqOp::CqFence => Ok(if q.outstanding > 0 {
@@ -253,7 +311,7 @@ impl Hw {
                         if !cur32.is_multiple_of(4) || next.is_some_and(|b| !is_noop_header(b)) {
                             return Err(ReturnCode::CmdAlignError);
                         }
-                        let t = &mut self.cqs.tx[n as usize];
+                        let t = &mut self.tx_cqs()[n as usize];
                         t.lcid = c.lcid & 0xF;
                         t.cp_cache = None;
                         Ok(Exec::Next)
@@ -261,12 +319,12 @@ impl Hw {
                 }
             }
             Command::CState(s) => {
-                self.counters.num_idc_cmds += 1;
-                self.cqs.tx[n as usize].cstate = s;
+                self.counters().num_idc_cmds += 1;
+                self.tx_cqs()[n as usize].cstate = s;
                 Ok(Exec::Next)
             }
             Command::IdcPut(p) => {
-                self.counters.num_idc_cmds += 1;
+                self.counters().num_idc_cmds += 1;
                 let cs = q.cstate;
                 let l = Launch {
                     opcode: DmaOp::Put,
@@ -291,7 +349,7 @@ impl Hw {
                 self.launch(io, n, &l)
             }
             Command::IdcMsg(m) => {
-                self.counters.num_idc_cmds += 1;
+                self.counters().num_idc_cmds += 1;
                 let cs = q.cstate;
                 let l = Launch {
                     opcode: DmaOp::SmallMessage,
@@ -316,16 +374,16 @@ impl Hw {
                 self.launch(io, n, &l)
             }
             Command::Dma(d) => {
-                self.counters.num_dma_cmds += 1;
+                self.counters().num_dma_cmds += 1;
                 self.launch_full(io, n, &d)
             }
             Command::NomatchDma(d) => {
-                self.counters.num_dma_cmds += 1;
+                self.counters().num_dma_cmds += 1;
                 self.launch_nomatch(io, n, &d)
             }
             Command::Ct(_) | Command::TrigDma(_) => self.ct_command(io, n, bytes),
             Command::IdcAmo(c) => {
-                self.counters.num_idc_cmds += 1;
+                self.counters().num_idc_cmds += 1;
                 let cs = q.cstate;
                 let fetching = c.opcode == DmaOp::FetchingAtomic;
                 let amo = AmoPayload {
@@ -358,7 +416,7 @@ impl Hw {
                 self.launch(io, n, &l)
             }
             Command::IdcSmallAmo(c) => {
-                self.counters.num_idc_cmds += 1;
+                self.counters().num_idc_cmds += 1;
                 let cs = q.cstate;
                 let amo = AmoPayload {
                     op: c.atomic_op as u8,
@@ -392,7 +450,7 @@ impl Hw {
                 self.launch(io, n, &l)
             }
             Command::DmaAmo(c) => {
-                self.counters.num_dma_cmds += 1;
+                self.counters().num_dma_cmds += 1;
                 self.launch_dma_amo(io, n, &c)
             }
             _ => Err(ReturnCode::IllegalOp),
@@ -402,19 +460,14 @@ impl Hw {
     /// Launch a DMA AMO from CQ `n` (also a fired CT_TRIG_DMA): operand 1 is read from
     /// local memory (`cxi_cq_emit_dma_amo`), `request_len` travels as it is (the target
     /// answers AMO_LENGTH_ERROR unless it is the operand size).
-    pub(crate) fn launch_dma_amo(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        n: u32,
-        c: &DmaAmo,
-    ) -> Result<Exec, Fail> {
+    fn launch_dma_amo(&mut self, io: &mut DeviceIo<'_>, n: u32, c: &DmaAmo) -> Result<Exec, Fail> {
         let fetching = c.opcode == DmaOp::FetchingAtomic;
         let size = c.atomic_type.size();
-        let rgid = self.cqs.tx.get(n as usize).map_or(0, |q| q.ring.rgid);
-        let ac = self.tables.lac_ac(rgid, c.lac);
+        let rgid = self.tx_cqs().get(n as usize).map_or(0, |q| q.ring.rgid);
+        let ac = self.tables().lac_ac(rgid, c.lac);
         let mut b = [0u8; 16];
         if let Err(rc) = self
-            .atu
+            .atu()
             .read(io.dma(), ac, c.local_read_addr, &mut b[..size])
         {
             self.count_local_error(rc);
@@ -467,12 +520,7 @@ impl Hw {
 
     /// Launch a full DMA command (PUT, GET or RENDEZVOUS_PUT) from CQ `n` (also a fired
     /// CT_TRIG_DMA).
-    pub(crate) fn launch_full(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        n: u32,
-        d: &FullDma,
-    ) -> Result<Exec, Fail> {
+    fn launch_full(&mut self, io: &mut DeviceIo<'_>, n: u32, d: &FullDma) -> Result<Exec, Fail> {
         if !d.is_valid_opcode() {
             return Err(ReturnCode::IllegalOp);
         }
@@ -503,7 +551,7 @@ impl Hw {
     }
 
     /// Launch a non-matching DMA command (NOMATCH_PUT / NOMATCH_GET) from CQ `n`.
-    pub(crate) fn launch_nomatch(
+    fn launch_nomatch(
         &mut self,
         io: &mut DeviceIo<'_>,
         n: u32,
@@ -537,12 +585,12 @@ impl Hw {
 
     /// Send the request described by `l` from CQ `n`.
     fn launch(&mut self, io: &mut DeviceIo<'_>, n: u32, l: &Launch<'_>) -> Result<Exec, Fail> {
-        let q = self.cqs.tx[n as usize];
+        let q = self.tx_cqs()[n as usize];
         let cp = match q.cp_cache {
-            Some((g, cp)) if g == self.tables.cp_gen => cp,
+            Some((g, cp)) if g == self.tables().cp_gen => cp,
             _ => {
-                let cp = self.tables.cp(q.ring.rgid, q.lcid);
-                self.cqs.tx[n as usize].cp_cache = Some((self.tables.cp_gen, cp));
+                let cp = self.tables().cp(q.ring.rgid, q.lcid);
+                self.tx_cqs()[n as usize].cp_cache = Some((self.tables().cp_gen, cp));
                 cp
             }
         };
@@ -579,13 +627,13 @@ impl Hw {
         // by the ATU; a bad one is an error event, never a touch outside the MD).
         let mut source = l.src;
         if let Source::Dma { lac, addr } = l.src {
-            let ac = self.tables.lac_ac(q.ring.rgid, lac);
+            let ac = self.tables().lac_ac(q.ring.rgid, lac);
             let need = if get {
                 emu_core::dma::Perm::WRITE
             } else {
                 emu_core::dma::Perm::READ
             };
-            if let Err(rc) = self.atu.check(io.dma(), ac, addr, u64::from(l.len), need) {
+            if let Err(rc) = self.atu().check(io.dma(), ac, addr, u64::from(l.len), need) {
                 self.count_local_error(rc);
                 self.complete(io, &req, rc, 0, PtlList::Priority, false);
                 return Ok(Exec::Next);
@@ -596,10 +644,10 @@ impl Hw {
         }
         // A fetching AMO's result buffer is checked the same way.
         if let Some((a, Some((lac, addr)))) = l.amo {
-            let ac = self.tables.lac_ac(q.ring.rgid, lac);
+            let ac = self.tables().lac_ac(q.ring.rgid, lac);
             let w = emu_core::dma::Perm::WRITE;
             let size = u64::from(amo_size(a.ty));
-            if let Err(rc) = self.atu.check(io.dma(), ac, addr, size, w) {
+            if let Err(rc) = self.atu().check(io.dma(), ac, addr, size, w) {
                 self.count_local_error(rc);
                 self.complete(io, &req, rc, 0, PtlList::Priority, false);
                 return Ok(Exec::Next);
@@ -608,7 +656,7 @@ impl Hw {
             req.local_addr = addr;
         }
         let dst_nid = l.dfa >> 12;
-        let Some(port) = dst_nid.checked_sub(self.nid_base) else {
+        let Some(port) = dst_nid.checked_sub(self.nid_base()) else {
             self.complete(
                 io,
                 &req,
@@ -619,11 +667,11 @@ impl Hw {
             );
             return Ok(Exec::Next);
         };
-        if !self.ixe.scan_armed {
-            self.ixe.scan_armed = true;
+        if !self.ixe().scan_armed {
+            self.ixe().scan_armed = true;
             io.timer(SCAN_PERIOD, TOKEN_SCAN);
         }
-        let Some(handle) = self.ixe.alloc(req) else {
+        let Some(handle) = self.ixe().alloc(req) else {
             self.complete(
                 io,
                 &req,
@@ -636,7 +684,7 @@ impl Hw {
         };
         let fab = Fab {
             vni: cp.vni,
-            sfa: self.nid << 12,
+            sfa: self.nid() << 12,
             dfa: l.dfa,
         };
         // A rendezvous put carries only its eager bytes; the target pulls the rest
@@ -680,17 +728,17 @@ impl Hw {
             self.append_source(io, &mut data, source, 0, first)
         };
         if let Err(rc) = loaded {
-            self.ixe.release(handle);
+            self.ixe().release(handle);
             self.complete(io, &req, rc, 0, PtlList::Priority, false);
             return Ok(Exec::Next);
         }
         let src = io.port().unwrap_or_default();
         self.pct_send(io, wire::packet(src, dst, tc, data));
         if get {
-            self.counters.ptl_tx_get_msgs += 1;
+            self.counters().ptl_tx_get_msgs += 1;
         } else {
-            self.counters.ptl_tx_put_msgs += 1;
-            self.counters.ptl_tx_put_pkts += 1;
+            self.counters().ptl_tx_put_msgs += 1;
+            self.counters().ptl_tx_put_pkts += 1;
             let mut off = first;
             let total = if l.amo.is_some() {
                 0
@@ -711,7 +759,7 @@ impl Hw {
                     break;
                 }
                 self.pct_send(io, wire::packet(src, dst, tc, data));
-                self.counters.ptl_tx_put_pkts += 1;
+                self.counters().ptl_tx_put_pkts += 1;
                 off += len;
             }
             // SEND: the source buffer has been read.
@@ -735,7 +783,7 @@ impl Hw {
                 self.ct_event(io, l.ct, inc, 0);
             }
         }
-        self.cqs.tx[n as usize].outstanding += 1;
+        self.tx_cqs()[n as usize].outstanding += 1;
         Ok(Exec::Next)
     }
 
@@ -745,7 +793,7 @@ impl Hw {
     /// landing in the receiving entry. Its REPLY event (`rendezvous` set, `user_ptr` =
     /// `cxi_rdzv_user_ptr`) goes to the PtlTE's EQ; `ct` is applied when it completes.
     /// `put` is the fabric header the put arrived with.
-    pub(crate) fn launch_rendezvous_get(
+    fn launch_rendezvous_get(
         &mut self,
         io: &mut DeviceIo<'_>,
         g: &RendezvousGet,
@@ -753,10 +801,10 @@ impl Hw {
         tc: TrafficClass,
         ct: Option<CtUpdate>,
     ) {
-        let eq = self.lpe.ptlte_config(g.ptlte_index).map_or(0, |c| c.eq);
+        let eq = self.ptlte_eq(g.ptlte_index);
         let ac = self
-            .tables
-            .lac_ac(self.tables.ptlte_rgid(g.ptlte_index), g.dest_lac);
+            .tables()
+            .lac_ac(self.tables().ptlte_rgid(g.ptlte_index), g.dest_lac);
         let user_ptr = (u64::from(g.source_nid) & 0xF_FFFF)
             | ((u64::from(g.source_pid) & 0x1FF) << 20)
             | ((u64::from(g.ptlte_index) & 0x7FF) << 29)
@@ -779,13 +827,13 @@ impl Hw {
         };
         let w = emu_core::dma::Perm::WRITE;
         if let Err(rc) = self
-            .atu
+            .atu()
             .check(io.dma(), ac, g.dest_start, u64::from(len), w)
         {
             self.complete(io, &req, rc, 0, PtlList::Priority, false);
             return;
         }
-        let Some(port) = g.source_nid.checked_sub(self.nid_base) else {
+        let Some(port) = g.source_nid.checked_sub(self.nid_base()) else {
             self.complete(
                 io,
                 &req,
@@ -796,11 +844,11 @@ impl Hw {
             );
             return;
         };
-        if !self.ixe.scan_armed {
-            self.ixe.scan_armed = true;
+        if !self.ixe().scan_armed {
+            self.ixe().scan_armed = true;
             io.timer(SCAN_PERIOD, TOKEN_SCAN);
         }
-        let Some(handle) = self.ixe.alloc(req) else {
+        let Some(handle) = self.ixe().alloc(req) else {
             self.complete(
                 io,
                 &req,
@@ -811,13 +859,13 @@ impl Hw {
             );
             return;
         };
-        let gc = self.tgt.rdzv_get;
-        let pid_bits = self.lpe.config().pid_bits;
+        let gc = self.rdzv_get();
+        let pid_bits = self.pid_bits();
         // The PID of the put's destination endpoint: the NIC issuing the Get.
         let my_pid = (put.dfa & 0xFFF) & pid_bits.pid_mask();
         let fab = Fab {
             vni: put.vni,
-            sfa: self.nid << 12,
+            sfa: self.nid() << 12,
             dfa: ((g.source_nid & 0xF_FFFF) << 12)
                 | (u32::from(gc.index).wrapping_add(g.source_pid) & 0xFFF),
         };
@@ -826,7 +874,7 @@ impl Hw {
             index_ext: gc.index_ext,
             remote_offset: g.source_offset,
             request_len: len,
-            initiator: match_id(pid_bits, my_pid, self.nid),
+            initiator: match_id(pid_bits, my_pid, self.nid()),
             match_bits: u64::from(g.rendezvous_id)
                 | (u64::from(gc.transaction_type & 0xF) << 8)
                 | (g.put_match_bits & (0xFFFF << 48)),
@@ -839,7 +887,7 @@ impl Hw {
             io,
             wire::packet(src, PortId(port), tc, wire::request(&fab, &r, 0)),
         );
-        self.counters.ptl_tx_get_msgs += 1;
+        self.counters().ptl_tx_get_msgs += 1;
     }
 
     /// Append `len` bytes of the request source at `off` to `data`.
@@ -862,7 +910,7 @@ impl Hw {
             Source::Ac { ac, addr } => {
                 let at = data.len();
                 data.resize(at + len, 0);
-                self.atu
+                self.atu()
                     .read(io.dma(), ac, addr + off as u64, &mut data[at..at + len])
             }
             Source::Dma { .. } => Err(ReturnCode::InvalidAc),
@@ -871,9 +919,11 @@ impl Hw {
 
     fn count_local_error(&mut self, rc: ReturnCode) {
         match rc {
-            ReturnCode::NoTranslation => self.counters.err_no_translation += 1,
-            ReturnCode::InvalidAc | ReturnCode::AddrOutOfRange => self.counters.err_invalid_ac += 1,
-            ReturnCode::PagePermError => self.counters.err_page_perm += 1,
+            ReturnCode::NoTranslation => self.counters().err_no_translation += 1,
+            ReturnCode::InvalidAc | ReturnCode::AddrOutOfRange => {
+                self.counters().err_invalid_ac += 1
+            }
+            ReturnCode::PagePermError => self.counters().err_page_perm += 1,
             _ => {}
         }
     }
@@ -897,7 +947,7 @@ impl Hw {
         if rc == ReturnCode::Ok && (req.flags.event_success_disable || req.nomatch) {
             return;
         }
-        let long = self.ee.eq(req.eq).is_some_and(|e| e.init_long);
+        let long = self.initiator_long(req.eq);
         if long {
             let ns = io.now().as_ns();
             let ev = InitiatorLong {
@@ -912,14 +962,7 @@ impl Hw {
                 timestamp_sec: ns / 1_000_000_000,
                 return_code: rc,
             };
-            self.ee.post(
-                &mut self.atu,
-                &mut self.msix,
-                io,
-                req.eq,
-                &ev.encode(),
-                EventClass::Other,
-            );
+            self.post_event(io, req.eq, &ev.encode(), EventClass::Other);
         } else {
             let ev = InitiatorShort {
                 user_ptr: req.user_ptr,
@@ -931,14 +974,7 @@ impl Hw {
                 event_type: ty,
                 return_code: rc,
             };
-            self.ee.post(
-                &mut self.atu,
-                &mut self.msix,
-                io,
-                req.eq,
-                &ev.encode(),
-                EventClass::Other,
-            );
+            self.post_event(io, req.eq, &ev.encode(), EventClass::Other);
         }
     }
 
@@ -980,12 +1016,12 @@ impl Hw {
     }
 
     /// A response arrived for handle `rsp.handle`.
-    pub(crate) fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
-        self.counters.rx_ptl_response_pkt += 1;
-        let Some(req) = self.ixe.get(rsp.handle).copied() else {
+    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
+        self.counters().rx_ptl_response_pkt += 1;
+        let Some(req) = self.ixe().get(rsp.handle).copied() else {
             return;
         };
-        self.ixe.last_progress = io.now().as_ps();
+        self.ixe().last_progress = io.now().as_ps();
         let rc = ReturnCode::try_from(rsp.rc).unwrap_or(ReturnCode::Undeliverable);
         let list = PtlList::try_from(rsp.ptl_list).unwrap_or_default();
         match (rsp.kind, req.kind) {
@@ -999,7 +1035,7 @@ impl Hw {
                 if !payload.is_empty() {
                     let n = payload.len().min(req.rlength as usize);
                     if let Err(e) =
-                        self.atu
+                        self.atu()
                             .write(io.dma(), req.local_ac, req.local_addr, &payload[..n])
                     {
                         rc = e;
@@ -1019,7 +1055,7 @@ impl Hw {
                     let r = if end > u64::from(req.rlength) {
                         Err(ReturnCode::AddrOutOfRange)
                     } else {
-                        self.atu.write(
+                        self.atu().write(
                             io.dma(),
                             req.local_ac,
                             req.local_addr + u64::from(rsp.offset),
@@ -1027,13 +1063,13 @@ impl Hw {
                         )
                     };
                     if let Err(e) = r
-                        && let Some(x) = self.ixe.get_mut(rsp.handle)
+                        && let Some(x) = self.ixe().get_mut(rsp.handle)
                     {
                         x.data_rc = Some(e);
                     }
                 }
                 if rsp.eom {
-                    let data_rc = self.ixe.get(rsp.handle).and_then(|r| r.data_rc);
+                    let data_rc = self.ixe().get(rsp.handle).and_then(|r| r.data_rc);
                     let rc = data_rc.unwrap_or(ReturnCode::Ok);
                     self.complete(io, &req, rc, rsp.mlength, list, false);
                     self.finish(io, rsp.handle, req.cq);
@@ -1045,8 +1081,8 @@ impl Hw {
 
     /// The PCT gave up on a packet of request `handle` (its connection was declared dead,
     /// pct.rs): the request completes with `rc` now instead of at its timeout.
-    pub(crate) fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
-        let Some(req) = self.ixe.get(handle).copied() else {
+    fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
+        let Some(req) = self.ixe().get(handle).copied() else {
             return;
         };
         self.complete(io, &req, rc, 0, PtlList::Priority, false);
@@ -1055,8 +1091,8 @@ impl Hw {
 
     /// Release `handle`; let a FENCE on CQ `cq` go if it was the last one.
     fn finish(&mut self, io: &mut DeviceIo<'_>, handle: u32, cq: u32) {
-        self.ixe.release(handle);
-        let Some(q) = self.cqs.tx.get_mut(cq as usize) else {
+        self.ixe().release(handle);
+        let Some(q) = self.tx_cqs().get_mut(cq as usize) else {
             return;
         };
         q.outstanding = q.outstanding.saturating_sub(1);
@@ -1069,18 +1105,18 @@ impl Hw {
     /// The timeout scan: requests that waited [`REQUEST_TIMEOUT`] since their launch and since
     /// the last response this initiator received complete with UNDELIVERABLE, target messages
     /// whose last packets never came are dropped; re-armed while anything is left.
-    pub(crate) fn scan_timeouts(&mut self, io: &mut DeviceIo<'_>) {
-        self.ixe.scan_armed = false;
+    fn scan_timeouts(&mut self, io: &mut DeviceIo<'_>) {
+        self.ixe().scan_armed = false;
         let now = io.now().as_ps();
         let limit = REQUEST_TIMEOUT.as_ps();
-        let progress = self.ixe.last_progress;
-        let expired: Vec<(u32, Req)> = self
-            .ixe
+        let progress = self.ixe().last_progress;
+        let ixe = self.ixe();
+        let expired: Vec<(u32, Req)> = ixe
             .reqs
             .iter()
             .enumerate()
             .filter(|(_, r)| r.active && now.saturating_sub(r.at.max(progress)) >= limit)
-            .map(|(i, r)| (self.ixe.handle_of(i), *r))
+            .map(|(i, r)| (ixe.handle_of(i), *r))
             .collect();
         for (h, r) in expired {
             self.complete(
@@ -1094,21 +1130,21 @@ impl Hw {
             self.finish(io, h, r.cq);
         }
         self.expire_target_messages(now, limit);
-        let busy = self.ixe.reqs.len() > self.ixe.free.len() || self.target_busy();
-        if busy && !self.ixe.scan_armed {
-            self.ixe.scan_armed = true;
+        let busy = self.ixe().reqs.len() > self.ixe().free.len() || self.target_busy();
+        if busy && !self.ixe().scan_armed {
+            self.ixe().scan_armed = true;
             io.timer(SCAN_PERIOD, TOKEN_SCAN);
         }
     }
 
     /// Whether the timeout scan is armed.
-    pub(crate) fn ixe_scan_armed(&self) -> bool {
-        self.ixe.scan_armed
+    fn ixe_scan_armed(&mut self) -> bool {
+        self.ixe().scan_armed
     }
 
     /// Arm the timeout scan.
-    pub(crate) fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
-        self.ixe.scan_armed = true;
+    fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
+        self.ixe().scan_armed = true;
         io.timer(SCAN_PERIOD, TOKEN_SCAN);
     }
 }

@@ -11,16 +11,22 @@
 //! operations), [`amo`] (atomics).
 //!
 //! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
-//! (register file, access classes), `hw` (the blocks together, CSR write hooks), `cq`
+//! (register file, access classes), `hw` (the blocks wired together, CSR write hooks), `cq`
 //! (command queues), `ixe` (initiator: transmit commands, segmentation, ACK/REPLY), `tgt`
 //! (target: incoming packets, data placement, target commands, portal table), `pct`
 //! (reliability: connections, sequence numbers, retransmission), `rmu` (VNI and portal
 //! TCAMs), `atu` (address translation), `ee` (event queues), `tou` (CT glue), `wire`
-//! (packet headers), `counters` (hardware counters by public name).
+//! (packet headers), `counters` (hardware counters by public name). Leaves they share:
+//! `block` (command outcomes, event classes, NIC-wide counters), `tables` (decoded CQ
+//! configuration), `config` ([`CassiniConfig`]). A block reaches its siblings only through
+//! its context trait, which `hw` implements; no block imports `hw` or `device` (see `hw`'s
+//! module doc for a packet's journey through them).
 #![forbid(unsafe_code)]
 
 pub mod amo;
 mod atu;
+mod block;
+mod config;
 mod counters;
 mod cq;
 mod csr;
@@ -36,8 +42,10 @@ pub mod lpe;
 mod pct;
 pub mod perf;
 mod rmu;
+mod tables;
 mod tgt;
 mod tou;
 mod wire;
 
-pub use device::{Cassini, CassiniConfig};
+pub use config::CassiniConfig;
+pub use device::Cassini;

@@ -1,6 +1,6 @@
 //! Packet connection tracking (PCT): the reliability layer between the blocks that build
 //! packets (IXE/OXE, TGT) and the fabric. Every packet the NIC sends goes through
-//! [`Hw::pct_send`]; every packet it receives goes through [`Hw::pct_receive`] before the
+//! [`PctOps::pct_send`]; every packet it receives goes through [`PctOps::pct_receive`] before the
 //! target and response paths see it. The protocol is ours (cassini.md §11: the PCT/retry
 //! protocol is not public); it borrows Cassini's names and counters
 //! (`c_pct_cntrs`, `c_pct_cfg_timing`, the SCT/TCT/SRB tables of `csr_defs.json`).
@@ -25,6 +25,8 @@
 //!   connection): they may be lost, duplicated or reordered; a lost one completes through
 //!   the initiator's request timeout.
 //! * A frame that fails its CRC is dropped at the port and counted (`c_hni_cntrs.rx_bad_opt`).
+//!
+//! The PCT reaches the rest of the NIC only through [`PctCtx`] (implemented by `hw`).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -35,9 +37,9 @@ use firmware_spec::cassini::cmd::DmaOp;
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::rc::ReturnCode;
 
+use crate::block::Counters;
 use crate::csr::CsrFile;
 use crate::fasthash::FastMap;
-use crate::hw::Hw;
 use crate::wire::{self, Parsed};
 
 /// Timer token of the PCT scan (delayed acknowledgements, retransmissions).
@@ -203,6 +205,27 @@ pub(crate) struct PctCounters {
     pub(crate) rsp_dropped_inactive: u64,
 }
 
+/// What the PCT needs from the rest of the NIC: its own connection state, the counters,
+/// the NIC's address, and the two blocks above it: the receive path that takes delivered
+/// frames (`tgt`) and the initiator whose requests fail with a dead connection (`ixe`).
+/// `hw` implements it.
+pub(crate) trait PctCtx {
+    /// The PCT's connection state.
+    fn pct(&mut self) -> &mut Pct;
+    /// The NIC-wide counters.
+    fn counters(&mut self) -> &mut Counters;
+    /// This NIC's NID.
+    fn nid(&self) -> u32;
+    /// NID of fabric port 0.
+    fn nid_base(&self) -> u32;
+    /// Hand a frame that arrived in order to the target and response paths.
+    fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
+    /// Complete request `handle` with `rc` now (its connection was declared dead).
+    fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode);
+}
+
+impl<T: PctCtx + ?Sized> PctOps for T {}
+
 /// A packet in the source retry buffer.
 #[derive(Debug)]
 struct SrbEntry {
@@ -367,27 +390,28 @@ impl Pct {
     }
 }
 
-impl Hw {
+/// The PCT's behaviour, on anything that provides a [`PctCtx`].
+pub(crate) trait PctOps: PctCtx {
     /// Count a frame handed to the port.
     fn pct_count_tx(&mut self, pkt: &Packet) {
-        self.counters.tx_ok_opt += 1;
-        self.counters.pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        self.counters().tx_ok_opt += 1;
+        self.counters().pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
     }
 
     /// Send a frame built by the blocks above (no tag yet): sequenced on its connection, or
     /// once and unsequenced for restricted requests.
-    pub(crate) fn pct_send(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
+    fn pct_send(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
         let request = is_request(&pkt.data);
         let vni = vni_of(&pkt.data).unwrap_or(0);
         let key = (pkt.dst.0, vni, pkt.tc.0);
-        if request && self.pct.unordered(&pkt.data) {
-            self.pct.counters.req_unordered += 1;
+        if request && self.pct().unordered(&pkt.data) {
+            self.pct().counters.req_unordered += 1;
             let mut tag = Tag {
                 tries: 1,
                 ..Tag::default()
             };
-            if let Some(&ci) = self.pct.index.get(&key) {
-                self.pct.piggyback(ci, &mut tag);
+            if let Some(&ci) = self.pct().index.get(&key) {
+                self.pct().piggyback(ci, &mut tag);
             }
             push_tag(&mut pkt.data, &tag);
             self.pct_count_tx(&pkt);
@@ -395,20 +419,21 @@ impl Hw {
             return;
         }
         if request {
-            self.pct.counters.req_ordered += 1;
+            self.pct().counters.req_ordered += 1;
         } else {
-            self.pct.counters.ptls_response += 1;
+            self.pct().counters.ptls_response += 1;
         }
-        let ci = self.pct.conn(key);
-        let s = &mut self.pct.conns[ci].sct;
+        let pct = self.pct();
+        let ci = pct.conn(key);
+        let s = &mut pct.conns[ci].sct;
         if !s.open {
             s.open = true;
-            s.epoch = self.pct.next_epoch;
+            s.epoch = pct.next_epoch;
             s.next_seq = 0;
-            self.pct.next_epoch = self.pct.next_epoch.wrapping_add(1).max(1);
-            self.pct.counters.conn_sct_open += 1;
+            pct.next_epoch = pct.next_epoch.wrapping_add(1).max(1);
+            pct.counters.conn_sct_open += 1;
         }
-        let s = &mut self.pct.conns[ci].sct;
+        let s = &mut pct.conns[ci].sct;
         if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
             s.backlog.push_back(pkt);
             return;
@@ -418,7 +443,7 @@ impl Hw {
 
     /// First transmission of a sequenced frame on connection `ci`.
     fn pct_transmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, mut pkt: Packet) {
-        let s = &mut self.pct.conns[ci].sct;
+        let s = &mut self.pct().conns[ci].sct;
         let seq = s.next_seq;
         s.next_seq = seq.wrapping_add(1);
         let mut tag = Tag {
@@ -428,14 +453,14 @@ impl Hw {
             seq,
             ..Tag::default()
         };
-        self.pct.piggyback(ci, &mut tag);
+        self.pct().piggyback(ci, &mut tag);
         push_tag(&mut pkt.data, &tag);
         // The retry copy goes into a recycled frame buffer (no allocation in steady state);
         // it returns to the pool when the acknowledgement arrives.
         let mut copy = io.packet_buffer(pkt.data.len());
         copy.extend_from_slice(&pkt.data);
         let retained = Packet { data: copy, ..pkt };
-        self.pct.conns[ci].sct.srb.push_back(SrbEntry {
+        self.pct().conns[ci].sct.srb.push_back(SrbEntry {
             seq,
             pkt: retained,
             sent_at: io.now().as_ps(),
@@ -449,9 +474,9 @@ impl Hw {
     /// Retransmit SRB entry `i` of connection `ci` (with a fresh acknowledgement).
     fn pct_retransmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, i: usize) {
         let mut tag = Tag::default();
-        self.pct.piggyback(ci, &mut tag);
+        self.pct().piggyback(ci, &mut tag);
         let now = io.now().as_ps();
-        let Some(e) = self.pct.conns[ci].sct.srb.get_mut(i) else {
+        let Some(e) = self.pct().conns[ci].sct.srb.get_mut(i) else {
             return;
         };
         e.tries = e.tries.saturating_add(1);
@@ -469,15 +494,15 @@ impl Hw {
         full.ack = tag.ack;
         rewrite_tag(&mut e.pkt.data, &full);
         let pkt = e.pkt.clone();
-        self.pct.counters.retry_srb_requests += 1;
+        self.pct().counters.retry_srb_requests += 1;
         self.pct_count_tx(&pkt);
         io.send(pkt);
     }
 
     fn pct_arm_scan(&mut self, io: &mut DeviceIo<'_>) {
-        if !self.pct.scan_armed {
-            self.pct.scan_armed = true;
-            let period = SimDuration::from_ps((self.pct.rto.as_ps() / 4).max(1));
+        if !self.pct().scan_armed {
+            self.pct().scan_armed = true;
+            let period = SimDuration::from_ps((self.pct().rto.as_ps() / 4).max(1));
             io.timer(period, TOKEN_SCAN);
         }
     }
@@ -489,18 +514,19 @@ impl Hw {
             tries: 1,
             ..Tag::default()
         };
-        self.pct.piggyback(ci, &mut tag);
+        self.pct().piggyback(ci, &mut tag);
         if tag.flags & F_ACK == 0 {
             return;
         }
         if nack {
             tag.flags |= F_NACK;
         }
-        let c = &self.pct.conns[ci];
+        let (nid, nid_base) = (self.nid(), self.nid_base());
+        let c = &self.pct().conns[ci];
         let fab = wire::Fab {
             vni: c.vni,
-            sfa: self.nid << 12,
-            dfa: c.port.wrapping_add(self.nid_base) << 12,
+            sfa: nid << 12,
+            dfa: c.port.wrapping_add(nid_base) << 12,
         };
         let mut data = Vec::with_capacity(wire::FAB_HDR + TAG);
         data.extend_from_slice(&wire::fab_header(&fab, wire::FAB_HDR));
@@ -512,15 +538,15 @@ impl Hw {
     }
 
     /// A frame arrived from the fabric.
-    pub(crate) fn pct_receive(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
+    fn pct_receive(&mut self, io: &mut DeviceIo<'_>, mut pkt: Packet) {
         if !pkt.crc_ok() {
-            self.counters.rx_bad_opt += 1;
+            self.counters().rx_bad_opt += 1;
             return;
         }
-        self.counters.rx_ok_opt += 1;
-        self.counters.pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        self.counters().rx_ok_opt += 1;
+        self.counters().pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
         let (Some(tag), Some(vni)) = (pop_tag(&mut pkt.data), vni_of(&pkt.data)) else {
-            self.counters.rx_unrecognized_pkt += 1;
+            self.counters().rx_unrecognized_pkt += 1;
             return;
         };
         let key = (pkt.src.0, vni, pkt.tc.0);
@@ -528,7 +554,7 @@ impl Hw {
             self.pct_acked(io, key, &tag);
         }
         if tag.flags & F_CONN != 0 {
-            self.counters.rx_ptl_connmgmt_pkt += 1;
+            self.counters().rx_ptl_connmgmt_pkt += 1;
             io.recycle(pkt.data);
             return;
         }
@@ -537,50 +563,50 @@ impl Hw {
         pkt.crc = Packet::CRC_TRUSTED;
         if tag.flags & F_SEQ == 0 {
             if is_request(&pkt.data) {
-                self.counters.rx_ptl_restricted_pkt += 1;
+                self.counters().rx_ptl_restricted_pkt += 1;
             }
             self.pct_deliver(io, pkt);
             return;
         }
-        let ci = self.pct.conn(key);
-        let t = &mut self.pct.conns[ci].tct;
+        let ci = self.pct().conn(key);
+        let t = &mut self.pct().conns[ci].tct;
         if !t.open || before(t.epoch, tag.epoch) {
             *t = Tct {
                 open: true,
                 epoch: tag.epoch,
                 ..Tct::default()
             };
-            self.pct.counters.conn_tct_open += 1;
+            self.pct().counters.conn_tct_open += 1;
         } else if t.epoch != tag.epoch {
             // A late packet of a connection the peer has abandoned.
-            self.counters.rx_pkt_drop_pct += 1;
+            self.counters().rx_pkt_drop_pct += 1;
             return;
         }
-        let t = &mut self.pct.conns[ci].tct;
+        let t = &mut self.pct().conns[ci].tct;
         if before(tag.seq, t.exp) {
             // Seen before: our acknowledgement was lost or is late. Say it again now.
-            self.counters.rx_pkt_drop_pct += 1;
             t.ack_due = true;
+            self.counters().rx_pkt_drop_pct += 1;
             self.pct_send_ack(io, ci, false);
             return;
         }
         if tag.seq != t.exp {
             if tag.seq.wrapping_sub(t.exp) >= WINDOW || t.held.contains_key(&tag.seq) {
-                self.counters.rx_pkt_drop_pct += 1;
+                self.counters().rx_pkt_drop_pct += 1;
                 return;
             }
             t.held.insert(tag.seq, pkt);
             if t.nacked != Some(t.exp) {
                 t.nacked = Some(t.exp);
                 t.ack_due = true;
-                self.pct.counters.bad_seq_nacks += 1;
+                self.pct().counters.bad_seq_nacks += 1;
                 self.pct_send_ack(io, ci, true);
             }
             return;
         }
         let mut next = Some(pkt);
         while let Some(p) = next {
-            let t = &mut self.pct.conns[ci].tct;
+            let t = &mut self.pct().conns[ci].tct;
             t.exp = t.exp.wrapping_add(1);
             t.unacked += 1;
             t.ack_due = true;
@@ -593,14 +619,14 @@ impl Hw {
     /// Hand a frame to the target and response paths.
     fn pct_deliver(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         if !is_request(&pkt.data) {
-            self.pct.counters.responses_received += 1;
+            self.pct().counters.responses_received += 1;
         }
         self.receive(io, pkt);
     }
 
     /// Acknowledge connection `ci` now if enough is owed, else at the next scan.
     fn pct_ack_later(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
-        let c = &mut self.pct.conns[ci];
+        let c = &mut self.pct().conns[ci];
         if !c.tct.ack_due {
             return;
         }
@@ -610,20 +636,20 @@ impl Hw {
         }
         if !c.ack_listed {
             c.ack_listed = true;
-            self.pct.ack_list.push(ci);
+            self.pct().ack_list.push(ci);
         }
         self.pct_arm_scan(io);
     }
 
     /// An acknowledgement (or NACK) for our SCT towards `key`.
     fn pct_acked(&mut self, io: &mut DeviceIo<'_>, key: (u32, u16, u8), tag: &Tag) {
-        let Some(&ci) = self.pct.index.get(&key) else {
-            self.pct.counters.rsp_dropped_inactive += 1;
+        let Some(&ci) = self.pct().index.get(&key) else {
+            self.pct().counters.rsp_dropped_inactive += 1;
             return;
         };
-        let s = &mut self.pct.conns[ci].sct;
+        let s = &mut self.pct().conns[ci].sct;
         if !s.open || s.epoch != tag.ack_epoch {
-            self.pct.counters.rsp_dropped_inactive += 1;
+            self.pct().counters.rsp_dropped_inactive += 1;
             return;
         }
         while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
@@ -638,8 +664,8 @@ impl Hw {
             }
             self.pct_retransmit(io, ci, 0);
         }
-        while self.pct.conns[ci].sct.srb.len() < WINDOW as usize {
-            let Some(p) = self.pct.conns[ci].sct.backlog.pop_front() else {
+        while self.pct().conns[ci].sct.srb.len() < WINDOW as usize {
+            let Some(p) = self.pct().conns[ci].sct.backlog.pop_front() else {
                 break;
             };
             self.pct_transmit(io, ci, p);
@@ -649,8 +675,8 @@ impl Hw {
     /// Connection `ci` is dead: discard its packets and complete their requests with
     /// UNDELIVERABLE.
     fn pct_fail(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
-        self.pct.counters.sct_timeouts += 1;
-        let s = std::mem::take(&mut self.pct.conns[ci].sct);
+        self.pct().counters.sct_timeouts += 1;
+        let s = std::mem::take(&mut self.pct().conns[ci].sct);
         let mut handles: Vec<u32> = Vec::new();
         let frames = s.srb.into_iter().map(|e| e.pkt).chain(s.backlog);
         for p in frames {
@@ -665,7 +691,7 @@ impl Hw {
         }
         tracing::debug!(
             target: "emu_cassini::pct",
-            port = self.pct.conns[ci].port,
+            port = self.pct().conns[ci].port,
             requests = handles.len(),
             "connection declared dead"
         );
@@ -675,7 +701,7 @@ impl Hw {
     }
 
     /// A PCT timer fired.
-    pub(crate) fn pct_timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+    fn pct_timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         if token == TOKEN_SCAN {
             self.pct_scan(io);
         }
@@ -685,31 +711,32 @@ impl Hw {
     /// acknowledgements go out; the oldest unacknowledged packet of each connection that
     /// has waited a full timeout is sent again (or its connection declared dead).
     fn pct_scan(&mut self, io: &mut DeviceIo<'_>) {
-        self.pct.scan_armed = false;
-        let list = std::mem::take(&mut self.pct.ack_list);
+        self.pct().scan_armed = false;
+        let list = std::mem::take(&mut self.pct().ack_list);
         for ci in list {
-            self.pct.conns[ci].ack_listed = false;
-            if self.pct.conns[ci].tct.ack_due {
+            self.pct().conns[ci].ack_listed = false;
+            if self.pct().conns[ci].tct.ack_due {
                 self.pct_send_ack(io, ci, false);
             }
         }
         let now = io.now().as_ps();
-        let rto = self.pct.rto.as_ps();
-        for ci in 0..self.pct.conns.len() {
-            let Some(e) = self.pct.conns[ci].sct.srb.front() else {
+        let rto = self.pct().rto.as_ps();
+        for ci in 0..self.pct().conns.len() {
+            let Some(e) = self.pct().conns[ci].sct.srb.front() else {
                 continue;
             };
-            if now.saturating_sub(e.sent_at) < rto {
+            let (sent_at, tries) = (e.sent_at, e.tries);
+            if now.saturating_sub(sent_at) < rto {
                 continue;
             }
-            self.pct.counters.spt_timeouts += 1;
-            if e.tries >= MAX_TRIES {
+            self.pct().counters.spt_timeouts += 1;
+            if tries >= MAX_TRIES {
                 self.pct_fail(io, ci);
                 continue;
             }
             self.pct_retransmit(io, ci, 0);
         }
-        if self.pct.conns.iter().any(|c| !c.sct.srb.is_empty()) {
+        if self.pct().conns.iter().any(|c| !c.sct.srb.is_empty()) {
             self.pct_arm_scan(io);
         }
     }

@@ -10,6 +10,9 @@
 //! A rendezvous put that went unexpected is remembered with its fabric header until the
 //! append that matches it starts the Get (`command_outcome`). Also here: the LPE
 //! configuration CSRs (`c_lpe_cfg_get_ctrl`, LE pools).
+//!
+//! The target reaches the rest of the NIC only through [`TgtCtx`] (implemented by `hw`):
+//! responses go to the initiator, answers leave through the PCT, counting events go to the TOU.
 
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;
@@ -22,15 +25,16 @@ use firmware_spec::cassini::le::{PtAllocOpts, PtlList, PtlteState, ScReason};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::amo::{self, AmoRequest, FpSignals};
-use crate::cq::{Exec, Fail};
+use crate::atu::Atu;
+use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
 use crate::csr::CsrFile;
-use crate::ee::EventClass;
 use crate::fasthash::FastMap;
-use crate::hw::Hw;
 use crate::lpe::{
     AtomicInfo, CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp,
-    PE_LE_MAX, POOLS_PER_PE, PtlteConfig, TargetEvent, UnexpectedHeader,
+    PE_LE_MAX, POOLS_PER_PE, PtlteConfig, RendezvousGet, TargetEvent, UnexpectedHeader,
 };
+use crate::rmu::Rmu;
+use crate::tables::Tables;
 use crate::wire::{self, AmoPayload, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
 
 /// A put longer than one packet, between its first and last packet.
@@ -64,28 +68,65 @@ struct PendingGet {
     amo: Option<(AmoPayload, bool)>,
 }
 
-/// Where the NIC sends the Gets of rendezvous puts (`c_lpe_cfg_get_ctrl`, cassini.md §6):
-/// endpoint `index` + the source PID, `index_ext`, and the `transaction_type` put in the
-/// Get's match bits. `get_en` is the LPE's `rdzv_get_en`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct GetCtrl {
-    pub(crate) index: u16,
-    pub(crate) index_ext: u8,
-    pub(crate) transaction_type: u8,
+/// What the target needs from the rest of the NIC: its own state between packets, the
+/// counters, the NIC's address, the RMU and LPE (the matching decision), the configuration
+/// tables and the ATU (data placement), the event queues, and the blocks it hands work to:
+/// the initiator (responses, rendezvous Gets, the shared timeout scan), the PCT (`pct_send`)
+/// and the TOU (counting events). `hw` implements it.
+pub(crate) trait TgtCtx {
+    /// The target's state between packets.
+    fn tgt(&mut self) -> &mut Tgt;
+    /// The NIC-wide counters.
+    fn counters(&mut self) -> &mut Counters;
+    /// This NIC's NID.
+    fn nid(&self) -> u32;
+    /// NID of fabric port 0.
+    fn nid_base(&self) -> u32;
+    /// The receive match unit (VNI and portal TCAMs).
+    fn rmu(&mut self) -> &mut Rmu;
+    /// The list processing engine.
+    fn lpe(&mut self) -> &mut Lpe;
+    /// The decoded CQ configuration tables (ACs, PtlTE resource groups).
+    fn tables(&self) -> &Tables;
+    /// Address translation for target buffers.
+    fn atu(&mut self) -> &mut Atu;
+    /// The target's state and the ATU together (a continuation lands in the message it
+    /// belongs to).
+    fn tgt_and_atu(&mut self) -> (&mut Tgt, &mut Atu);
+    /// Whether EQ `eq` can take an event of `bytes` of class `class` now.
+    fn eq_has_room(&self, eq: u16, bytes: usize, class: EventClass) -> bool;
+    /// Whether EQ `eq` takes long target events.
+    fn target_long(&self, eq: u16) -> bool;
+    /// Post an encoded event to EQ `eq`; false if it was dropped.
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool;
+    /// A response arrived for one of this NIC's requests (the initiator).
+    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]);
+    /// Issue the Get that pulls the rest of a rendezvous put (the initiator).
+    fn launch_rendezvous_get(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        g: &RendezvousGet,
+        put: &Fab,
+        tc: TrafficClass,
+        ct: Option<CtUpdate>,
+    );
+    /// Whether the initiator's timeout scan is armed.
+    fn ixe_scan_armed(&mut self) -> bool;
+    /// Arm the initiator's timeout scan (it also expires target messages).
+    fn arm_scan(&mut self, io: &mut DeviceIo<'_>);
+    /// Send a frame through the PCT.
+    fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
+    /// A counting event on CT `ct` (the TOU).
+    fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64);
 }
 
-impl Default for GetCtrl {
-    /// What the cxi driver programs with the default `pid_bits` 9: index `rdzv_get_idx` 255
-    /// of the PID granule (`cxi_build_dfa`: endpoint (255 >> 5) << 9, index_ext 255 & 31),
-    /// transaction type 0xF.
-    fn default() -> Self {
-        GetCtrl {
-            index: (255 >> 5) << 9,
-            index_ext: 0x1F,
-            transaction_type: 0xF,
-        }
-    }
-}
+impl<T: TgtCtx + ?Sized> TgtOps for T {}
 
 /// Target state between packets.
 #[derive(Debug, Default)]
@@ -208,70 +249,71 @@ fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
     c.offset == which.offset && c.name == which.name
 }
 
-impl Hw {
-    /// LPE configuration written by the driver: `c_lpe_cfg_get_ctrl` (rendezvous Gets),
-    /// `c_lpe_cfg_pe_le_pools` / `c_lpe_cfg_pe_le_shared` (list-entry pool limits). Returns
-    /// whether `c` was one of them.
-    pub(crate) fn lpe_csr_written(&mut self, csrs: &CsrFile, c: &'static csr::Csr, n: u32) -> bool {
-        use csr::fields as f;
-        if same(c, csr::C_LPE_CFG_GET_CTRL) {
-            let g = |fld| csrs.field(c, 0, fld);
-            self.tgt.rdzv_get = GetCtrl {
-                index: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX) & 0xFFF) as u16,
-                index_ext: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX_EXT) & 0x1F) as u8,
-                transaction_type: (g(f::c_lpe_cfg_get_ctrl::TRANSACTION_TYPE) & 0xF) as u8,
-            };
-            self.lpe
-                .set_rdzv_get_en(g(f::c_lpe_cfg_get_ctrl::GET_EN) != 0);
-        } else if same(c, csr::C_LPE_CFG_PE_LE_POOLS) {
-            let limits = crate::lpe::PoolLimits {
-                num_reserved: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::NUM_RESERVED) as u32,
-                max_alloc: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::MAX_ALLOC) as u32,
-            };
-            let per_pe = crate::lpe::POOLS_PER_PE as u32;
-            let _ = self
-                .lpe
-                .set_pool_limits((n / per_pe) as u8, (n % per_pe) as u8, limits);
-        } else if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
-            let limits = crate::lpe::PeLimits {
-                num_shared: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_SHARED) as u32,
-                num_total: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_TOTAL) as u32,
-            };
-            let _ = self.lpe.set_pe_limits(n as u8, limits);
-        } else {
-            return false;
-        }
-        true
+/// LPE configuration written by the driver: `c_lpe_cfg_get_ctrl` (rendezvous Gets),
+/// `c_lpe_cfg_pe_le_pools` / `c_lpe_cfg_pe_le_shared` (list-entry pool limits). Returns
+/// whether `c` was one of them.
+pub(crate) fn lpe_csr_written(
+    tgt: &mut Tgt,
+    lpe: &mut Lpe,
+    csrs: &CsrFile,
+    c: &'static csr::Csr,
+    n: u32,
+) -> bool {
+    use csr::fields as f;
+    if same(c, csr::C_LPE_CFG_GET_CTRL) {
+        let g = |fld| csrs.field(c, 0, fld);
+        tgt.rdzv_get = GetCtrl {
+            index: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX) & 0xFFF) as u16,
+            index_ext: (g(f::c_lpe_cfg_get_ctrl::GET_INDEX_EXT) & 0x1F) as u8,
+            transaction_type: (g(f::c_lpe_cfg_get_ctrl::TRANSACTION_TYPE) & 0xF) as u8,
+        };
+        lpe.set_rdzv_get_en(g(f::c_lpe_cfg_get_ctrl::GET_EN) != 0);
+    } else if same(c, csr::C_LPE_CFG_PE_LE_POOLS) {
+        let limits = crate::lpe::PoolLimits {
+            num_reserved: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::NUM_RESERVED) as u32,
+            max_alloc: csrs.field(c, n, f::c_lpe_cfg_pe_le_pools::MAX_ALLOC) as u32,
+        };
+        let per_pe = crate::lpe::POOLS_PER_PE as u32;
+        let _ = lpe.set_pool_limits((n / per_pe) as u8, (n % per_pe) as u8, limits);
+    } else if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
+        let limits = crate::lpe::PeLimits {
+            num_shared: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_SHARED) as u32,
+            num_total: csrs.field(c, n, f::c_lpe_cfg_pe_le_shared::NUM_TOTAL) as u32,
+        };
+        let _ = lpe.set_pe_limits(n as u8, limits);
+    } else {
+        return false;
     }
+    true
+}
 
-    /// Patch the hardware-owned fields of the LPE configuration CSRs (the pool usage of
-    /// `c_lpe_cfg_pe_le_shared`); false if `c` is not one of them. `c_lpe_cfg_get_ctrl` reads
-    /// back what software wrote (its reset value before that, while the device uses the
-    /// defaults of [`GetCtrl`] and its configuration's `rdzv_get_en`).
-    pub(crate) fn lpe_reflect(&self, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
-        use csr::fields as f;
-        if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
-            let (shared, total) = self.lpe.pe_usage(entry as u8);
-            f::c_lpe_cfg_pe_le_shared::NUM_SHARED_ALLOCATED.set(image, u64::from(shared));
-            f::c_lpe_cfg_pe_le_shared::NUM_TOTAL_ALLOCATED.set(image, u64::from(total));
-        } else if same(c, csr::C_LPE_STS_PE_LE_ALLOC) {
-            // Entry `pe * LE_POOLS_PER_PE + pool`: LEs and unexpected headers held.
-            let per = POOLS_PER_PE as u32;
-            let (pe, pool) = ((entry / per) as u8, (entry % per) as u8);
-            let used = self.lpe.pool_usage(pe, pool).allocated;
-            f::c_lpe_sts_pe_le_alloc::NUM_ALLOCATED.set(image, u64::from(used));
-        } else if same(c, csr::C_LPE_STS_LIST_ENTRIES) {
-            // Entry `pe * LES_PER_PE + addr`, presented as a `c_ule_entry` when an unexpected
-            // header sits there (LEs are not reflected).
-            let (pe, addr) = ((entry / PE_LE_MAX) as u8, entry % PE_LE_MAX);
-            if let Some((ule, next)) = self.lpe.ule_ram_entry(pe, addr) {
-                write_ule_entry(&ule, next, image);
-            }
-        } else {
-            return false;
+/// Patch the hardware-owned fields of the LPE configuration CSRs (the pool usage of
+/// `c_lpe_cfg_pe_le_shared`); false if `c` is not one of them. `c_lpe_cfg_get_ctrl` reads
+/// back what software wrote (its reset value before that, while the device uses the
+/// defaults of [`GetCtrl`] and its configuration's `rdzv_get_en`).
+pub(crate) fn lpe_reflect(lpe: &Lpe, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
+    use csr::fields as f;
+    if same(c, csr::C_LPE_CFG_PE_LE_SHARED) {
+        let (shared, total) = lpe.pe_usage(entry as u8);
+        f::c_lpe_cfg_pe_le_shared::NUM_SHARED_ALLOCATED.set(image, u64::from(shared));
+        f::c_lpe_cfg_pe_le_shared::NUM_TOTAL_ALLOCATED.set(image, u64::from(total));
+    } else if same(c, csr::C_LPE_STS_PE_LE_ALLOC) {
+        // Entry `pe * LE_POOLS_PER_PE + pool`: LEs and unexpected headers held.
+        let per = POOLS_PER_PE as u32;
+        let (pe, pool) = ((entry / per) as u8, (entry % per) as u8);
+        let used = lpe.pool_usage(pe, pool).allocated;
+        f::c_lpe_sts_pe_le_alloc::NUM_ALLOCATED.set(image, u64::from(used));
+    } else if same(c, csr::C_LPE_STS_LIST_ENTRIES) {
+        // Entry `pe * LES_PER_PE + addr`, presented as a `c_ule_entry` when an unexpected
+        // header sits there (LEs are not reflected).
+        let (pe, addr) = ((entry / PE_LE_MAX) as u8, entry % PE_LE_MAX);
+        if let Some((ule, next)) = lpe.ule_ram_entry(pe, addr) {
+            write_ule_entry(&ule, next, image);
         }
-        true
+    } else {
+        return false;
     }
+    true
 }
 
 /// Fill a `c_lpe_sts_list_entries` image with unexpected header `ule` in the `c_ule_entry`
@@ -389,11 +431,12 @@ fn format_rc(e: &FormatError) -> ReturnCode {
     }
 }
 
-impl Hw {
+/// The target's behaviour, on anything that provides a [`TgtCtx`].
+pub(crate) trait TgtOps: TgtCtx {
     /// A packet arrived.
-    pub(crate) fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+    fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         if !pkt.crc_ok() {
-            self.counters.rx_unrecognized_pkt += 1;
+            self.counters().rx_unrecognized_pkt += 1;
             return;
         }
         match wire::parse(&pkt.data) {
@@ -403,7 +446,7 @@ impl Hw {
             }
             Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
-            None => self.counters.rx_unrecognized_pkt += 1,
+            None => self.counters().rx_unrecognized_pkt += 1,
         }
         // The payload has been placed (or copied where it must wait): the frame's buffer
         // goes back to the engine's pool for the next frame built here.
@@ -419,12 +462,12 @@ impl Hw {
         r: &Response,
         data: &[u8],
     ) {
-        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base) else {
+        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base()) else {
             return;
         };
         let back = Fab {
             vni: fab.vni,
-            sfa: self.nid << 12,
+            sfa: self.nid() << 12,
             dfa: fab.sfa,
         };
         let buf = io.packet_buffer(wire::FRAME_ROOM + data.len());
@@ -469,13 +512,13 @@ impl Hw {
         tc: TrafficClass,
     ) {
         if req.small {
-            self.counters.rx_ptl_smallmsg_pkt += 1;
+            self.counters().rx_ptl_smallmsg_pkt += 1;
         } else {
-            self.counters.rx_ptl_unrestricted_pkt += 1;
+            self.counters().rx_ptl_unrestricted_pkt += 1;
         }
-        self.counters.rx_ptl_msgs += 1;
-        if fab.dfa >> 12 != self.nid {
-            self.counters.port_dfa_mismatch += 1;
+        self.counters().rx_ptl_msgs += 1;
+        if fab.dfa >> 12 != self.nid() {
+            self.counters().port_dfa_mismatch += 1;
             self.nack(io, fab, tc, req, ReturnCode::InvalidDfaFormat);
             return;
         }
@@ -502,7 +545,7 @@ impl Hw {
             None
         };
         let pt = match self
-            .rmu
+            .rmu()
             .resolve(fab.vni, (fab.dfa & 0xFFF) as u16, req.index_ext, false)
         {
             Ok(pt) => pt,
@@ -512,10 +555,8 @@ impl Hw {
             }
         };
         let (eq, long) = self.event_format(pt);
-        let eq_full = eq != 0
-            && !self
-                .ee
-                .has_room(eq, if long { 64 } else { 32 }, EventClass::Receive);
+        let eq_full =
+            eq != 0 && !self.eq_has_room(eq, if long { 64 } else { 32 }, EventClass::Receive);
         let incoming = IncomingRequest {
             op,
             initiator: req.initiator,
@@ -542,7 +583,7 @@ impl Hw {
                 cswap_op: a.cswap,
             }),
         };
-        let outcome = self.lpe.incoming(pt, incoming);
+        let outcome = self.lpe().incoming(pt, incoming);
         if let Some(a) = amo {
             self.serve_amo(io, fab, req, tc, pt, outcome, a);
         } else if op == NetOp::Get {
@@ -553,10 +594,9 @@ impl Hw {
     }
 
     /// (EQ, long format) of PtlTE `pt`'s target events.
-    fn event_format(&self, pt: u16) -> (u16, bool) {
-        let cfg = self.lpe.ptlte_config(pt).unwrap_or_default();
-        let long = cfg.options.contains(PtAllocOpts::USE_LONG_EVENT)
-            || self.ee.eq(cfg.eq).is_some_and(|e| e.tgt_long);
+    fn event_format(&mut self, pt: u16) -> (u16, bool) {
+        let cfg = self.lpe().ptlte_config(pt).unwrap_or_default();
+        let long = cfg.options.contains(PtAllocOpts::USE_LONG_EVENT) || self.target_long(cfg.eq);
         (cfg.eq, long)
     }
 
@@ -570,7 +610,7 @@ impl Hw {
     ) {
         let now = io.now().as_ns();
         for ev in events {
-            let long = ev.long_format || self.ee.eq(ev.eq).is_some_and(|e| e.tgt_long);
+            let long = ev.long_format || self.target_long(ev.eq);
             let comm = is_comm(ev.event_type);
             let rc = if comm { data_rc } else { None };
             let mut buf = [0u8; 64];
@@ -580,8 +620,7 @@ impl Hw {
             } else {
                 EventClass::Other
             };
-            self.ee
-                .post(&mut self.atu, &mut self.msix, io, ev.eq, &buf[..n], class);
+            self.post_event(io, ev.eq, &buf[..n], class);
         }
     }
 
@@ -611,7 +650,7 @@ impl Hw {
         let mut data_rc = ReturnCode::Ok;
         let (mut ac, mut start, mut length, mut hb) = (0u16, 0u64, 0u64, 0u64);
         if let Some(d) = outcome.delivery {
-            ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+            ac = self.tables().lac_ac(self.tables().ptlte_rgid(pt), d.lac);
             start = d.start;
             length = d.length;
             // REQUEST-list buffers get the wire headers in front of the payload.
@@ -619,18 +658,18 @@ impl Hw {
             // The whole landing range is checked before any byte is written (a single write
             // checks its whole range itself).
             let single = u64::from(req.request_len) <= payload.len() as u64 && hb == 0;
-            if !single && let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::WRITE) {
+            if !single && let Err(rc) = self.atu().check(io.dma(), ac, start, length, Perm::WRITE) {
                 data_rc = rc;
             } else {
                 if hb > 0
-                    && let Err(rc) = self.atu.write(io.dma(), ac, start, &hdr[..hb as usize])
+                    && let Err(rc) = self.atu().write(io.dma(), ac, start, &hdr[..hb as usize])
                 {
                     data_rc = rc;
                 }
                 let n = (payload.len() as u64).min(length - hb) as usize;
                 if n > 0
                     && data_rc == ReturnCode::Ok
-                    && let Err(rc) = self.atu.write(io.dma(), ac, start + hb, &payload[..n])
+                    && let Err(rc) = self.atu().write(io.dma(), ac, start + hb, &payload[..n])
                 {
                     data_rc = rc;
                 }
@@ -639,7 +678,7 @@ impl Hw {
         if op_is_rendezvous(req)
             && let Some(id) = outcome.unexpected
         {
-            self.tgt.pending_rdzv.insert(id, (*fab, tc));
+            self.tgt().pending_rdzv.insert(id, (*fab, tc));
         }
         // Bytes that travel with the request: a rendezvous put carries its eager part only.
         let rlength = if op_is_rendezvous(req) {
@@ -648,7 +687,7 @@ impl Hw {
             u64::from(req.request_len)
         };
         if rlength > payload.len() as u64 && outcome.return_code == ReturnCode::Ok {
-            self.counters.rx_ptl_multi_msgs += 1;
+            self.counters().rx_ptl_multi_msgs += 1;
             let m = InMsg {
                 pt,
                 ac,
@@ -663,7 +702,7 @@ impl Hw {
                 fab: *fab,
                 at: io.now().as_ps(),
             };
-            self.tgt.msgs.insert((fab.sfa >> 12, req.handle), m);
+            self.tgt().msgs.insert((fab.sfa >> 12, req.handle), m);
             if !self.ixe_scan_armed() {
                 self.arm_scan(io);
             }
@@ -674,15 +713,16 @@ impl Hw {
 
     /// A continuation of a put.
     fn continuation(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, c: &Continuation, payload: &[u8]) {
-        self.counters.rx_ptl_continuation_pkt += 1;
+        self.counters().rx_ptl_continuation_pkt += 1;
         let key = (fab.sfa >> 12, c.handle);
-        let Some(m) = self.tgt.msgs.get_mut(&key) else {
+        let (tgt, atu) = self.tgt_and_atu();
+        let Some(m) = tgt.msgs.get_mut(&key) else {
             return;
         };
         let off = u64::from(c.offset) + m.hdr;
         if m.data_rc == ReturnCode::Ok && off < m.length {
             let n = (payload.len() as u64).min(m.length - off) as usize;
-            if let Err(rc) = self.atu.write(io.dma(), m.ac, m.start + off, &payload[..n]) {
+            if let Err(rc) = atu.write(io.dma(), m.ac, m.start + off, &payload[..n]) {
                 m.data_rc = rc;
             }
         }
@@ -690,7 +730,7 @@ impl Hw {
         if !(c.eom || m.received >= m.rlength) {
             return;
         }
-        let Some(m) = self.tgt.msgs.remove(&key) else {
+        let Some(m) = self.tgt().msgs.remove(&key) else {
             return;
         };
         let _ = m.pt;
@@ -754,7 +794,7 @@ impl Hw {
     ) {
         if outcome.return_code == ReturnCode::Delayed {
             if let Some(id) = outcome.unexpected {
-                self.tgt.pending_gets.insert(
+                self.tgt().pending_gets.insert(
                     id,
                     PendingGet {
                         fab: *fab,
@@ -774,7 +814,7 @@ impl Hw {
             self.nack(io, fab, tc, req, outcome.return_code);
             return;
         };
-        let ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+        let ac = self.tables().lac_ac(self.tables().ptlte_rgid(pt), d.lac);
         let list = outcome.list.map_or(0, u8::from);
         let rc = self.send_reply(io, fab, tc, req.handle, ac, d.start, d.length, list);
         let failed = rc != ReturnCode::Ok;
@@ -805,7 +845,7 @@ impl Hw {
             handle,
             mlength: length.min(u64::from(u32::MAX)) as u32,
         };
-        if let Err(rc) = self.atu.check(io.dma(), ac, start, length, Perm::READ) {
+        if let Err(rc) = self.atu().check(io.dma(), ac, start, length, Perm::READ) {
             rsp.rc = rc.into();
             rsp.eom = true;
             rsp.mlength = 0;
@@ -816,12 +856,12 @@ impl Hw {
             self.respond(io, fab, tc, &rsp, &[]);
             return ReturnCode::Ok;
         }
-        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base) else {
+        let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base()) else {
             return ReturnCode::Undeliverable;
         };
         let back = Fab {
             vni: fab.vni,
-            sfa: self.nid << 12,
+            sfa: self.nid() << 12,
             dfa: fab.sfa,
         };
         let src = io.port().unwrap_or_default();
@@ -834,7 +874,7 @@ impl Hw {
             let mut b = wire::response_in(buf, &back, &rsp, n);
             let at = b.len();
             b.resize(at + n, 0);
-            if let Err(rc) = self.atu.read(io.dma(), ac, start + off, &mut b[at..]) {
+            if let Err(rc) = self.atu().read(io.dma(), ac, start + off, &mut b[at..]) {
                 rsp.rc = rc.into();
                 rsp.eom = true;
                 self.respond(io, fab, tc, &rsp, &[]);
@@ -847,13 +887,8 @@ impl Hw {
     }
 
     /// Execute one target command of target CQ `n`.
-    pub(crate) fn exec_target(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        _n: u32,
-        bytes: &[u8],
-    ) -> Result<Exec, Fail> {
-        self.counters.num_tgt_cmds += 1;
+    fn exec_target(&mut self, io: &mut DeviceIo<'_>, _n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
+        self.counters().num_tgt_cmds += 1;
         let cmd = TargetCommand::decode(bytes).map_err(|e| format_rc(&e))?;
         cmd.validate().map_err(|e| format_rc(&e))?;
         let out = match cmd {
@@ -872,15 +907,15 @@ impl Hw {
                 };
                 let pt = t.ptlte_index;
                 match t.opcode {
-                    TgtOp::Append => self.lpe.append(pt, t.ptl_list, le),
-                    TgtOp::Search => self.lpe.search(pt, t.ptl_list, &le),
-                    TgtOp::SearchAndDelete => self.lpe.search_and_delete(pt, t.ptl_list, &le),
-                    TgtOp::Unlink => self.lpe.unlink(pt, t.ptl_list, t.buffer_id),
+                    TgtOp::Append => self.lpe().append(pt, t.ptl_list, le),
+                    TgtOp::Search => self.lpe().search(pt, t.ptl_list, &le),
+                    TgtOp::SearchAndDelete => self.lpe().search_and_delete(pt, t.ptl_list, &le),
+                    TgtOp::Unlink => self.lpe().unlink(pt, t.ptl_list, t.buffer_id),
                     TgtOp::Setstate => return Err(ReturnCode::IllegalOp),
                 }
             }
             TargetCommand::SetState(s) => {
-                self.lpe
+                self.lpe()
                     .set_state(s.ptlte_index, s.ptlte_state, s.drop_count)
             }
         };
@@ -897,7 +932,8 @@ impl Hw {
         }
         // Rendezvous puts completed by an append: the NIC pulls the rest.
         for g in &out.rendezvous {
-            let Some((fab, tc)) = g.ule_id.and_then(|id| self.tgt.pending_rdzv.remove(&id)) else {
+            let Some((fab, tc)) = g.ule_id.and_then(|id| self.tgt().pending_rdzv.remove(&id))
+            else {
                 continue;
             };
             if g.get_issued && g.length > 0 {
@@ -905,12 +941,12 @@ impl Hw {
             }
         }
         for d in &out.delayed {
-            let Some(g) = self.tgt.pending_gets.remove(&d.ule_id) else {
+            let Some(g) = self.tgt().pending_gets.remove(&d.ule_id) else {
                 continue;
             };
             let ac = self
-                .tables
-                .lac_ac(self.tables.ptlte_rgid(d.ptlte_index), d.lac);
+                .tables()
+                .lac_ac(self.tables().ptlte_rgid(d.ptlte_index), d.lac);
             let list = u8::from(PtlList::Priority);
             match g.amo {
                 Some((a, fetching)) => {
@@ -927,15 +963,15 @@ impl Hw {
         }
         // Headers deleted without being matched (search-and-delete): software takes over.
         for id in &out.released_ules {
-            self.tgt.pending_gets.remove(id);
-            self.tgt.pending_rdzv.remove(id);
+            self.tgt().pending_gets.remove(id);
+            self.tgt().pending_rdzv.remove(id);
         }
     }
 
     /// The floating-point exceptions PtlTE `pt` reports (`signal_*` options).
-    fn fp_signals(&self, pt: u16) -> FpSignals {
+    fn fp_signals(&mut self, pt: u16) -> FpSignals {
         let opts = self
-            .lpe
+            .lpe()
             .ptlte_config(pt)
             .map_or(PtAllocOpts::empty(), |c| c.options);
         FpSignals::from_pt_opts(opts)
@@ -969,17 +1005,17 @@ impl Hw {
         if len > 16 {
             return (ReturnCode::AmoLengthError, Vec::new());
         }
-        if let Err(rc) = self.atu.check(io.dma(), ac, start, len, Perm::RW) {
+        if let Err(rc) = self.atu().check(io.dma(), ac, start, len, Perm::RW) {
             return (rc, Vec::new());
         }
         let mut buf = [0u8; 16];
         let n = len as usize;
-        if let Err(rc) = self.atu.read(io.dma(), ac, start, &mut buf[..n]) {
+        if let Err(rc) = self.atu().read(io.dma(), ac, start, &mut buf[..n]) {
             return (rc, Vec::new());
         }
         match amo::execute(&req, start, &mut buf[..n], signals) {
             Ok(out) => {
-                if let Err(rc) = self.atu.write(io.dma(), ac, start, &buf[..n]) {
+                if let Err(rc) = self.atu().write(io.dma(), ac, start, &buf[..n]) {
                     return (rc, Vec::new());
                 }
                 (out.return_code, out.fetched.as_slice().to_vec())
@@ -1033,7 +1069,7 @@ impl Hw {
         let fetching = req.opcode == DmaOp::FetchingAtomic as u8;
         if outcome.return_code == ReturnCode::Delayed {
             if let Some(id) = outcome.unexpected {
-                self.tgt.pending_gets.insert(
+                self.tgt().pending_gets.insert(
                     id,
                     PendingGet {
                         fab: *fab,
@@ -1053,7 +1089,7 @@ impl Hw {
             self.nack(io, fab, tc, req, outcome.return_code);
             return;
         };
-        let ac = self.tables.lac_ac(self.tables.ptlte_rgid(pt), d.lac);
+        let ac = self.tables().lac_ac(self.tables().ptlte_rgid(pt), d.lac);
         let sig = self.fp_signals(pt);
         let (rc, old) = self.do_amo(io, ac, d.start, d.length, &a, sig);
         let failed = rc != ReturnCode::Ok;
@@ -1064,15 +1100,15 @@ impl Hw {
     }
 
     /// Drop target messages older than `limit` ps (their initiator times out on its own).
-    pub(crate) fn expire_target_messages(&mut self, now: u64, limit: u64) {
-        self.tgt
+    fn expire_target_messages(&mut self, now: u64, limit: u64) {
+        self.tgt()
             .msgs
             .retain(|_, m| now.saturating_sub(m.at) < limit);
     }
 
     /// Whether target messages are waiting for more packets.
-    pub(crate) fn target_busy(&self) -> bool {
-        !self.tgt.msgs.is_empty()
+    fn target_busy(&mut self) -> bool {
+        !self.tgt().msgs.is_empty()
     }
 }
 

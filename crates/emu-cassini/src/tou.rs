@@ -20,16 +20,19 @@
 //! `c_cq_sts_max_tle_in_use` — written to reset the high-water mark) and the ack counters
 //! (`c_cq_txq_ack_ctr`, `c_cq_tgq_ack_ctr`: triggered operations of that CQ still pending)
 //! read back the block's state.
+//!
+//! The glue reaches the rest of the NIC only through [`TouCtx`] (implemented by `hw`).
 
 use emu_core::engine::DeviceIo;
+use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::ct::EmbeddedDma;
+use firmware_spec::cassini::rc::ReturnCode;
 
-use crate::cq::{Exec, Fail};
+use crate::atu::Atu;
+use crate::block::{EventClass, Exec, Fail};
 use crate::csr::{CsrFile, Piece};
-use crate::ct::{CmdSource, CtAction, CtCommand, Effects, TlePoolConfig, WbAddr};
-use crate::ee::EventClass;
-use crate::hw::Hw;
+use crate::ct::{CmdSource, CtAction, CtBlock, CtCommand, Effects, TlePoolConfig, WbAddr};
 
 /// Bit of `tle_oversubscribed` in `c_cq_err_flg` / `c_cq_err_clr`.
 const TLE_OVERSUBSCRIBED_BIT: u32 = 33;
@@ -38,7 +41,59 @@ fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
     c.offset == which.offset && c.name == which.name
 }
 
-impl Hw {
+/// What the TOU glue needs from the rest of the NIC: the CT block it drives, the transmit
+/// CQs (TLE pools, stalls, failures), the ATU and the event queues for its effects, and the
+/// initiator that launches fired CT_TRIG_DMA commands. `hw` implements it.
+pub(crate) trait TouCtx {
+    /// The CT block.
+    fn ct(&mut self) -> &mut CtBlock;
+    /// Address translation for CT write-backs.
+    fn atu(&mut self) -> &mut Atu;
+    /// Post an encoded event to EQ `eq`; false if it was dropped.
+    fn post_event(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        eq: u16,
+        event: &[u8],
+        class: EventClass,
+    ) -> bool;
+    /// TLE pool of transmit CQ `n` (`mem_q_pfq`).
+    fn cq_tle_pool(&mut self, n: u32) -> u8;
+    /// Read pointer of transmit CQ `n` in 32 B half-slots.
+    fn cq_read_ptr(&mut self, n: u32) -> u64;
+    /// Transmit CQs stalled at a CT command (no free triggered-list entry).
+    fn stalled_cqs(&mut self) -> &mut Vec<u32>;
+    /// Run the ring of CQ `n` (the CQ block).
+    fn run_ring(&mut self, io: &mut DeviceIo<'_>, tgt: bool, n: u32);
+    /// Fail CQ `n` at half-slot `cur32` (the CQ block).
+    #[allow(clippy::too_many_arguments)]
+    fn fail_cq(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        tgt: bool,
+        n: u32,
+        rc: ReturnCode,
+        header: u8,
+        cur32: u64,
+        ll: bool,
+    );
+    /// Launch a full DMA command from CQ `n` (the initiator).
+    fn launch_full(&mut self, io: &mut DeviceIo<'_>, n: u32, d: &FullDma) -> Result<Exec, Fail>;
+    /// Launch a non-matching DMA command from CQ `n` (the initiator).
+    fn launch_nomatch(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        n: u32,
+        d: &NomatchDma,
+    ) -> Result<Exec, Fail>;
+    /// Launch a DMA AMO from CQ `n` (the initiator).
+    fn launch_dma_amo(&mut self, io: &mut DeviceIo<'_>, n: u32, c: &DmaAmo) -> Result<Exec, Fail>;
+}
+
+impl<T: TouCtx + ?Sized> TouOps for T {}
+
+/// The TOU glue's behaviour, on anything that provides a [`TouCtx`].
+pub(crate) trait TouOps: TouCtx {
     /// Carry out the CT block's effects in order.
     fn ct_effects(&mut self, io: &mut DeviceIo<'_>, fx: Effects, tles_before: usize) {
         for a in fx.actions {
@@ -46,19 +101,12 @@ impl Hw {
                 CtAction::Writeback(w) => {
                     // A write-back address outside its context has nowhere to report to.
                     let _ = self
-                        .atu
+                        .atu()
                         .write(io.dma(), w.target.context, w.target.addr, &w.bytes());
                 }
                 CtAction::FireEvent(e) => {
                     let ev = e.event().encode();
-                    self.ee.post(
-                        &mut self.atu,
-                        &mut self.msix,
-                        io,
-                        e.eq,
-                        &ev,
-                        EventClass::Other,
-                    );
+                    self.post_event(io, e.eq, &ev, EventClass::Other);
                 }
                 CtAction::FireDma(d) => {
                     let cq = u32::from(d.from_cq);
@@ -71,7 +119,7 @@ impl Hw {
                         Err(_) => Err(firmware_spec::cassini::rc::ReturnCode::IllegalOp),
                     };
                     if let Err(rc) = r {
-                        let cur = self.cqs.tx.get(cq as usize).map_or(0, |q| q.ring.rd32);
+                        let cur = self.cq_read_ptr(cq);
                         self.fail_cq(io, false, cq, rc, d.raw[0], cur, false);
                     }
                 }
@@ -83,65 +131,60 @@ impl Hw {
     /// Run the trigger CQs stalled for lack of a TLE again if entries were freed since
     /// `tles_before` were in use.
     fn wake_stalled(&mut self, io: &mut DeviceIo<'_>, tles_before: usize) {
-        if self.cqs.stalled.is_empty() || self.ct.tles_in_use() >= tles_before {
+        if self.stalled_cqs().is_empty() || self.ct().tles_in_use() >= tles_before {
             return;
         }
-        let stalled = std::mem::take(&mut self.cqs.stalled);
+        let stalled = std::mem::take(self.stalled_cqs());
         for cq in stalled {
             self.run_ring(io, false, cq);
         }
     }
 
     /// A counting event: add to CT `ct` (0 = none).
-    pub(crate) fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
+    fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
         if ct == 0 {
             return;
         }
-        let before = self.ct.tles_in_use();
-        if let Ok(fx) = self.ct.event_increment(ct, success, failure) {
+        let before = self.ct().tles_in_use();
+        if let Ok(fx) = self.ct().event_increment(ct, success, failure) {
             self.ct_effects(io, fx, before);
         }
     }
 
     /// A store to CT `ct`'s TOU doorbell page.
-    pub(crate) fn ct_doorbell(&mut self, io: &mut DeviceIo<'_>, ct: u32, off: u32, data: &[u8]) {
+    fn ct_doorbell(&mut self, io: &mut DeviceIo<'_>, ct: u32, off: u32, data: &[u8]) {
         let (Ok(ct), 8) = (u16::try_from(ct), data.len()) else {
             return;
         };
         let mut q = [0u8; 8];
         q.copy_from_slice(data);
-        let before = self.ct.tles_in_use();
-        if let Ok(fx) = self.ct.doorbell(ct, off as usize, u64::from_le_bytes(q)) {
+        let before = self.ct().tles_in_use();
+        if let Ok(fx) = self.ct().doorbell(ct, off as usize, u64::from_le_bytes(q)) {
             self.ct_effects(io, fx, before);
         }
     }
 
     /// A CT command on transmit CQ `n`.
-    pub(crate) fn ct_command(
-        &mut self,
-        io: &mut DeviceIo<'_>,
-        n: u32,
-        bytes: &[u8],
-    ) -> Result<Exec, Fail> {
+    fn ct_command(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
         let cmd = CtCommand::decode(bytes)
             .map_err(|_| firmware_spec::cassini::rc::ReturnCode::CmdInvalidArg)?;
         // CQ `n` is running, so it is not waiting to be woken: a wake-up from the effects of
         // this very command must not run its ring again from inside.
-        self.cqs.stalled.retain(|&c| c != n);
-        let pool = self.cqs.tx.get(n as usize).map_or(0, |q| q.tle_pool);
+        self.stalled_cqs().retain(|&c| c != n);
+        let pool = self.cq_tle_pool(n);
         let src = CmdSource {
             cq: n as u16,
             tle_pool: pool,
         };
-        let before = self.ct.tles_in_use();
-        match self.ct.command(&cmd, src) {
+        let before = self.ct().tles_in_use();
+        match self.ct().command(&cmd, src) {
             Ok(fx) => {
                 self.ct_effects(io, fx, before);
                 Ok(Exec::Next)
             }
             Err(e) if e.is_stall() => {
-                if !self.cqs.stalled.contains(&n) {
-                    self.cqs.stalled.push(n);
+                if !self.stalled_cqs().contains(&n) {
+                    self.stalled_cqs().push(n);
                 }
                 Ok(Exec::Stall)
             }
@@ -150,7 +193,7 @@ impl Hw {
     }
 
     /// A CT configuration CSR was written.
-    pub(crate) fn ct_config_written(
+    fn ct_config_written(
         &mut self,
         csrs: &CsrFile,
         io: &mut DeviceIo<'_>,
@@ -161,92 +204,97 @@ impl Hw {
         let Ok(ct) = u16::try_from(n) else {
             return;
         };
-        let before = self.ct.tles_in_use();
+        let before = self.ct().tles_in_use();
         let wb = WbAddr::from_csr(csrs.entry_qword(csr::C_CQ_CFG_CT_WB_MEM_ADDR, n, 0));
         if c.offset == csr::C_CQ_CFG_CT_ENABLE.offset {
             let en = csrs.field(c, n, f::c_cq_cfg_ct_enable::CT_ENABLE) != 0;
             let _ = if en {
-                self.ct.enable(ct, wb)
+                self.ct().enable(ct, wb)
             } else {
-                self.ct.disable(ct)
+                self.ct().disable(ct)
             };
         } else if c.offset == csr::C_CQ_CFG_CT_WB_MEM_ADDR.offset {
-            let _ = self.ct.set_writeback(ct, wb);
+            let _ = self.ct().set_writeback(ct, wb);
         } else if c.offset == csr::C_CQ_CFG_INIT_CT_HW_STATE.offset {
             let qw = csrs.entry_qword(c, 0, 0);
             let handle = (qw & 0x7FF) as u16;
             if qw & (1 << 11) != 0 {
-                let _ = self.ct.init(handle);
+                let _ = self.ct().init(handle);
             }
             if qw & (1 << 12) != 0 {
-                let _ = self.ct.cancel(handle);
+                let _ = self.ct().cancel(handle);
             }
             self.wake_stalled(io, before);
         }
     }
+}
 
-    /// The TLE pool and CQ error-flag CSRs (module docs); returns whether `c` was one of
-    /// them.
-    pub(crate) fn tou_csr_written(&mut self, csrs: &CsrFile, p: &Piece, data: &[u8]) -> bool {
-        use csr::fields as f;
-        let (c, n) = (p.csr, p.entry);
-        if same(c, csr::C_CQ_CFG_TLE_POOL) {
-            let cfg = TlePoolConfig {
-                num_reserved: csrs.field(c, n, f::c_cq_cfg_tle_pool::NUM_RESERVED) as u16,
-                max_alloc: csrs.field(c, n, f::c_cq_cfg_tle_pool::MAX_ALLOC) as u16,
-            };
-            let _ = self.ct.set_tle_pool(n as u8, cfg);
-        } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
-            let shared = csrs.field(c, 0, f::c_cq_cfg_sts_tle_shared::NUM_SHARED);
-            self.ct.set_tle_shared(shared as u16);
-        } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
-            self.ct.clear_tle_max(n as u8);
-        } else if same(c, csr::C_CQ_ERR_CLR) || same(c, csr::C_CQ_ERR_FLG) {
-            // Writing 1 to the bit in `c_cq_err_clr` (a strobe) or in `c_cq_err_flg`
-            // (write-1-to-clear) clears it.
-            let byte = (TLE_OVERSUBSCRIBED_BIT / 8) as usize;
-            let hit = byte
-                .checked_sub(p.byte)
-                .and_then(|i| data.get(i))
-                .is_some_and(|b| b & (1 << (TLE_OVERSUBSCRIBED_BIT % 8)) != 0);
-            if hit {
-                self.ct.clear_tle_oversubscribed();
-            }
-        } else {
-            return false;
+/// The TLE pool and CQ error-flag CSRs (module docs); returns whether `c` was one of
+/// them.
+pub(crate) fn tou_csr_written(ct: &mut CtBlock, csrs: &CsrFile, p: &Piece, data: &[u8]) -> bool {
+    use csr::fields as f;
+    let (c, n) = (p.csr, p.entry);
+    if same(c, csr::C_CQ_CFG_TLE_POOL) {
+        let cfg = TlePoolConfig {
+            num_reserved: csrs.field(c, n, f::c_cq_cfg_tle_pool::NUM_RESERVED) as u16,
+            max_alloc: csrs.field(c, n, f::c_cq_cfg_tle_pool::MAX_ALLOC) as u16,
+        };
+        let _ = ct.set_tle_pool(n as u8, cfg);
+    } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
+        let shared = csrs.field(c, 0, f::c_cq_cfg_sts_tle_shared::NUM_SHARED);
+        ct.set_tle_shared(shared as u16);
+    } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
+        ct.clear_tle_max(n as u8);
+    } else if same(c, csr::C_CQ_ERR_CLR) || same(c, csr::C_CQ_ERR_FLG) {
+        // Writing 1 to the bit in `c_cq_err_clr` (a strobe) or in `c_cq_err_flg`
+        // (write-1-to-clear) clears it.
+        let byte = (TLE_OVERSUBSCRIBED_BIT / 8) as usize;
+        let hit = byte
+            .checked_sub(p.byte)
+            .and_then(|i| data.get(i))
+            .is_some_and(|b| b & (1 << (TLE_OVERSUBSCRIBED_BIT % 8)) != 0);
+        if hit {
+            ct.clear_tle_oversubscribed();
         }
-        true
+    } else {
+        return false;
     }
+    true
+}
 
-    /// Patch the hardware-owned fields of the TLE, ack-counter and error-flag CSRs; false if
-    /// `c` is not one of them.
-    pub(crate) fn tou_reflect(&self, c: &'static csr::Csr, entry: u32, image: &mut [u8]) -> bool {
-        use csr::fields as f;
-        let pool = |e: u32| self.ct.tle_pool_status(e as u8).unwrap_or_default();
-        if same(c, csr::C_CQ_CFG_TLE_POOL) {
-            f::c_cq_cfg_tle_pool::IN_USE.set(image, u64::from(pool(entry).in_use));
-        } else if same(c, csr::C_CQ_STS_TLE_IN_USE) {
-            f::c_cq_sts_tle_in_use::COUNT.set(image, u64::from(pool(entry).in_use));
-        } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
-            f::c_cq_sts_max_tle_in_use::MAX.set(image, u64::from(pool(entry).max_in_use));
-        } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
-            let shared = u64::from(self.ct.tle_shared_allocated());
-            f::c_cq_cfg_sts_tle_shared::NUM_SHARED_ALLOCATED.set(image, shared);
-            let total = self.ct.tles_in_use() as u64;
-            f::c_cq_cfg_sts_tle_shared::NUM_TOTAL_ALLOCATED.set(image, total);
-        } else if same(c, csr::C_CQ_TXQ_ACK_CTR) {
-            let n = self.ct.pending(entry as u16);
-            f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
-        } else if same(c, csr::C_CQ_TGQ_ACK_CTR) {
-            let cq = firmware_spec::cassini::limits::C_NUM_TRANSMIT_CQS as u32 + entry;
-            let n = self.ct.pending(cq as u16);
-            f::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
-        } else if same(c, csr::C_CQ_ERR_FLG) {
-            let v = u64::from(self.ct.tle_oversubscribed());
-            f::c_cq_err_flg::TLE_OVERSUBSCRIBED.set(image, v);
-        } else {
-            return false;
-        }
-        true
+/// Patch the hardware-owned fields of the TLE, ack-counter and error-flag CSRs; false if
+/// `c` is not one of them.
+pub(crate) fn tou_reflect(
+    ct: &CtBlock,
+    c: &'static csr::Csr,
+    entry: u32,
+    image: &mut [u8],
+) -> bool {
+    use csr::fields as f;
+    let pool = |e: u32| ct.tle_pool_status(e as u8).unwrap_or_default();
+    if same(c, csr::C_CQ_CFG_TLE_POOL) {
+        f::c_cq_cfg_tle_pool::IN_USE.set(image, u64::from(pool(entry).in_use));
+    } else if same(c, csr::C_CQ_STS_TLE_IN_USE) {
+        f::c_cq_sts_tle_in_use::COUNT.set(image, u64::from(pool(entry).in_use));
+    } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
+        f::c_cq_sts_max_tle_in_use::MAX.set(image, u64::from(pool(entry).max_in_use));
+    } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
+        let shared = u64::from(ct.tle_shared_allocated());
+        f::c_cq_cfg_sts_tle_shared::NUM_SHARED_ALLOCATED.set(image, shared);
+        let total = ct.tles_in_use() as u64;
+        f::c_cq_cfg_sts_tle_shared::NUM_TOTAL_ALLOCATED.set(image, total);
+    } else if same(c, csr::C_CQ_TXQ_ACK_CTR) {
+        let n = ct.pending(entry as u16);
+        f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
+    } else if same(c, csr::C_CQ_TGQ_ACK_CTR) {
+        let cq = firmware_spec::cassini::limits::C_NUM_TRANSMIT_CQS as u32 + entry;
+        let n = ct.pending(cq as u16);
+        f::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
+    } else if same(c, csr::C_CQ_ERR_FLG) {
+        let v = u64::from(ct.tle_oversubscribed());
+        f::c_cq_err_flg::TLE_OVERSUBSCRIBED.set(image, v);
+    } else {
+        return false;
     }
+    true
 }

@@ -1,6 +1,7 @@
 //! Communicators and groups: who the ranks of a communication context are, and the context id
 //! that keeps its messages apart from every other communicator's (MPI 4.1 ch. 7).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -114,6 +115,9 @@ pub struct SimpleCommunicator {
     rank: CommRank,
     /// Context of point-to-point traffic; collectives use `context + 1`.
     context: u16,
+    /// The sequence number of the next collective call, shared by every handle on this
+    /// communicator (it goes into the collective's tags).
+    coll_seq: Rc<Cell<u32>>,
 }
 
 impl std::fmt::Debug for SimpleCommunicator {
@@ -148,7 +152,15 @@ impl SimpleCommunicator {
             index: Rc::new(index),
             rank,
             context,
+            coll_seq: Rc::new(Cell::new(0)),
         }
+    }
+
+    /// Take the next collective sequence number.
+    pub(crate) fn next_coll_seq(&self) -> u32 {
+        let s = self.coll_seq.get();
+        self.coll_seq.set(s.wrapping_add(1));
+        s
     }
 
     /// This process's rank.

@@ -133,37 +133,6 @@ impl SimpleCommunicator {
         self.core.borrow_mut().transport.recv(spec, capacity)
     }
 
-    /// Send bytes on the collective context and wait (used by collectives).
-    pub(crate) fn coll_send(&self, dest: CommRank, tag: u32, data: &[u8]) -> Result<()> {
-        let op = self.start_send(dest, tag, true, data, SendMode::Standard)?;
-        wait_op(&self.core, op).map(|_| ())
-    }
-
-    /// Receive exactly `out.len()` bytes on the collective context.
-    pub(crate) fn coll_recv(&self, src: CommRank, tag: u32, out: &mut [u8]) -> Result<()> {
-        let spec = self.spec(Some(src), Some(tag as Tag), true)?;
-        let op = self.start_recv(spec, out.len())?;
-        Request::new(self, op, Target::Into(out)).wait().map(|_| ())
-    }
-
-    /// Send to `dest` and receive from `src` at once on the collective context (deadlock
-    /// free).
-    pub(crate) fn coll_sendrecv(
-        &self,
-        dest: CommRank,
-        data: &[u8],
-        src: CommRank,
-        tag: u32,
-        out: &mut [u8],
-    ) -> Result<()> {
-        let spec = self.spec(Some(src), Some(tag as Tag), true)?;
-        let rop = self.start_recv(spec, out.len())?;
-        let sop = self.start_send(dest, tag, true, data, SendMode::Standard)?;
-        let r = Request::new(self, rop, Target::Into(out));
-        wait_op(&self.core, sop)?;
-        r.wait().map(|_| ())
-    }
-
     /// Send `send` to `dest` and receive into `recv` from `source` (`MPI_Sendrecv`).
     pub fn sendrecv_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
         &self,

@@ -1,8 +1,12 @@
-//! Requests of immediate (nonblocking) operations and the ways to complete them
-//! (`MPI_Wait`, `MPI_Test`, `MPI_Waitall`, `MPI_Waitany`, `MPI_Testall`, `MPI_Cancel`).
+//! Requests of immediate (nonblocking) operations — point-to-point and collective — and the
+//! ways to complete them (`MPI_Wait`, `MPI_Test`, `MPI_Waitall`, `MPI_Waitany`,
+//! `MPI_Testall`, `MPI_Cancel`). Requests of both kinds mix freely in one `wait_any` or
+//! `wait_all`.
 
 use std::marker::PhantomData;
+use std::rc::Rc;
 
+use crate::collective::exec::{CollFuture, Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;
 use crate::error::{Error, Result};
 use crate::point_to_point::Status;
@@ -28,12 +32,27 @@ pub(crate) enum Target<'a> {
     Owned(Option<Vec<u8>>),
 }
 
+/// What a request waits for.
+enum Op<'a> {
+    /// A transport operation (point-to-point).
+    P2p { op: OpId, target: Target<'a> },
+    /// An immediate collective; its output, if this rank gets one, is copied into `out` on
+    /// completion.
+    Coll {
+        slot: Rc<Slot>,
+        out: Option<&'a mut [u8]>,
+    },
+}
+
 /// An operation in flight.
+///
+/// Dropping the request of an immediate collective before it completed frees it
+/// (`MPI_Request_free`): the collective still runs to its end, advanced by the rank's later
+/// MPI calls (its peers count on this rank's part), and its output is discarded.
 #[must_use = "a request must be completed with wait or test"]
 pub struct Request<'a> {
     comm: SimpleCommunicator,
-    op: OpId,
-    target: Target<'a>,
+    op: Op<'a>,
     done: bool,
     status: Option<Status>,
 }
@@ -42,8 +61,22 @@ impl<'a> Request<'a> {
     pub(crate) fn new(comm: &SimpleCommunicator, op: OpId, target: Target<'a>) -> Self {
         Request {
             comm: comm.clone(),
-            op,
-            target,
+            op: Op::P2p { op, target },
+            done: false,
+            status: None,
+        }
+    }
+
+    /// The request of an immediate collective running `fut`, whose output goes to `out`.
+    pub(crate) fn collective(
+        comm: &SimpleCommunicator,
+        fut: CollFuture,
+        out: Option<&'a mut [u8]>,
+    ) -> Self {
+        let slot = comm.start_immediate(fut);
+        Request {
+            comm: comm.clone(),
+            op: Op::Coll { slot, out },
             done: false,
             status: None,
         }
@@ -56,7 +89,48 @@ impl<'a> Request<'a> {
         Ok(st)
     }
 
+    /// Test once without waiting: the status when complete.
+    fn poll(&mut self) -> Result<Option<Status>> {
+        match &mut self.op {
+            Op::P2p { op, .. } => {
+                let op = *op;
+                progress_pending(&self.comm.core);
+                let c = self.comm.core.borrow_mut().transport.test(op)?;
+                match c {
+                    Some(c) => self.finish(c).map(Some),
+                    None => Ok(None),
+                }
+            }
+            Op::Coll { slot, out } => {
+                progress_pending(&self.comm.core);
+                if !slot.advance() {
+                    return Ok(None);
+                }
+                self.done = true;
+                let data = slot.take()?;
+                if let Some(out) = out {
+                    if data.len() != out.len() {
+                        return Err(Error::Count(format!(
+                            "a collective produced {} bytes for a buffer of {}",
+                            data.len(),
+                            out.len()
+                        )));
+                    }
+                    out.copy_from_slice(&data);
+                }
+                let st = Status::empty();
+                self.status = Some(st);
+                Ok(Some(st))
+            }
+        }
+    }
+
     fn deliver(&mut self, c: Completion) -> Result<Status> {
+        let Op::P2p { target, .. } = &mut self.op else {
+            return Err(Error::Transport(
+                "a collective request completed as a transport operation".into(),
+            ));
+        };
         match c {
             Completion::Sent => Ok(Status::empty()),
             Completion::Cancelled => Ok(Status::cancelled()),
@@ -65,7 +139,7 @@ impl<'a> Request<'a> {
             )),
             Completion::Received { envelope, data } => {
                 let status = Status::of(&self.comm, &envelope);
-                match &mut self.target {
+                match target {
                     Target::Send => {}
                     Target::Into(buf) => {
                         let n = data.len().min(buf.len());
@@ -86,16 +160,31 @@ impl<'a> Request<'a> {
 
     /// Wait for completion (`MPI_Wait`).
     pub fn wait(mut self) -> Result<Status> {
-        let c = wait_op(&self.comm.core, self.op)?;
-        self.finish(c)
+        if let Op::P2p { op, .. } = self.op {
+            let c = wait_op(&self.comm.core, op)?;
+            return self.finish(c);
+        }
+        let mut w = crate::universe::Waiter::new();
+        loop {
+            if let Some(st) = self.poll()? {
+                return Ok(st);
+            }
+            w.tick(&self.comm.core, "immediate collective")?;
+        }
     }
 
     /// Wait, and hand back the received bytes of an owned receive.
     pub(crate) fn wait_owned(mut self) -> Result<(Vec<u8>, Status)> {
-        let c = wait_op(&self.comm.core, self.op)?;
+        let Op::P2p { op, .. } = self.op else {
+            return Err(Error::Transport("a collective has no owned receive".into()));
+        };
+        let c = wait_op(&self.comm.core, op)?;
         let st = self.finish(c)?;
-        let data = match &mut self.target {
-            Target::Owned(slot) => slot.take().unwrap_or_default(),
+        let data = match &mut self.op {
+            Op::P2p {
+                target: Target::Owned(slot),
+                ..
+            } => slot.take().unwrap_or_default(),
             _ => Vec::new(),
         };
         Ok((data, st))
@@ -103,34 +192,44 @@ impl<'a> Request<'a> {
 
     /// Complete if done (`MPI_Test`): `Ok(Ok(status))` when complete, `Ok(Err(self))` when not.
     pub fn test(mut self) -> Result<std::result::Result<Status, Self>> {
-        let c = self.comm.core.borrow_mut().transport.test(self.op)?;
-        match c {
-            Some(c) => self.finish(c).map(Ok),
+        match self.poll()? {
+            Some(st) => Ok(Ok(st)),
             None => Ok(Err(self)),
         }
     }
 
     /// Cancel the operation (`MPI_Cancel`): a receive not yet matched completes with a
-    /// cancelled status. Sends cannot be cancelled (deprecated in MPI 4): an error.
+    /// cancelled status. Sends cannot be cancelled (deprecated in MPI 4), nor can
+    /// collectives (MPI 4.1 §6.12): an error.
     pub fn cancel(&self) -> Result<()> {
-        match self.target {
-            Target::Send => Err(Error::Arg("cancelling a send is not supported".into())),
-            _ => {
-                self.comm.core.borrow_mut().transport.cancel(self.op)?;
+        match &self.op {
+            Op::P2p {
+                target: Target::Send,
+                ..
+            } => Err(Error::Arg("cancelling a send is not supported".into())),
+            Op::P2p { op, .. } => {
+                self.comm.core.borrow_mut().transport.cancel(*op)?;
                 Ok(())
             }
+            Op::Coll { .. } => Err(Error::Arg(
+                "a collective operation cannot be cancelled".into(),
+            )),
         }
     }
 }
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        if !self.done && !matches!(self.target, Target::Send) {
+        // An abandoned collective stays among the rank's pending ones until it ends.
+        if let Op::P2p { op, target } = &self.op
+            && !self.done
+            && !matches!(target, Target::Send)
+        {
             // A receive abandoned without completion: take it out of matching, so no message
             // is delivered to a buffer nobody waits for.
             let mut core = self.comm.core.borrow_mut();
-            if let Ok(true) = core.transport.cancel(self.op) {
-                let _ = core.transport.test(self.op);
+            if let Ok(true) = core.transport.cancel(*op) {
+                let _ = core.transport.test(*op);
             }
         }
     }
@@ -150,13 +249,9 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<Option<(usize, Status
     let mut w = crate::universe::Waiter::new();
     loop {
         for i in 0..requests.len() {
-            let c = {
-                let r = &requests[i];
-                r.comm.core.borrow_mut().transport.test(r.op)?
-            };
-            if let Some(c) = c {
-                let mut r = requests.remove(i);
-                return r.finish(c).map(|s| Some((i, s)));
+            if let Some(st) = requests[i].poll()? {
+                drop(requests.remove(i));
+                return Ok(Some((i, st)));
             }
         }
         w.tick(&requests[0].comm.core, "wait_any")?;
@@ -171,12 +266,8 @@ pub fn test_all(requests: &mut Vec<Request<'_>>) -> Result<Option<Vec<Status>>> 
         if r.done {
             continue;
         }
-        let c = r.comm.core.borrow_mut().transport.test(r.op)?;
-        match c {
-            Some(c) => {
-                r.finish(c)?;
-            }
-            None => return Ok(None),
+        if r.poll()?.is_none() {
+            return Ok(None);
         }
     }
     for r in requests.drain(..) {

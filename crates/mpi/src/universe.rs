@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use driver::clock::Instant;
 
+use crate::collective::exec::{Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;
 use crate::error::{Error, Result};
 use crate::transport::{Completion, OpId, Transport};
@@ -20,6 +21,8 @@ pub(crate) struct Core {
     pub(crate) transport: Box<dyn Transport>,
     /// The lowest context id this rank has not used yet (world uses 0 and 1).
     pub(crate) next_context: u16,
+    /// The immediate collectives in flight, advanced by every blocking wait of the rank.
+    pub(crate) pending: Vec<Rc<Slot>>,
 }
 
 /// Shared handle on a rank's [`Core`].
@@ -59,8 +62,10 @@ impl Waiter {
         }
     }
 
-    /// Called once per poll; fails when the job was aborted or the wait lasted too long.
+    /// Called once per poll: advances the rank's pending immediate collectives; fails when
+    /// the job was aborted or the wait lasted too long.
     pub(crate) fn tick(&mut self, core: &CoreRef, what: &str) -> Result<()> {
+        progress_pending(core);
         self.polls = self.polls.wrapping_add(1);
         if self.polls.is_multiple_of(4096) {
             check_aborted(core)?;
@@ -103,6 +108,7 @@ impl Universe {
         let core = Rc::new(RefCell::new(Core {
             transport,
             next_context: 2,
+            pending: Vec::new(),
         }));
         let world = SimpleCommunicator::world(Rc::clone(&core));
         Universe { core, world }
@@ -132,6 +138,13 @@ impl Universe {
 
 impl Drop for Universe {
     fn drop(&mut self) {
+        // Immediate collectives never completed hold handles on the core: let them go (after
+        // the borrow, as dropping one cancels its receives through the core).
+        let abandoned = self
+            .core
+            .try_borrow_mut()
+            .map(|mut c| std::mem::take(&mut c.pending));
+        drop(abandoned);
         // Finalizing twice is harmless: the transport's step is idempotent once drained.
         if let Ok(mut core) = self.core.try_borrow_mut()
             && let Err(e) = core.transport.finalize()

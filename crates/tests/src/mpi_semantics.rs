@@ -1,24 +1,31 @@
 //! The MPI semantics suite: one program, run by every rank of a job, that checks
 //! point-to-point semantics (order, wildcards, probes, truncation, cancel, synchronous sends,
-//! derived datatypes), communicator management, and every collective against a sequential
-//! reference — on the world and on split communicators. It runs unchanged on any transport
+//! derived datatypes), communicator management, and every collective — blocking, and
+//! immediate ones all in flight at once, completed out of order — against a sequential
+//! reference, on the world and on split communicators. It runs unchanged on any transport
 //! (the loopback reference, cxi, gni); a failed check panics with what differed.
 
 use mpi::collective::Root;
 use mpi::topology::CommunicatorRelation;
-use mpi::{Error, LockType, SimpleCommunicator, SystemOperation, Vector};
+use mpi::{Error, LockType, Request, SimpleCommunicator, SystemOperation, Vector};
 
 /// Run the whole suite on `world`.
 pub fn run(world: &SimpleCommunicator) {
     point_to_point(world);
     communicators(world);
     collectives(world);
+    immediate_collectives(world);
+    immediate_barrier_waits_for_the_last_rank(world);
+    blocked_ranks_advance_pending_collectives(world);
     // The same collectives on split communicators (odd / even ranks, reversed order).
     let half = world
         .split_by_color_with_key(Some(world.rank() % 2), -world.rank())
         .expect("split")
         .expect("every rank has a color");
     collectives(&half);
+    immediate_collectives(&half);
+    immediate_barrier_waits_for_the_last_rank(&half);
+    blocked_ranks_advance_pending_collectives(&half);
     rma(world);
     rma(&half);
     world.barrier().expect("final barrier");
@@ -372,6 +379,394 @@ pub fn collectives(c: &SimpleCommunicator) {
         }
     );
     c.barrier().expect("barrier");
+}
+
+/// Complete `reqs` out of an order that differs from rank to rank: even ranks take them
+/// with `wait_any` after rotating the list by their rank, odd ranks test them in reverse in
+/// a loop; the last ones go through `test_all`.
+fn complete_out_of_order(rank: i32, mut reqs: Vec<Request<'_>>) {
+    let n = reqs.len();
+    if n == 0 {
+        return;
+    }
+    reqs.rotate_left(rank as usize % n);
+    if rank % 2 == 0 {
+        while reqs.len() > 2 {
+            mpi::request::wait_any(&mut reqs)
+                .expect("wait_any")
+                .expect("a request");
+        }
+    } else {
+        reqs.reverse();
+        let mut slots: Vec<Option<Request<'_>>> = reqs.into_iter().map(Some).collect();
+        let mut left = slots.len();
+        while left > 2 {
+            for slot in slots.iter_mut() {
+                if let Some(r) = slot.take() {
+                    match r.test().expect("test") {
+                        Ok(_) => left -= 1,
+                        Err(r) => *slot = Some(r),
+                    }
+                }
+            }
+        }
+        reqs = slots.into_iter().flatten().collect();
+    }
+    while mpi::request::test_all(&mut reqs)
+        .expect("test_all")
+        .is_none()
+    {}
+}
+
+/// Every immediate collective in flight at once (two allreduces of different lengths among
+/// them, and long messages on the ring and scatter + allgather paths), beside immediate
+/// point-to-point requests, a blocking bcast and a sendrecv issued while they are pending;
+/// completed out of order, then checked against the sequential reference.
+pub fn immediate_collectives(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    let pu = p as usize;
+    let (root, groot) = (p - 1, p / 2);
+    let right = (r + 1) % p;
+    let left = (r + p - 1) % p;
+    let sum = SystemOperation::sum();
+
+    let ar_a: Vec<i64> = (0..3).map(|i| v(r, i)).collect();
+    let ar_b: Vec<i64> = (0..5).map(|i| v(r, i) * 2).collect();
+    let ar_long: Vec<i64> = (0..9000).map(|i| v(r, i)).collect();
+    let (mut ar_a_out, mut ar_b_out, mut ar_long_out) =
+        (vec![0i64; 3], vec![0i64; 5], vec![0i64; 9000]);
+    let mut bc: Vec<i64> = (0..6)
+        .map(|i| if r == root { v(root, i) } else { 0 })
+        .collect();
+    let long_n = (600 << 10) / 8;
+    let mut bc_long: Vec<i64> = (0..long_n)
+        .map(|i| if r == 0 { i as i64 } else { 0 })
+        .collect();
+    let mut red_out = vec![0i64; 3];
+    let gmine = [r, r * 2];
+    let mut gall = vec![0i32; 2 * pu];
+    let counts: Vec<usize> = (0..pu).map(|q| q % 3 + 1).collect();
+    let total: usize = counts.iter().sum();
+    let vmine: Vec<i32> = vec![r; counts[r as usize]];
+    let vexpect: Vec<i32> = (0..p).flat_map(|q| vec![q; counts[q as usize]]).collect();
+    let mut gvall = vec![0i32; total];
+    let ssrc: Vec<i32> = (0..2 * p).collect();
+    let mut sgot = [0i32; 2];
+    let mut svgot = vec![0i32; counts[r as usize]];
+    let ag_mine = [v(r, 0), v(r, 1)];
+    let mut ag_out = vec![0i64; 2 * pu];
+    let ag_long: Vec<i64> = (0..12_000).map(|i| v(r, i)).collect();
+    let mut ag_long_out = vec![0i64; 12_000 * pu];
+    let mut agv_out = vec![0i32; total];
+    let a2a_send: Vec<i64> = (0..pu).map(|k| v(r, k)).collect();
+    let mut a2a_recv = vec![0i64; pu];
+    let scounts: Vec<usize> = (0..p).map(|q| ((r + q) % 3) as usize).collect();
+    let rcounts: Vec<usize> = (0..p).map(|q| ((q + r) % 3) as usize).collect();
+    let a2av_send: Vec<i32> = (0..p)
+        .flat_map(|q| vec![r * 100 + q; scounts[q as usize]])
+        .collect();
+    let mut a2av_recv = vec![0i32; rcounts.iter().sum()];
+    let rs_send: Vec<i64> = (0..pu * 3).map(|k| v(r, k)).collect();
+    let mut rsb_out = [0i64; 3];
+    let rs_counts: Vec<usize> = (0..pu).map(|q| q % 2 + 1).collect();
+    let rs_total: usize = rs_counts.iter().sum();
+    let rs_send_v: Vec<i64> = (0..rs_total).map(|k| v(r, k)).collect();
+    let mut rs_out = vec![0i64; rs_counts[r as usize]];
+    let scan_in = i64::from(r + 1);
+    let (mut sc, mut ex) = (0i64, -7i64);
+    let mut p2p_got = -1i32;
+    let mut blocking = vec![0i64; 7];
+    if r == 0 {
+        blocking = (0..7).map(|i| v(0, i) + 5).collect();
+    }
+    let mut sr = -1i32;
+
+    mpi::scope(|s| {
+        let at = |q| c.process_at_rank(q);
+        let mut reqs: Vec<Request<'_>> = vec![
+            c.immediate_barrier().expect("ibarrier"),
+            c.immediate_all_reduce_into(s, &ar_a[..], &mut ar_a_out[..], sum)
+                .expect("iallreduce"),
+            at(root)
+                .immediate_broadcast_into(s, &mut bc[..])
+                .expect("ibcast"),
+            c.immediate_all_reduce_into(s, &ar_b[..], &mut ar_b_out[..], SystemOperation::max())
+                .expect("iallreduce max"),
+            c.immediate_all_reduce_into(s, &ar_long[..], &mut ar_long_out[..], sum)
+                .expect("iallreduce long"),
+            at(0)
+                .immediate_broadcast_into(s, &mut bc_long[..])
+                .expect("ibcast long"),
+        ];
+        reqs.push(if r == 0 {
+            at(0)
+                .immediate_reduce_into_root(s, &ar_a[..], &mut red_out[..], sum)
+                .expect("ireduce")
+        } else {
+            at(0)
+                .immediate_reduce_into(s, &ar_a[..], sum)
+                .expect("ireduce")
+        });
+        if r == groot {
+            reqs.push(
+                at(groot)
+                    .immediate_gather_into_root(s, &gmine[..], &mut gall[..])
+                    .expect("igather"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_gather_varcount_into_root(s, &vmine[..], &mut gvall[..], &counts)
+                    .expect("igatherv"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_scatter_into_root(s, &ssrc[..], &mut sgot[..])
+                    .expect("iscatter"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_scatter_varcount_into_root(s, &vexpect[..], &counts, &mut svgot[..])
+                    .expect("iscatterv"),
+            );
+        } else {
+            reqs.push(
+                at(groot)
+                    .immediate_gather_into(s, &gmine[..])
+                    .expect("igather"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_gather_varcount_into(s, &vmine[..])
+                    .expect("igatherv"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_scatter_into(s, &mut sgot[..])
+                    .expect("iscatter"),
+            );
+            reqs.push(
+                at(groot)
+                    .immediate_scatter_varcount_into(s, &mut svgot[..])
+                    .expect("iscatterv"),
+            );
+        }
+        reqs.push(
+            at(left)
+                .immediate_receive_into_with_tag(s, &mut p2p_got, 21)
+                .expect("irecv"),
+        );
+        reqs.push(
+            c.immediate_all_gather_into(s, &ag_mine[..], &mut ag_out[..])
+                .expect("iallgather"),
+        );
+        reqs.push(
+            c.immediate_all_gather_into(s, &ag_long[..], &mut ag_long_out[..])
+                .expect("iallgather long"),
+        );
+        reqs.push(
+            c.immediate_all_gather_varcount_into(s, &vmine[..], &mut agv_out[..], &counts)
+                .expect("iallgatherv"),
+        );
+        reqs.push(
+            c.immediate_all_to_all_into(s, &a2a_send[..], &mut a2a_recv[..])
+                .expect("ialltoall"),
+        );
+        reqs.push(
+            c.immediate_all_to_all_varcount_into(
+                s,
+                &a2av_send[..],
+                &scounts,
+                &mut a2av_recv[..],
+                &rcounts,
+            )
+            .expect("ialltoallv"),
+        );
+        reqs.push(
+            c.immediate_reduce_scatter_block_into(s, &rs_send[..], &mut rsb_out[..], sum)
+                .expect("ireduce_scatter_block"),
+        );
+        reqs.push(
+            c.immediate_reduce_scatter_into(s, &rs_send_v[..], &mut rs_out[..], &rs_counts, sum)
+                .expect("ireduce_scatter"),
+        );
+        reqs.push(
+            c.immediate_scan_into(s, &scan_in, &mut sc, sum)
+                .expect("iscan"),
+        );
+        reqs.push(
+            c.immediate_exclusive_scan_into(s, &scan_in, &mut ex, sum)
+                .expect("iexscan"),
+        );
+        reqs.push(at(right).immediate_send_with_tag(&r, 21).expect("isend"));
+        // A blocking collective and a sendrecv while all of the above are pending.
+        at(0)
+            .broadcast_into(&mut blocking[..])
+            .expect("blocking bcast");
+        c.sendrecv_into(&r, right, 22, &mut sr, Some(left), Some(22))
+            .expect("sendrecv");
+        complete_out_of_order(r, reqs);
+    });
+
+    assert_eq!(
+        blocking,
+        (0..7).map(|i| v(0, i) + 5).collect::<Vec<_>>(),
+        "blocking bcast"
+    );
+    assert_eq!(sr, left, "sendrecv");
+    assert_eq!(p2p_got, left, "immediate receive");
+    for (i, x) in ar_a_out.iter().enumerate() {
+        assert_eq!(
+            *x,
+            (0..p).map(|q| v(q, i)).sum::<i64>(),
+            "iallreduce i={i} p={p}"
+        );
+    }
+    assert_eq!(
+        ar_b_out,
+        (0..5).map(|i| v(p - 1, i) * 2).collect::<Vec<_>>(),
+        "iallreduce max"
+    );
+    assert!(
+        ar_long_out
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (0..p).map(|q| v(q, i)).sum::<i64>()),
+        "iallreduce long"
+    );
+    assert_eq!(bc, (0..6).map(|i| v(root, i)).collect::<Vec<_>>(), "ibcast");
+    assert!(
+        bc_long.iter().enumerate().all(|(i, &x)| x == i as i64),
+        "ibcast long"
+    );
+    if r == 0 {
+        assert_eq!(red_out, ar_a_out, "ireduce");
+    }
+    if r == groot {
+        for q in 0..p {
+            assert_eq!(
+                &gall[2 * q as usize..2 * q as usize + 2],
+                &[q, q * 2],
+                "igather"
+            );
+        }
+        assert_eq!(gvall, vexpect, "igatherv");
+    }
+    assert_eq!(sgot, [2 * r, 2 * r + 1], "iscatter");
+    assert_eq!(svgot, vmine, "iscatterv");
+    for q in 0..pu {
+        assert_eq!(
+            &ag_out[2 * q..2 * q + 2],
+            &[v(q as i32, 0), v(q as i32, 1)],
+            "iallgather"
+        );
+        assert!(
+            (0..12_000).all(|i| ag_long_out[q * 12_000 + i] == v(q as i32, i)),
+            "iallgather long"
+        );
+        assert_eq!(a2a_recv[q], v(q as i32, r as usize), "ialltoall");
+    }
+    assert_eq!(agv_out, vexpect, "iallgatherv");
+    let want: Vec<i32> = (0..p)
+        .flat_map(|q| vec![q * 100 + r; rcounts[q as usize]])
+        .collect();
+    assert_eq!(a2av_recv, want, "ialltoallv");
+    for (i, x) in rsb_out.iter().enumerate() {
+        let k = r as usize * 3 + i;
+        assert_eq!(
+            *x,
+            (0..p).map(|q| v(q, k)).sum::<i64>(),
+            "ireduce_scatter_block"
+        );
+    }
+    let off: usize = rs_counts[..r as usize].iter().sum();
+    for (i, x) in rs_out.iter().enumerate() {
+        assert_eq!(
+            *x,
+            (0..p).map(|q| v(q, off + i)).sum::<i64>(),
+            "ireduce_scatter"
+        );
+    }
+    assert_eq!(sc, i64::from((r + 1) * (r + 2) / 2), "iscan");
+    assert_eq!(
+        ex,
+        if r == 0 {
+            -7
+        } else {
+            i64::from(r * (r + 1) / 2)
+        },
+        "iexscan"
+    );
+
+    // A request dropped before completion frees its collective (MPI_Request_free): it still
+    // runs to its end, advanced by later calls, without disturbing the next collective.
+    let (mut freed, mut next, tenfold) = (0i64, 0i64, scan_in * 10);
+    mpi::scope(|s| {
+        drop(
+            c.immediate_all_reduce_into(s, &scan_in, &mut freed, sum)
+                .expect("iallreduce"),
+        );
+        c.immediate_all_reduce_into(s, &tenfold, &mut next, sum)
+            .expect("iallreduce")
+            .wait()
+            .expect("wait");
+    });
+    assert_eq!(
+        next,
+        i64::from(10 * p * (p + 1) / 2),
+        "iallreduce after a freed one"
+    );
+    c.barrier().expect("barrier");
+}
+
+/// An immediate barrier does not complete before the last rank entered it: every rank but 0
+/// enters, tests its request repeatedly and finds it incomplete, then tells rank 0, which
+/// enters only once it heard from everyone (so the order is fixed by messages, not timing).
+pub fn immediate_barrier_waits_for_the_last_rank(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    if r == 0 {
+        for _ in 1..p {
+            c.any_process().receive_with_tag::<i32>(31).expect("recv");
+        }
+        c.immediate_barrier()
+            .expect("ibarrier")
+            .wait()
+            .expect("wait");
+    } else {
+        let mut req = c.immediate_barrier().expect("ibarrier");
+        for _ in 0..200 {
+            req = match req.test().expect("test") {
+                Ok(_) => panic!("rank {r}: the immediate barrier completed before rank 0 entered"),
+                Err(req) => req,
+            };
+        }
+        c.process_at_rank(0).send_with_tag(&r, 31).expect("send");
+        req.wait().expect("wait");
+    }
+}
+
+/// MPI's progress rule: a rank blocked in another call still advances its pending immediate
+/// collectives. Every rank but 0 starts an immediate barrier and blocks in a receive from
+/// rank 0, which sends only once its own barrier completed; with 3 ranks or more that takes
+/// later rounds of the others' barriers, made while they are blocked in the receive.
+pub fn blocked_ranks_advance_pending_collectives(c: &SimpleCommunicator) {
+    let (r, p) = (c.rank(), c.size());
+    if r == 0 {
+        c.immediate_barrier()
+            .expect("ibarrier")
+            .wait()
+            .expect("wait");
+        for q in 1..p {
+            c.process_at_rank(q).send_with_tag(&q, 32).expect("send");
+        }
+    } else {
+        let req = c.immediate_barrier().expect("ibarrier");
+        let (x, _) = c
+            .process_at_rank(0)
+            .receive_with_tag::<i32>(32)
+            .expect("recv");
+        assert_eq!(x, r);
+        req.wait().expect("wait");
+    }
 }
 
 /// One-sided communication: fence epochs with put, get and accumulate; fetch-and-op and

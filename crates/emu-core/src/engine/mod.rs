@@ -419,3 +419,5 @@ mod burst_tests;
 mod buffer_tests;
 #[cfg(test)]
 mod order_tests;
+#[cfg(test)]
+mod timer_tests;

@@ -81,6 +81,10 @@ const WORKER_BUDGET: usize = 256;
 /// round trip per batch instead of per packet when a burst was handed over.
 const WORKER_BATCH: usize = 64;
 
+/// How long an engine thread waits before it looks again at a due timer held back by
+/// packets in flight ([`Shared::in_flight`]).
+const TIMER_RECHECK: Duration = Duration::from_micros(50);
+
 /// Handler calls a work loop runs on one reading of the clock (see [`Shared::run`]).
 const CLOCK_EVERY: usize = 16;
 
@@ -196,6 +200,23 @@ impl Tally {
     }
 }
 
+/// Counts one inline work loop in [`Shared::inline_loops`] while it lives (also when a
+/// device handler panics through it).
+struct InlineLoop<'a>(&'a AtomicUsize);
+
+impl<'a> InlineLoop<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        InlineLoop(count)
+    }
+}
+
+impl Drop for InlineLoop<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
@@ -267,6 +288,9 @@ struct Shared {
     /// Deferred items queued or in a batch being run. While it is non-zero, the packets a
     /// host access causes queue up behind them instead of running inline (FIFO).
     backlog: AtomicUsize,
+    /// Inline work loops running in host threads (an MMIO access's deliveries). Like the
+    /// backlog, they hold packets that exist at the current time but have not arrived yet.
+    inline_loops: AtomicUsize,
     down: AtomicBool,
     c: Counters,
     /// Packet buffers lent to handlers ([`DeviceIo::packet_buffer`]).
@@ -401,9 +425,23 @@ impl Shared {
         self.cond.notify_one();
     }
 
+    /// Whether packets that were sent at or before the current time are still on their way:
+    /// deferred deliveries queued or running, or an inline work loop in a host thread.
+    ///
+    /// A due timer waits for them (see [`Shared::take_ready`]). With the immediate fabric
+    /// every such packet has arrived by now in the modelled world; that the host CPU has not
+    /// yet run its handler is the emulator's slowness, and a request timeout or retry timer
+    /// that fired before the response it waits for is handled would turn that slowness into
+    /// a hardware error (a 4 MiB BTE list whose responses queue behind its own requests on a
+    /// loaded host did exactly that).
+    fn in_flight(&self) -> bool {
+        self.backlog.load(Ordering::Acquire) > 0 || self.inline_loops.load(Ordering::Acquire) > 0
+    }
+
     /// Take work that is due into `q`: up to `max` deferred items (in order) unless another
-    /// thread is running deferred work, or else the earliest due timer. What was taken
-    /// counts as one active item. Called with the scheduler lock held.
+    /// thread is running deferred work, or else the earliest due timer once nothing is in
+    /// flight ([`Shared::in_flight`]). What was taken counts as one active item. Called with
+    /// the scheduler lock held.
     fn take_ready(
         &self,
         s: &mut Sched,
@@ -417,6 +455,7 @@ impl Shared {
             s.draining = true;
             Taken::Deferred(n)
         } else if s.heap.peek().is_some_and(|t| t.time <= now)
+            && !self.in_flight()
             && let Some(t) = s.heap.pop()
         {
             q.push_back(t.work);
@@ -558,6 +597,7 @@ impl Shared {
                     // Deferred deliveries are waiting: these go behind them.
                     self.defer(&mut sc.q);
                 } else {
+                    let _loop = InlineLoop::enter(&self.inline_loops);
                     self.run(&mut sc, self.cfg.inline_budget, true, now);
                 }
             }
@@ -613,6 +653,14 @@ impl Shared {
                         break (taken, now);
                     }
                     s = match s.heap.peek().map(|t| t.time) {
+                        Some(t) if t <= now => {
+                            // A due timer waits for packets in flight (their runners do
+                            // not signal when they finish): look again shortly.
+                            self.cond
+                                .wait_timeout(s, TIMER_RECHECK)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        }
                         Some(t) => {
                             let wait = t.since(now).to_std().max(Duration::from_micros(1));
                             self.cond
@@ -670,6 +718,7 @@ impl Threaded {
             pending: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             backlog: AtomicUsize::new(0),
+            inline_loops: AtomicUsize::new(0),
             down: AtomicBool::new(false),
             c: Counters::default(),
             buffers: BufferPool::default(),

@@ -5,17 +5,15 @@
 
 use zerocopy::IntoBytes;
 
-use super::algorithms::{
-    ALLGATHER_RING_MIN, ALLREDUCE_RING_MIN, ALLTOALL_BRUCK_MAX, BCAST_LONG_MIN,
-};
-use super::tag;
+use super::{immediate, tag};
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence, Kind};
 use crate::error::{Error, Result};
 use crate::op::SystemOperation;
 use crate::point_to_point::Process;
+use crate::request::{Request, Scope};
 
-fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
+pub(super) fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
     if a != b {
         return Err(Error::Count(format!("{what}: {a} bytes against {b}")));
     }
@@ -23,7 +21,7 @@ fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
 }
 
 /// Offsets of packed varcount blocks: chunk `i` is `counts[i]` elements of `elem` bytes.
-fn packed_bounds(counts: &[usize], elem: usize) -> Vec<(usize, usize)> {
+pub(super) fn packed_bounds(counts: &[usize], elem: usize) -> Vec<(usize, usize)> {
     let mut off = 0;
     counts
         .iter()
@@ -36,7 +34,7 @@ fn packed_bounds(counts: &[usize], elem: usize) -> Vec<(usize, usize)> {
 }
 
 impl SimpleCommunicator {
-    fn check_counts(&self, counts: &[usize]) -> Result<()> {
+    pub(super) fn check_counts(&self, counts: &[usize]) -> Result<()> {
         if counts.len() != self.size() as usize {
             return Err(Error::Count(format!(
                 "{} counts for a communicator of {}",
@@ -57,19 +55,14 @@ impl SimpleCommunicator {
     fn all_gather_raw(&self, mine: &[u8], out: &mut [u8]) -> Result<()> {
         let p = self.size() as usize;
         same_len("allgather", mine.len() * p, out.len())?;
-        if out.len() < ALLGATHER_RING_MIN {
-            self.allgather_bruck(mine, out)
-        } else {
-            let b = mine.len();
-            let r = self.rank() as usize;
-            out[r * b..(r + 1) * b].copy_from_slice(mine);
-            self.allgather_ring(out, &|i| (i * b, b), tag::ALLGATHER)
-        }
+        let t = self.coll_tag(tag::ALLGATHER);
+        self.run("allgather", self.allgather(mine, out, t))
     }
 
     /// `MPI_Barrier`.
     pub fn barrier(&self) -> Result<()> {
-        self.barrier_dissemination()
+        let t = self.coll_tag(tag::BARRIER);
+        self.run("barrier", self.barrier_dissemination(t))
     }
 
     /// `MPI_Allreduce`: `recv = op(every rank's send)`.
@@ -81,13 +74,10 @@ impl SimpleCommunicator {
     ) -> Result<()> {
         let kind = send.kind();
         same_len("allreduce", send.bytes().len(), recv.bytes().len())?;
+        let t = self.coll_tag(tag::ALLREDUCE);
         let acc = recv.bytes_mut();
         acc.copy_from_slice(send.bytes());
-        if acc.len() >= ALLREDUCE_RING_MIN && acc.len() / kind.size() >= self.size() as usize {
-            self.allreduce_ring(acc, kind, op)
-        } else {
-            self.allreduce_recursive_doubling(acc, kind, op)
-        }
+        self.run("allreduce", self.allreduce(acc, kind, op, t))
     }
 
     /// `MPI_Allgather`: every rank's `send` (equal lengths), by rank.
@@ -112,10 +102,11 @@ impl SimpleCommunicator {
         let r = self.rank() as usize;
         same_len("allgatherv (own block)", send.len(), counts[r])?;
         same_len("allgatherv", recv.len(), counts.iter().sum::<usize>())?;
+        let t = self.coll_tag(tag::ALLGATHER);
         let out = recv.as_mut_bytes();
         let (s, l) = bounds[r];
         out[s..s + l].copy_from_slice(send.as_bytes());
-        self.allgather_ring(out, &|i| bounds[i], tag::ALLGATHER)
+        self.run("allgatherv", self.allgather_ring(out, &|i| bounds[i], t))
     }
 
     /// `MPI_Alltoall`: `send` holds `size` equal blocks, block `i` for rank `i`; `recv` gets
@@ -134,12 +125,8 @@ impl SimpleCommunicator {
                 sb.len()
             )));
         }
-        let b = sb.len() / p;
-        if b <= ALLTOALL_BRUCK_MAX && p >= 8 {
-            self.alltoall_bruck(sb, rb, b)
-        } else {
-            self.alltoall_pairwise(sb, &|i| (i * b, b), rb, &|i| (i * b, b))
-        }
+        let t = self.coll_tag(tag::ALLTOALL);
+        self.run("alltoall", self.alltoall(sb, rb, sb.len() / p, t))
     }
 
     /// `MPI_Alltoallv`: `send_counts[i]` elements go to rank `i`, `recv_counts[i]` come from
@@ -158,11 +145,16 @@ impl SimpleCommunicator {
         let elem = std::mem::size_of::<T>();
         let sbounds = packed_bounds(send_counts, elem);
         let rbounds = packed_bounds(recv_counts, elem);
-        self.alltoall_pairwise(
-            send.as_bytes(),
-            &|i| sbounds[i],
-            recv.as_mut_bytes(),
-            &|i| rbounds[i],
+        let t = self.coll_tag(tag::ALLTOALL);
+        self.run(
+            "alltoallv",
+            self.alltoall_pairwise(
+                send.as_bytes(),
+                &|i| sbounds[i],
+                recv.as_mut_bytes(),
+                &|i| rbounds[i],
+                t,
+            ),
         )
     }
 
@@ -191,8 +183,12 @@ impl SimpleCommunicator {
         let r = self.rank() as usize;
         same_len("reduce_scatter (own block)", recv.len(), counts[r])?;
         let bounds = packed_bounds(counts, std::mem::size_of::<T>());
+        let t = self.coll_tag(tag::REDUCE_SCATTER);
         let mut acc = send.as_bytes().to_vec();
-        self.reduce_scatter_ring(&mut acc, T::KIND, op, &|i| bounds[i], tag::REDUCE_SCATTER)?;
+        self.run(
+            "reduce_scatter",
+            self.reduce_scatter_ring(&mut acc, T::KIND, op, &|i| bounds[i], t),
+        )?;
         let (s, l) = bounds[r];
         recv.as_mut_bytes().copy_from_slice(&acc[s..s + l]);
         Ok(())
@@ -207,7 +203,11 @@ impl SimpleCommunicator {
     ) -> Result<()> {
         same_len("scan", send.bytes().len(), recv.bytes().len())?;
         let kind = send.kind();
-        self.scan_recursive_doubling(send.bytes(), recv.bytes_mut(), kind, op, false)
+        let t = self.coll_tag(tag::SCAN);
+        self.run(
+            "scan",
+            self.scan_recursive_doubling(send.bytes(), recv.bytes_mut(), kind, op, false, t),
+        )
     }
 
     /// `MPI_Exscan` (exclusive prefix reduction; `recv` is untouched on rank 0).
@@ -219,7 +219,11 @@ impl SimpleCommunicator {
     ) -> Result<()> {
         same_len("exscan", send.bytes().len(), recv.bytes().len())?;
         let kind = send.kind();
-        self.scan_recursive_doubling(send.bytes(), recv.bytes_mut(), kind, op, true)
+        let t = self.coll_tag(tag::EXSCAN);
+        self.run(
+            "exscan",
+            self.scan_recursive_doubling(send.bytes(), recv.bytes_mut(), kind, op, true, t),
+        )
     }
 }
 
@@ -270,6 +274,82 @@ pub trait Root {
         counts: &[usize],
         recv: &mut [T],
     ) -> Result<()>;
+
+    /// `MPI_Ibcast` of `buf` from this root.
+    fn immediate_broadcast_into<'a, B: BufferMut + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        buf: &'a mut B,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Ireduce` on a non-root: contribute `send`.
+    fn immediate_reduce_into<'a, S: Buffer + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a S,
+        op: SystemOperation,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Ireduce` on the root: `recv = op(every rank's send)`.
+    fn immediate_reduce_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: SystemOperation,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Igather` on a non-root.
+    fn immediate_gather_into<'a, S: Buffer + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a S,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Igather` on the root: every rank's `send` (equal lengths), by rank.
+    fn immediate_gather_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Igatherv` on a non-root.
+    fn immediate_gather_varcount_into<'a, T: Equivalence>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a [T],
+    ) -> Result<Request<'a>>;
+    /// `MPI_Igatherv` on the root: rank `i`'s `counts[i]` elements, packed by rank.
+    fn immediate_gather_varcount_into_root<'a, T: Equivalence>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+    ) -> Result<Request<'a>>;
+    /// `MPI_Iscatter` on a non-root.
+    fn immediate_scatter_into<'a, R: BufferMut + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Iscatter` on the root: block `i` of `send` to rank `i`.
+    fn immediate_scatter_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>>;
+    /// `MPI_Iscatterv` on a non-root (receives `recv.len()` elements).
+    fn immediate_scatter_varcount_into<'a, T: Equivalence>(
+        &self,
+        scope: &Scope<'a>,
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>>;
+    /// `MPI_Iscatterv` on the root: `counts[i]` elements of `send` (packed) to rank `i`.
+    fn immediate_scatter_varcount_into_root<'a, T: Equivalence>(
+        &self,
+        scope: &Scope<'a>,
+        send: &'a [T],
+        counts: &[usize],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>>;
 }
 
 impl Process<'_> {
@@ -290,12 +370,8 @@ impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<()> {
         self.check_root()?;
         let c = self.comm();
-        let b = buf.bytes_mut();
-        if b.len() >= BCAST_LONG_MIN && c.size() >= 8 {
-            c.bcast_scatter_allgather(b, self.rank())
-        } else {
-            c.bcast_binomial(b, self.rank())
-        }
+        let t = c.coll_tag(tag::BCAST);
+        c.run("bcast", c.bcast(buf.bytes_mut(), self.rank(), t))
     }
 
     fn reduce_into<S: Buffer + ?Sized>(&self, send: &S, op: SystemOperation) -> Result<()> {
@@ -305,9 +381,13 @@ impl Root for Process<'_> {
                 "reduce_into on the root: use reduce_into_root".into(),
             ));
         }
+        let c = self.comm();
+        let t = c.coll_tag(tag::REDUCE);
         let mut acc = send.bytes().to_vec();
-        self.comm()
-            .reduce_binomial(&mut acc, send.kind(), op, self.rank())
+        c.run(
+            "reduce",
+            c.reduce_binomial(&mut acc, send.kind(), op, self.rank(), t),
+        )
     }
 
     fn reduce_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -319,15 +399,18 @@ impl Root for Process<'_> {
         self.check_root()?;
         same_len("reduce", send.bytes().len(), recv.bytes().len())?;
         let kind: Kind = send.kind();
+        let c = self.comm();
+        let t = c.coll_tag(tag::REDUCE);
         let acc = recv.bytes_mut();
         acc.copy_from_slice(send.bytes());
-        self.comm().reduce_binomial(acc, kind, op, self.rank())
+        c.run("reduce", c.reduce_binomial(acc, kind, op, self.rank(), t))
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()> {
         self.check_root()?;
-        self.comm()
-            .gather_binomial(send.bytes(), self.rank())
+        let c = self.comm();
+        let t = c.coll_tag(tag::GATHER);
+        c.run("gather", c.gather_binomial(send.bytes(), self.rank(), t))
             .map(|_| ())
     }
 
@@ -339,7 +422,9 @@ impl Root for Process<'_> {
         self.check_root()?;
         let p = self.comm().size() as usize;
         same_len("gather", send.bytes().len() * p, recv.bytes().len())?;
-        if let Some(all) = self.comm().gather_binomial(send.bytes(), self.rank())? {
+        let c = self.comm();
+        let t = c.coll_tag(tag::GATHER);
+        if let Some(all) = c.run("gather", c.gather_binomial(send.bytes(), self.rank(), t))? {
             recv.bytes_mut().copy_from_slice(&all);
         }
         Ok(())
@@ -347,8 +432,9 @@ impl Root for Process<'_> {
 
     fn gather_varcount_into<T: Equivalence>(&self, send: &[T]) -> Result<()> {
         self.check_root()?;
-        self.comm()
-            .coll_send(self.rank(), tag::GATHER, send.as_bytes())
+        let c = self.comm();
+        let t = c.coll_tag(tag::GATHER);
+        c.run("gatherv", c.coll_send(self.rank(), t, send.as_bytes()))
     }
 
     fn gather_varcount_into_root<T: Equivalence>(
@@ -361,22 +447,26 @@ impl Root for Process<'_> {
         c.check_counts(counts)?;
         same_len("gatherv", recv.len(), counts.iter().sum())?;
         let bounds = packed_bounds(counts, std::mem::size_of::<T>());
-        let out = recv.as_mut_bytes();
-        for (i, &(s, l)) in bounds.iter().enumerate() {
-            if i as i32 == c.rank() {
-                same_len("gatherv (own block)", send.as_bytes().len(), l)?;
-                out[s..s + l].copy_from_slice(send.as_bytes());
-            } else {
-                c.coll_recv(i as i32, tag::GATHER, &mut out[s..s + l])?;
-            }
-        }
-        Ok(())
+        same_len(
+            "gatherv (own block)",
+            send.as_bytes().len(),
+            bounds[c.rank() as usize].1,
+        )?;
+        let t = c.coll_tag(tag::GATHER);
+        c.run(
+            "gatherv",
+            c.gatherv_linear(send.as_bytes(), recv.as_mut_bytes(), &bounds, t),
+        )
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()> {
         self.check_root()?;
-        self.comm()
-            .scatter_binomial(&[], recv.bytes_mut(), self.rank())
+        let c = self.comm();
+        let t = c.coll_tag(tag::SCATTER);
+        c.run(
+            "scatter",
+            c.scatter_binomial(&[], recv.bytes_mut(), self.rank(), t),
+        )
     }
 
     fn scatter_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -387,14 +477,19 @@ impl Root for Process<'_> {
         self.check_root()?;
         let p = self.comm().size() as usize;
         same_len("scatter", recv.bytes().len() * p, send.bytes().len())?;
-        self.comm()
-            .scatter_binomial(send.bytes(), recv.bytes_mut(), self.rank())
+        let c = self.comm();
+        let t = c.coll_tag(tag::SCATTER);
+        c.run(
+            "scatter",
+            c.scatter_binomial(send.bytes(), recv.bytes_mut(), self.rank(), t),
+        )
     }
 
     fn scatter_varcount_into<T: Equivalence>(&self, recv: &mut [T]) -> Result<()> {
         self.check_root()?;
-        self.comm()
-            .coll_recv(self.rank(), tag::SCATTER, recv.as_mut_bytes())
+        let c = self.comm();
+        let t = c.coll_tag(tag::SCATTER);
+        c.run("scatterv", c.coll_recv(self.rank(), t, recv.as_mut_bytes()))
     }
 
     fn scatter_varcount_into_root<T: Equivalence>(
@@ -407,15 +502,112 @@ impl Root for Process<'_> {
         c.check_counts(counts)?;
         same_len("scatterv", send.len(), counts.iter().sum())?;
         let bounds = packed_bounds(counts, std::mem::size_of::<T>());
-        let all = send.as_bytes();
-        for (i, &(s, l)) in bounds.iter().enumerate() {
-            if i as i32 == c.rank() {
-                same_len("scatterv (own block)", recv.as_bytes().len(), l)?;
-                recv.as_mut_bytes().copy_from_slice(&all[s..s + l]);
-            } else {
-                c.coll_send(i as i32, tag::SCATTER, &all[s..s + l])?;
-            }
-        }
-        Ok(())
+        same_len(
+            "scatterv (own block)",
+            recv.as_bytes().len(),
+            bounds[c.rank() as usize].1,
+        )?;
+        let t = c.coll_tag(tag::SCATTER);
+        c.run(
+            "scatterv",
+            c.scatterv_linear(send.as_bytes(), recv.as_mut_bytes(), &bounds, t),
+        )
+    }
+
+    fn immediate_broadcast_into<'a, B: BufferMut + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        buf: &'a mut B,
+    ) -> Result<Request<'a>> {
+        immediate::broadcast(self, buf)
+    }
+
+    fn immediate_reduce_into<'a, S: Buffer + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a S,
+        op: SystemOperation,
+    ) -> Result<Request<'a>> {
+        immediate::reduce(self, send, None, op)
+    }
+
+    fn immediate_reduce_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: SystemOperation,
+    ) -> Result<Request<'a>> {
+        immediate::reduce(self, send, Some(recv.bytes_mut()), op)
+    }
+
+    fn immediate_gather_into<'a, S: Buffer + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a S,
+    ) -> Result<Request<'a>> {
+        immediate::gather(self, send, None)
+    }
+
+    fn immediate_gather_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>> {
+        immediate::gather(self, send, Some(recv.bytes_mut()))
+    }
+
+    fn immediate_gather_varcount_into<'a, T: Equivalence>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a [T],
+    ) -> Result<Request<'a>> {
+        immediate::gather_varcount(self, send, None)
+    }
+
+    fn immediate_gather_varcount_into_root<'a, T: Equivalence>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+    ) -> Result<Request<'a>> {
+        immediate::gather_varcount(self, send, Some((recv, counts)))
+    }
+
+    fn immediate_scatter_into<'a, R: BufferMut + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>> {
+        immediate::scatter(self, None, recv.bytes_mut())
+    }
+
+    fn immediate_scatter_into_root<'a, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>> {
+        immediate::scatter(self, Some(send.bytes()), recv.bytes_mut())
+    }
+
+    fn immediate_scatter_varcount_into<'a, T: Equivalence>(
+        &self,
+        _scope: &Scope<'a>,
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        immediate::scatter_varcount(self, None, recv)
+    }
+
+    fn immediate_scatter_varcount_into_root<'a, T: Equivalence>(
+        &self,
+        _scope: &Scope<'a>,
+        send: &'a [T],
+        counts: &[usize],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a>> {
+        immediate::scatter_varcount(self, Some((send, counts)), recv)
     }
 }

@@ -22,6 +22,8 @@
 
 mod algorithms;
 mod api;
+pub(crate) mod exec;
+mod immediate;
 
 pub use api::Root;
 

@@ -9,7 +9,10 @@ use platform::EngineKind;
 
 use super::ToolKind as Kind;
 use super::pair::{MSG_INDEX, Pair, RMA_INDEX, VNI};
-use super::{BwStats, OP_TIMEOUT, PORTALS_MTU, RULE, ToolError, ToolResult, engine_name, sizes};
+use super::{
+    BwStats, OP_TIMEOUT, PORTALS_MTU, RULE, ToolError, ToolResult, engine_name, failure_codes,
+    sizes,
+};
 use userlib::cxi::{CxiError, ct::Ct};
 
 /// Options of the bandwidth tools.
@@ -197,10 +200,10 @@ impl Ctx<'_> {
         self.expected += u64::from(o.list_size);
         let wb = self.ct.wait(self.expected, OP_TIMEOUT)?;
         if wb.ct_failure != 0 {
-            return Err(ToolError::Option(format!(
-                "{} operations failed",
-                wb.ct_failure
-            )));
+            return Err(ToolError::Failed {
+                count: wb.ct_failure.into(),
+                why: failure_codes(&mut c.eq),
+            });
         }
         Ok(())
     }

@@ -44,6 +44,16 @@ pub enum ToolError {
     /// A bad option.
     #[error("{0}")]
     Option(String),
+    /// Operations counted as failures by a counting event (its failure count is 7 bits
+    /// wide); `why` names the return codes
+    /// their events carried.
+    #[error("{count} operations failed ({why})")]
+    Failed {
+        /// How many the counter counted.
+        count: u64,
+        /// The return codes seen on the event queue, with counts.
+        why: String,
+    },
     /// A command completed with an error.
     #[error("{op} completed with return code {rc}")]
     Completion {
@@ -52,6 +62,55 @@ pub enum ToolError {
         /// Its return code.
         rc: firmware_spec::cassini::rc::ReturnCode,
     },
+}
+
+/// The return codes of the failure events waiting on `eq` (successful events are disabled
+/// in the bandwidth loops, so what is there is what failed), as `"PT_DISABLED x 82"`, with a
+/// hint at the limit behind the commonest ones, and whether events were dropped.
+pub(crate) fn failure_codes(eq: &mut userlib::cxi::evtq::EventQueue) -> String {
+    use firmware_spec::cassini::rc::ReturnCode;
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut hints = Vec::new();
+    while let Ok(Some(ev)) = eq.get_event() {
+        let rc = ev.return_code();
+        if rc == ReturnCode::Ok {
+            continue;
+        }
+        let hint = match rc {
+            ReturnCode::PtDisabled => Some(
+                "the target PtlTE was disabled by flow control: its event queue or list \
+                 entries ran out (lower -l)",
+            ),
+            ReturnCode::Undeliverable => Some(
+                "no response within the 1 s request timeout, or retries exhausted: the target \
+                 could not keep up",
+            ),
+            _ => None,
+        };
+        if let Some(h) = hint
+            && !hints.contains(&h)
+        {
+            hints.push(h);
+        }
+        *counts.entry(rc.to_string()).or_default() += 1;
+    }
+    let _ = eq.ack();
+    let mut why: Vec<String> = counts
+        .into_iter()
+        .map(|(rc, n)| format!("{rc} x {n}"))
+        .collect();
+    if eq.drops().unwrap_or(false) {
+        why.push("further events dropped: the event queue was full".into());
+    }
+    if why.is_empty() {
+        why.push("no failure event was delivered".into());
+    }
+    let mut s = why.join(", ");
+    for h in hints {
+        s.push_str("; ");
+        s.push_str(h);
+    }
+    s
 }
 
 /// Result of a tool.

@@ -1,0 +1,60 @@
+//! Decoded copies of the small CQ configuration tables the data path reads (access
+//! controls, communication profiles, PtlTE resource groups, CQ policies). `hw` keeps them up
+//! to date from CSR writes, so no block reads the CSR file on the data path. A leaf.
+
+use firmware_spec::cassini::csr;
+
+/// A communication profile (`c_cq_cfg_cp_table` + `c_cq_cfg_cp_fl_table`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Cp {
+    pub(crate) vni: u16,
+    pub(crate) valid: bool,
+    pub(crate) tc: u8,
+}
+
+/// Decoded copies of the small configuration tables used on the data path.
+#[derive(Debug)]
+pub(crate) struct Tables {
+    /// `c_cq_cfg_ac_array`: (rgid * 8 + lac) -> AC.
+    pub(crate) ac_array: Vec<u16>,
+    /// `c_cq_cfg_cid_array`: (rgid * 16 + lcid) -> CP.
+    pub(crate) cid_array: Vec<u8>,
+    pub(crate) cp: Vec<Cp>,
+    /// `c_cq_cfg_ptlte_rgid_table`.
+    pub(crate) ptlte_rgid: Vec<u8>,
+    /// `c_cq_cfg_cq_policy`: (shift, write back on empty) per policy.
+    pub(crate) policy: [(u8, bool); 4],
+    /// Bumped on every change of the CP tables (CQs cache their resolved CP).
+    pub(crate) cp_gen: u64,
+}
+
+impl Tables {
+    pub(crate) fn new() -> Self {
+        Tables {
+            ac_array: vec![0; csr::C_CQ_CFG_AC_ARRAY.entries as usize],
+            cid_array: vec![0; csr::C_CQ_CFG_CID_ARRAY.entries as usize],
+            cp: vec![Cp::default(); csr::C_CQ_CFG_CP_TABLE.entries as usize],
+            ptlte_rgid: vec![0; csr::C_CQ_CFG_PTLTE_RGID_TABLE.entries as usize],
+            policy: [(4, false); 4],
+            cp_gen: 1,
+        }
+    }
+
+    /// AC of `lac` in resource group `rgid` (0 = none, which the ATU rejects).
+    pub(crate) fn lac_ac(&self, rgid: u8, lac: u8) -> u16 {
+        let i = usize::from(rgid) * 8 + usize::from(lac & 7);
+        self.ac_array.get(i).copied().unwrap_or(0)
+    }
+
+    /// Communication profile of `lcid` in resource group `rgid`.
+    pub(crate) fn cp(&self, rgid: u8, lcid: u8) -> Cp {
+        let i = usize::from(rgid) * 16 + usize::from(lcid & 15);
+        let cp = self.cid_array.get(i).copied().unwrap_or(0);
+        self.cp.get(usize::from(cp)).copied().unwrap_or_default()
+    }
+
+    /// Resource group of PtlTE `pt`.
+    pub(crate) fn ptlte_rgid(&self, pt: u16) -> u8 {
+        self.ptlte_rgid.get(usize::from(pt)).copied().unwrap_or(0)
+    }
+}
