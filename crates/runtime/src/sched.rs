@@ -56,8 +56,9 @@ pub const MAX_ROUNDS: u32 = 64;
 /// Times in a row a rank that wrote to its NIC runs again without waiting for the NIC.
 pub const SELF_SPINS: u8 = 2;
 /// Rounds in a row that resume every waiting rank, when nothing else can happen, before the
-/// job is declared deadlocked (see [`Scheduler::run`]).
-pub const MAX_PROBES: u32 = 16;
+/// job is declared deadlocked (see [`Scheduler::run`]). Generous: a rank that calls `test`
+/// in a loop a few hundred times without waiting for anything needs one such round per call.
+pub const MAX_PROBES: u32 = 1024;
 /// Stack of each rank's coroutine (reserved, committed as it is touched).
 pub const RANK_STACK: usize = 1 << 20;
 /// Stack of the thread that runs the job (the coroutines of all ranks are nested on it).
