@@ -9,7 +9,8 @@
 //!
 //! The driver knows nothing of emulators: it probes whatever PCI functions it is given (an
 //! emulated function from the `platform` crate, or a vfio-bound real device), and takes only
-//! emu-core's seams (MMIO, memory, [`Progress`]).
+//! emu-core's seams (MMIO, memory, [`Progress`], the [`clock`] host software reads for its
+//! timeouts).
 
 pub mod alloc;
 pub mod cassini;
@@ -17,4 +18,5 @@ pub mod gemini;
 pub mod mem;
 pub mod pci;
 
+pub use emu_core::clock;
 pub use emu_core::engine::Progress;

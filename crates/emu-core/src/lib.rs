@@ -11,8 +11,11 @@
 //! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
 //! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
 //!   drive models (seams 3 and 4).
+//! - [`clock`]: the clock host software reads for its timeouts (real time, or the
+//!   deterministic engine's virtual time inside a virtual-time runtime).
 
 pub mod bus;
+pub mod clock;
 pub mod dma;
 pub mod engine;
 pub mod fabric;

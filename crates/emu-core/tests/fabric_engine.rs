@@ -301,6 +301,28 @@ fn one_link_arrival_is_latency_plus_serialisation() {
 }
 
 #[test]
+fn step_event_names_the_device_and_next_event_time_peeks() {
+    let e = Deterministic::new(
+        1,
+        fabric(Topology::PointToPoint, slow_link(), FaultConfig::none()),
+    );
+    let _logs = recorders(&e, 2);
+    assert_eq!(e.next_event_time(), None);
+    assert_eq!(Engine::next_event_time(&e), None);
+    assert_eq!(e.step_event(), None);
+    send(&e, 0, 1, 0, 100, 0);
+    send(&e, 1, 0, 0, 100, 1);
+    let t = SimTime::from_ns(50 + 116);
+    assert_eq!(e.next_event_time(), Some(t));
+    assert_eq!(e.now(), SimTime::ZERO);
+    // Scheduled in order: the packet to port 1 first, then the one to port 0.
+    assert_eq!(e.step_event(), Some(DeviceId(1)));
+    assert_eq!(e.now(), t);
+    assert_eq!(e.step_event(), Some(DeviceId(0)));
+    assert_eq!(e.step_event(), None);
+}
+
+#[test]
 fn multi_hop_is_store_and_forward() {
     let lp = slow_link();
     let cases = [

@@ -3,7 +3,9 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use crate::collective::exec::{Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;

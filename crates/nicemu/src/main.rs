@@ -4,7 +4,8 @@
 //! `firmware-spec`; `demo` ([`demo`]) runs the main job; `bench` ([`bench`]) prints
 //! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
 //! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
-//! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job.
+//! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job; `job`
+//! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine).
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -12,6 +13,7 @@ mod cxi_tools;
 mod demo;
 mod devices;
 mod gni_tools;
+mod job;
 mod osu;
 mod spec;
 
@@ -74,6 +76,9 @@ enum Command {
     GniReadBw(gni_tools::BwArgs),
     /// OSU-format MPI micro-benchmarks as an MPI job on emulated NICs.
     Osu(osu::OsuArgs),
+    /// An MPI job of N ranks (allreduce, barrier, alltoall of 8 B, checked): wall time,
+    /// virtual time, peak RSS and the replay digest.
+    Job(job::JobArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::GniWriteBw(args) => gni_tools::bw(gni_tools::Bw::Write, args, &mut out),
         Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
         Command::Osu(args) => osu::run_args(args, &mut out),
+        Command::Job(args) => job::run(args, &mut out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

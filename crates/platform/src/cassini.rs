@@ -20,13 +20,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use driver::cassini::{CassiniDriver, CxiDevice, DriverConfig};
 use driver::mem::HostMem;
 use driver::pci::{BindState, PciAddress, PciBus, PciDriver, PciError};
+use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
-use emu_core::engine::{Engine, EngineError, Progress};
+use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, PortId, Topology};
 use thiserror::Error;
 
 use crate::devices::EmulatedDevice;
-use crate::engine::EngineKind;
+use crate::engine::{EngineKind, ProgressWrap, wrap_progress};
 use crate::function::{AttachError, attach};
 
 /// Why a cluster could not be built.
@@ -60,7 +61,7 @@ pub enum ClusterError {
 }
 
 /// Builder of a [`Cluster`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ClusterBuilder {
     nics: usize,
     engine: EngineKind,
@@ -69,6 +70,21 @@ pub struct ClusterBuilder {
     driver: DriverConfig,
     msix_vectors: u16,
     bind: bool,
+    wrap: Option<ProgressWrap>,
+}
+
+impl fmt::Debug for ClusterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterBuilder")
+            .field("nics", &self.nics)
+            .field("engine", &self.engine)
+            .field("topology", &self.topology)
+            .field("memory", &self.memory)
+            .field("msix_vectors", &self.msix_vectors)
+            .field("bind", &self.bind)
+            .field("progress_wrap", &self.wrap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ClusterBuilder {
@@ -81,6 +97,7 @@ impl Default for ClusterBuilder {
             driver: DriverConfig::default(),
             msix_vectors: 128,
             bind: true,
+            wrap: None,
         }
     }
 }
@@ -129,6 +146,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// Wrap each node's progress handle (see [`ProgressWrap`]): the node's Cassini driver
+    /// (and so every wait of the user library and of the code above it) calls the wrapped
+    /// handle; [`Cluster::progress`] stays the engine's own.
+    pub fn progress_wrap(mut self, wrap: ProgressWrap) -> Self {
+        self.wrap = Some(wrap);
+        self
+    }
+
     /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
     pub fn build(self) -> Result<Cluster, ClusterError> {
         if self.nics == 0 {
@@ -138,15 +163,18 @@ impl ClusterBuilder {
             ports: self.nics as u32,
         });
         let fabric = Fabric::new(FabricConfig::new(topology))?;
-        let (engine, threaded) = self.engine.start(fabric)?;
+        let started = self.engine.start(fabric)?;
+        let engine = started.engine;
         let progress = engine.progress_handle();
         let mut nodes = Vec::with_capacity(self.nics);
         for i in 0..self.nics {
-            nodes.push(self.build_node(i, &engine, &progress)?);
+            let node_progress = wrap_progress(self.wrap.as_ref(), i, &progress);
+            nodes.push(self.build_node(i, &engine, &node_progress)?);
         }
         Ok(Cluster {
             engine,
-            threaded,
+            threaded: started.threaded,
+            deterministic: started.deterministic,
             progress,
             nodes,
             kind: self.engine,
@@ -170,6 +198,7 @@ impl ClusterBuilder {
         let node = Node {
             index: i,
             nid,
+            device: nic.device,
             memory: Arc::clone(&nic.host),
             driver: CassiniDriver::new(nic.host, self.driver.clone()),
             bus: Mutex::new(nic.bus),
@@ -187,6 +216,7 @@ impl ClusterBuilder {
 pub struct Node {
     index: usize,
     nid: u32,
+    device: DeviceId,
     memory: Arc<dyn HostMem>,
     driver: CassiniDriver,
     bus: Mutex<PciBus>,
@@ -213,6 +243,11 @@ impl Node {
     /// The NID of the node's NIC.
     pub fn nid(&self) -> u32 {
         self.nid
+    }
+
+    /// The node's NIC in the engine (engine events name it).
+    pub fn device_id(&self) -> DeviceId {
+        self.device
     }
 
     /// Cassini device `i` of the node (`/dev/cxi<i>`), once the driver is bound.
@@ -264,7 +299,9 @@ impl Node {
         &self.memory
     }
 
-    /// The engine's progress handle: code waiting for the device calls `progress()`.
+    /// The node's progress handle (the engine's, or what the builder's
+    /// [`ClusterBuilder::progress_wrap`] made of it): code waiting for the device calls
+    /// `progress()`.
     pub fn progress(&self) -> &Arc<dyn Progress> {
         &self.progress
     }
@@ -279,6 +316,7 @@ impl Node {
 pub struct Cluster {
     engine: Arc<dyn Engine>,
     threaded: Option<Arc<Threaded>>,
+    deterministic: Option<Deterministic>,
     progress: Arc<dyn Progress>,
     nodes: Vec<Node>,
     kind: EngineKind,
@@ -322,6 +360,12 @@ impl Cluster {
     /// The engine's progress handle.
     pub fn progress(&self) -> &Arc<dyn Progress> {
         &self.progress
+    }
+
+    /// The deterministic engine's own handle (to step it event by event, read its trace
+    /// digest), when the cluster runs on one.
+    pub fn deterministic(&self) -> Option<&Deterministic> {
+        self.deterministic.as_ref()
     }
 
     /// Run engine work until nothing is left or `max` steps ran (deterministic engine: each

@@ -49,6 +49,8 @@ pub(crate) struct AttachedNic {
     pub bus: PciBus,
     /// Where the NIC sits on it.
     pub address: PciAddress,
+    /// The NIC's device id in the engine.
+    pub device: DeviceId,
 }
 
 /// The PCI address of each node's NIC on its own bus: bus 0x3b, device 0, function 0.
@@ -80,6 +82,7 @@ pub(crate) fn attach(
         host: Arc::new(EmulatedHostMemory::new(ram)),
         bus,
         address,
+        device: dev,
     })
 }
 

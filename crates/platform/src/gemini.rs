@@ -12,8 +12,9 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
-use emu_core::engine::{Engine, EngineError, Progress};
+use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
@@ -23,7 +24,7 @@ use driver::mem::HostMem;
 use driver::pci::{BindState, PciBus, PciDriver, PciError};
 
 use crate::devices::EmulatedDevice;
-use crate::engine::EngineKind;
+use crate::engine::{EngineKind, ProgressWrap, wrap_progress};
 use crate::function::{AttachError, attach};
 
 /// The ptag of the job a cluster configures by default (in the user range).
@@ -75,7 +76,7 @@ pub enum GeminiClusterError {
 }
 
 /// Builder of a [`GeminiCluster`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GeminiClusterBuilder {
     dims: [u32; 3],
     nics_per_router: u32,
@@ -85,6 +86,21 @@ pub struct GeminiClusterBuilder {
     job: Option<JobConfig>,
     ntt: bool,
     faults: FaultConfig,
+    wrap: Option<ProgressWrap>,
+}
+
+impl fmt::Debug for GeminiClusterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeminiClusterBuilder")
+            .field("dims", &self.dims)
+            .field("nics_per_router", &self.nics_per_router)
+            .field("engine", &self.engine)
+            .field("memory", &self.memory)
+            .field("job", &self.job)
+            .field("ntt", &self.ntt)
+            .field("progress_wrap", &self.wrap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for GeminiClusterBuilder {
@@ -98,6 +114,7 @@ impl Default for GeminiClusterBuilder {
             job: None,
             ntt: true,
             faults: FaultConfig::none(),
+            wrap: None,
         }
     }
 }
@@ -152,6 +169,13 @@ impl GeminiClusterBuilder {
         self
     }
 
+    /// Wrap each node's progress handle (see [`ProgressWrap`]): the node's kgni waits and
+    /// the uGNI library's polls (through `Kgni::progress`) call the wrapped handle.
+    pub fn progress_wrap(mut self, wrap: ProgressWrap) -> Self {
+        self.wrap = Some(wrap);
+        self
+    }
+
     /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
     pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
         let fabric = Fabric::new(FabricConfig {
@@ -163,15 +187,20 @@ impl GeminiClusterBuilder {
             faults: self.faults,
         })?;
         let ports = fabric.ports();
-        let (engine, threaded) = self.engine.start(fabric)?;
+        let started = self.engine.start(fabric)?;
+        let (engine, threaded) = (started.engine, started.threaded);
         let progress = Arc::new(ClusterProgress {
             engine: engine.progress_handle(),
             nodes: Mutex::new(Vec::new()),
         });
-        let waiter = if threaded.is_some() {
-            Waiter::Threaded(Arc::clone(&progress) as Arc<dyn Progress>)
-        } else {
-            Waiter::Deterministic(Arc::clone(&progress) as Arc<dyn Progress>)
+        let cluster_progress = Arc::clone(&progress) as Arc<dyn Progress>;
+        let waiter = |node: usize| {
+            let p = wrap_progress(self.wrap.as_ref(), node, &cluster_progress);
+            if threaded.is_some() {
+                Waiter::Threaded(p)
+            } else {
+                Waiter::Deterministic(p)
+            }
         };
         let job = self.job.clone().unwrap_or_else(|| JobConfig {
             ptag: DEFAULT_PTAG,
@@ -185,7 +214,7 @@ impl GeminiClusterBuilder {
         });
         let mut nodes = Vec::with_capacity(ports as usize);
         for pe in 0..ports {
-            let node = self.build_node(pe, &engine, &waiter, &job)?;
+            let node = self.build_node(pe, &engine, &waiter(pe as usize), &job)?;
             progress
                 .nodes
                 .lock()
@@ -196,6 +225,7 @@ impl GeminiClusterBuilder {
         Ok(GeminiCluster {
             engine,
             threaded,
+            deterministic: started.deterministic,
             progress,
             nodes,
             job,
@@ -218,7 +248,7 @@ impl GeminiClusterBuilder {
             }
         })?;
         let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
-        let (host, mut bus, address) = (nic.host, nic.bus, nic.address);
+        let (host, mut bus, address, device) = (nic.host, nic.bus, nic.address, nic.device);
         let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());
         let report = bus.probe_all(&[&driver as &dyn PciDriver]);
         let kgni = match report.first() {
@@ -247,6 +277,7 @@ impl GeminiClusterBuilder {
             })?;
         Ok(GeminiNode {
             pe,
+            device,
             memory: host,
             bus: Mutex::new(bus),
             kgni,
@@ -281,6 +312,7 @@ impl Progress for ClusterProgress {
 /// One node: its RAM, its PCI bus, the Gemini kgni brought up.
 pub struct GeminiNode {
     pe: u32,
+    device: DeviceId,
     memory: Arc<dyn HostMem>,
     bus: Mutex<PciBus>,
     kgni: Arc<Kgni>,
@@ -304,6 +336,11 @@ impl GeminiNode {
     /// The node's host memory.
     pub fn memory(&self) -> &Arc<dyn HostMem> {
         &self.memory
+    }
+
+    /// The node's NIC in the engine (engine events name it).
+    pub fn device_id(&self) -> DeviceId {
+        self.device
     }
 
     /// The node's kgni device (`/dev/kgni0`).
@@ -331,6 +368,7 @@ impl GeminiNode {
 pub struct GeminiCluster {
     engine: Arc<dyn Engine>,
     threaded: Option<Arc<Threaded>>,
+    deterministic: Option<Deterministic>,
     progress: Arc<ClusterProgress>,
     nodes: Vec<GeminiNode>,
     job: JobConfig,
@@ -375,6 +413,12 @@ impl GeminiCluster {
     /// The engine kind.
     pub fn engine_kind(&self) -> &EngineKind {
         &self.kind
+    }
+
+    /// The deterministic engine's own handle (to step it event by event, read its trace
+    /// digest), when the cluster runs on one.
+    pub fn deterministic(&self) -> Option<&Deterministic> {
+        self.deterministic.as_ref()
     }
 
     /// The cluster's PCI functions, for `nicemu devices` (NID = the node's PE).

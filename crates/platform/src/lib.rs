@@ -24,9 +24,11 @@ pub mod gemini;
 
 pub use cassini::{Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};
-pub use emu_core::engine::Progress;
+pub use emu_core::engine::deterministic::Deterministic;
 pub use emu_core::engine::threaded::ThreadedConfig;
+pub use emu_core::engine::{DeviceId, Progress};
 pub use emu_core::fabric::{FaultConfig, Topology};
-pub use engine::EngineKind;
+pub use emu_core::time::SimTime;
+pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;
 pub use gemini::{GeminiCluster, GeminiClusterBuilder, GeminiClusterError, GeminiNode};

@@ -1,10 +1,13 @@
 //! Jobs on emulated Cassini machines: every rank runs the cxi transport on its node's NIC.
 
+#![forbid(unsafe_code)]
+
 use mpi::Universe;
 use mpi::transport::cxi::CxiTransport;
-use platform::Cluster;
+use platform::{Cluster, EngineKind};
 
-use crate::{Job, JobError, run_ranks};
+use crate::sched::{self, Machine};
+use crate::{Job, JobError, JobReport, run_ranks, threaded_report};
 
 /// Build a Cassini cluster of `job.nodes` nodes on `job.engine` and run `f` as every rank
 /// of the job over the cxi transport. Returns what each rank returned, by rank.
@@ -12,27 +15,52 @@ pub fn run_cassini<R: Send>(
     job: &Job,
     f: impl Fn(Universe) -> R + Sync,
 ) -> Result<Vec<R>, JobError> {
+    run_cassini_report(job, f).map(|r| r.results)
+}
+
+/// [`run_cassini`], with the job's report (virtual time and replay digest on the
+/// deterministic engine, where the ranks run as coroutines).
+pub fn run_cassini_report<R: Send>(
+    job: &Job,
+    f: impl Fn(Universe) -> R + Sync,
+) -> Result<JobReport<R>, JobError> {
     if job.nodes == 0 || job.ranks_per_node == 0 {
         return Err(JobError::Shape(
             "a job needs at least one node and one rank".into(),
         ));
     }
-    let cluster = Cluster::builder()
+    let mut builder = Cluster::builder()
         .nics(job.nodes as usize)
         .engine(job.engine.clone())
-        .memory_per_node(job.memory_per_node)
+        .memory_per_node(job.memory_per_node);
+    if matches!(job.engine, EngineKind::Deterministic { .. }) {
+        builder = builder.progress_wrap(sched::yielding_progress());
+    }
+    let cluster = builder
         .build()
         .map_err(|e| JobError::Machine(e.to_string()))?;
-    run_ranks(
-        job,
-        |rank, pmi| {
-            let node = (rank / job.ranks_per_node) as usize;
-            let devices = cluster
-                .node(node)
-                .map(|n| n.cxi_devices())
-                .unwrap_or_default();
-            CxiTransport::new(&devices, pmi, &job.env)
-        },
-        f,
-    )
+    let make = |rank: u32, pmi| {
+        let node = (rank / job.ranks_per_node) as usize;
+        let devices = cluster
+            .node(node)
+            .map(|n| n.cxi_devices())
+            .unwrap_or_default();
+        CxiTransport::new(&devices, pmi, &job.env)
+    };
+    match cluster.deterministic() {
+        Some(engine) => {
+            let devices: Vec<usize> = cluster
+                .nodes()
+                .iter()
+                .map(|n| n.device_id().0 as usize)
+                .collect();
+            let m = Machine {
+                engine,
+                node_of_device: crate::node_of_device(&devices),
+                service: None,
+            };
+            sched::run_coroutines(job, m, make, f)
+        }
+        None => threaded_report(|| run_ranks(job, make, f)),
+    }
 }

@@ -2,15 +2,23 @@
 //! one MPI program on it, each rank with its own transport on its node's NIC, as a launcher
 //! (`mpiexec` + PMI) would on a real machine.
 //!
-//! On the threaded engine every rank is an OS thread.
+//! On the threaded engine every rank is an OS thread. On the deterministic engine every rank
+//! is a coroutine and the whole job runs on one thread ([`sched`]): the same seed replays it
+//! bit for bit ([`Job::run_with_digest`]).
+//!
+//! `unsafe` code is denied in the crate and allowed in one module only (`coop`, the rank
+//! coroutines' yield point); every other module forbids it.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod cassini;
+mod coop;
 pub mod gemini;
 pub mod pmi;
+pub mod sched;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
@@ -65,6 +73,82 @@ pub enum JobError {
         /// The panic message.
         message: String,
     },
+    /// Deterministic engine: no rank could run and no engine event was pending.
+    #[error("deadlock: ranks {} wait{} (no rank can run and no event is pending at virtual time {at:?})",
+        rank_list(waiting),
+        if in_fence.is_empty() { String::new() } else { format!("; in a PMI fence: {}", rank_list(in_fence)) })]
+    Deadlock {
+        /// Every rank that had not finished.
+        waiting: Vec<u32>,
+        /// Those of them waiting in a PMI fence.
+        in_fence: Vec<u32>,
+        /// The virtual time.
+        at: Duration,
+    },
+}
+
+/// `0, 1, 2` (the first 32 ranks, then how many more).
+fn rank_list(ranks: &[u32]) -> String {
+    let mut s = ranks
+        .iter()
+        .take(32)
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ranks.len() > 32 {
+        s.push_str(&format!(" and {} more", ranks.len() - 32));
+    }
+    s
+}
+
+/// What a job returned, and how it ran.
+#[derive(Debug)]
+pub struct JobReport<R> {
+    /// What each rank returned, by rank.
+    pub results: Vec<R>,
+    /// Wall-clock time of the job (machine built, ranks run, machine torn down not counted).
+    pub wall: Duration,
+    /// Deterministic engine: virtual time at the end of the job.
+    pub virtual_time: Option<Duration>,
+    /// Deterministic engine: the replay digest — the engine's trace digest (every event,
+    /// MMIO access and interrupt, with its virtual time), the virtual end time, the order in
+    /// which the scheduler ran the ranks, and the rank count. The same seed gives the same
+    /// digest.
+    pub digest: Option<u64>,
+    /// Engine events processed.
+    pub events: u64,
+    /// Deterministic engine: scheduling rounds.
+    pub rounds: u64,
+}
+
+/// Fold `w` into the running digest `h` (order sensitive).
+pub(crate) fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+/// Device id -> node index, from the device id of each node.
+pub(crate) fn node_of_device(devices: &[usize]) -> Vec<usize> {
+    let mut v = vec![usize::MAX; devices.iter().copied().max().map_or(0, |m| m + 1)];
+    for (node, &d) in devices.iter().enumerate() {
+        v[d] = node;
+    }
+    v
+}
+
+/// Run `ranks` (threads) and time it; the report of a threaded job.
+pub(crate) fn threaded_report<R>(
+    ranks: impl FnOnce() -> Result<Vec<R>, JobError>,
+) -> Result<JobReport<R>, JobError> {
+    let wall = Instant::now();
+    let results = ranks()?;
+    Ok(JobReport {
+        results,
+        wall: wall.elapsed(),
+        virtual_time: None,
+        digest: None,
+        events: 0,
+        rounds: 0,
+    })
 }
 
 /// The shape of a job and the machine it runs on.
@@ -116,10 +200,22 @@ impl Job {
 
     /// Run `f` as every rank of the job on an emulated machine of its NIC; what each rank
     /// returned, by rank.
+    ///
+    /// On the deterministic engine the ranks are coroutines on one thread ([`sched`]); on
+    /// the threaded engine they are threads.
     pub fn run<R: Send>(&self, f: impl Fn(Universe) -> R + Sync) -> Result<Vec<R>, JobError> {
+        self.run_with_digest(f).map(|r| r.results)
+    }
+
+    /// [`Job::run`], with the job's report: wall time, and on the deterministic engine the
+    /// virtual end time and the replay digest (two runs with one seed give the same digest).
+    pub fn run_with_digest<R: Send>(
+        &self,
+        f: impl Fn(Universe) -> R + Sync,
+    ) -> Result<JobReport<R>, JobError> {
         match self.nic {
-            Nic::Gemini => gemini::run_gemini(self, f),
-            Nic::Cassini => cassini::run_cassini(self, f),
+            Nic::Gemini => gemini::run_gemini_report(self, f),
+            Nic::Cassini => cassini::run_cassini_report(self, f),
         }
     }
 
@@ -194,7 +290,7 @@ impl Drop for AbortOnPanic<'_> {
     }
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())

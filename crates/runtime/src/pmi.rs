@@ -1,12 +1,19 @@
 //! PMI for ranks that live in one process: a shared key-value space and a fence that every
 //! rank of the job joins. A rank that fails aborts the job's fences, so no rank waits forever
 //! for one that is gone.
+//!
+//! A rank that runs as a coroutine (deterministic engine) does not block in a fence: it
+//! yields to the scheduler, which resumes it once the PMI state changed ([`Shared::epoch`]).
+
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use mpi::pmi::Pmi;
 use mpi::{Error, Result};
+
+use crate::coop::{self, Suspend};
 
 #[derive(Default)]
 struct State {
@@ -17,6 +24,8 @@ struct State {
     generation: u64,
     /// Set when a rank failed: fences return an error.
     aborted: Option<String>,
+    /// Bumped when a fence completes or the job is aborted.
+    epoch: u64,
 }
 
 /// The job-wide side, shared by every rank's [`InProcessPmi`].
@@ -35,8 +44,29 @@ impl Shared {
     /// Abort the job: every fence, now and later, fails with `why`.
     pub fn abort(&self, why: &str) {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        st.aborted.get_or_insert_with(|| why.to_string());
+        if st.aborted.is_none() {
+            st.aborted = Some(why.to_string());
+            st.epoch += 1;
+        }
         self.cond.notify_all();
+    }
+
+    /// Changes whenever a fence completes or the job is aborted: a scheduler resumes the
+    /// ranks waiting in a fence when it moved.
+    pub fn epoch(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .epoch
+    }
+
+    /// Why the job was aborted, if it was.
+    pub fn aborted(&self) -> Option<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .aborted
+            .clone()
     }
 }
 
@@ -97,12 +127,28 @@ impl Pmi for InProcessPmi {
         if st.arrived == self.size {
             st.arrived = 0;
             st.generation += 1;
+            st.epoch += 1;
             self.shared.cond.notify_all();
             return Ok(());
         }
         while st.generation == generation {
             if let Some(why) = &st.aborted {
                 return Err(Error::Transport(format!("PMI fence: job aborted: {why}")));
+            }
+            if coop::in_rank() {
+                // A coroutine: let the other ranks run instead of blocking the thread.
+                drop(st);
+                if !coop::suspend(Suspend::Pmi) {
+                    return Err(Error::Transport(
+                        "PMI fence: the rank is unwinding".to_string(),
+                    ));
+                }
+                st = self
+                    .shared
+                    .state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
             }
             st = self
                 .shared

@@ -156,9 +156,12 @@ impl Core {
 
     /// Run the next event. False if the queue is empty.
     fn step(&mut self) -> bool {
-        let Some(ev) = self.queue.pop() else {
-            return false;
-        };
+        self.step_device().is_some()
+    }
+
+    /// Run the next event; the device that handled it, `None` if the queue is empty.
+    fn step_device(&mut self) -> Option<DeviceId> {
+        let ev = self.queue.pop()?;
         self.now = self.now.max(ev.time);
         self.counters.events += 1;
         let dev = ev.dev;
@@ -192,7 +195,7 @@ impl Core {
             }
         }
         self.apply(dev);
-        true
+        Some(DeviceId(dev))
     }
 
     fn next_time(&self) -> Option<SimTime> {
@@ -491,6 +494,18 @@ impl Deterministic {
         self.with_core(Core::step)
     }
 
+    /// Run the next event (advancing virtual time to it) and tell which device handled it
+    /// (a scheduler uses it to wake only the code waiting on that device); `None` if nothing
+    /// is pending.
+    pub fn step_event(&self) -> Option<DeviceId> {
+        self.with_core(Core::step_device)
+    }
+
+    /// The virtual time of the next pending event, `None` if nothing is pending.
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.lock().next_time()
+    }
+
     /// Run until no event is pending; returns the number of events run. A device that
     /// re-arms a timer forever never lets this return: use [`Deterministic::run_for`] or
     /// [`Deterministic::run_events`] for such workloads.
@@ -618,6 +633,9 @@ impl Engine for Deterministic {
     }
     fn progress_handle(&self) -> Arc<dyn Progress> {
         Arc::new(self.clone())
+    }
+    fn next_event_time(&self) -> Option<SimTime> {
+        Deterministic::next_event_time(self)
     }
     fn counters(&self) -> EngineCounters {
         Deterministic::counters(self)

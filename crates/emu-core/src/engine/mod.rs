@@ -327,6 +327,11 @@ pub trait Engine: Progress {
     fn bar_size(&self, dev: DeviceId, bar: u8) -> Result<u64, EngineError>;
     /// A handle that makes progress on this engine (for pollers).
     fn progress_handle(&self) -> Arc<dyn Progress>;
+    /// The time of the next queued event, if the engine keeps a queue it can tell (the
+    /// deterministic engine; `None` on the threaded one).
+    fn next_event_time(&self) -> Option<SimTime> {
+        None
+    }
     /// Engine event counters.
     fn counters(&self) -> EngineCounters;
     /// Fabric counters.

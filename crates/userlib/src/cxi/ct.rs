@@ -190,9 +190,9 @@ impl Ct {
         cmd.eq = (eq.eqn() & 0x7FF) as u16;
         trig_cq.emit_ct(&cmd)?;
         trig_cq.ring()?;
-        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let deadline = timeout.and_then(|t| driver::clock::Instant::now().checked_add(t));
         loop {
-            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let left = deadline.map(|d| d.saturating_duration_since(driver::clock::Instant::now()));
             let ev = eq.wait(left)?;
             eq.ack()?;
             let (hit, rc) = match ev {

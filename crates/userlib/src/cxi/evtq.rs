@@ -10,7 +10,9 @@
 //! call.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use driver::cassini::uapi::{EqAdjustReservedFcCmd, EqAllocCmd, EqAttr, EqFreeCmd};
 use driver::mem::UserMemory;

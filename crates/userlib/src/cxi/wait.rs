@@ -13,7 +13,9 @@
 //! after one that did not it spins a bounded number of polls before calling it again (the
 //! "bounded spin then yield" of the threaded engine).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use driver::cassini::CxiDevice;
 

@@ -18,7 +18,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use driver::gemini::hw::MmioWindow;
 use driver::gemini::{CqId, CqInfo, Mapping, Request};

@@ -15,7 +15,9 @@
 //! bounded number of polls and then yields the CPU.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use firmware_spec::gemini::gni::ReturnCode;
 

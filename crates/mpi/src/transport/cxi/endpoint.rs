@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use driver::clock::Instant;
 
 use driver::cassini::CxiDevice;
 use driver::mem::UserMemory;

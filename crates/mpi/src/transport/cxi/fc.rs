@@ -29,7 +29,8 @@
 //! message.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use driver::clock::Instant;
+use std::time::Duration;
 
 use firmware_spec::cassini::cmd::TgtOp;
 use firmware_spec::cassini::csr::Generation;
@@ -155,7 +156,7 @@ impl CxiTransport {
             }
             // The peer's NIC had no room for it (its EQ was full): again, a little later.
             ReturnCode::EntryNotFound | ReturnCode::PtDisabled => {
-                m.retry_at = Some(Instant::now() + CTRL_RETRY);
+                m.retry_at = Instant::now().checked_add(CTRL_RETRY);
                 self.bump("ctrl_retries");
             }
             // The peer is gone.

@@ -26,9 +26,9 @@ mod rx;
 mod sw;
 mod tx;
 
+use driver::clock::Instant;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
 
 use driver::cassini::CxiDevice;
 use firmware_spec::cassini::le::{LeFlags, PtlList, PtlteState};
@@ -475,7 +475,7 @@ impl Transport for CxiTransport {
         self.finalized = true;
         // Complete what this rank sent (sends finish on their ACK), then wait for every rank,
         // so no peer still writes into this rank's buffers when they go.
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         // Flow control also needs this rank: to replay what a peer dropped, or to finish
         // recovering its own PtlTE and resume the peers waiting for it.
         while (!self.sends.is_empty() || self.fc_busy()) && start.elapsed() < self.cfg.timeout {

@@ -644,7 +644,7 @@ impl Transport for GniTransport {
             return Ok(());
         }
         self.finalized = true;
-        let start = std::time::Instant::now();
+        let start = driver::clock::Instant::now();
         while self.smsg_out > 0
             || self.peers.iter().any(|p| !p.backlog.is_empty())
             || !self.gets.is_empty()
