@@ -28,8 +28,8 @@
 //! recovers the same way. In hardware mode flow control stays fatal, with the provider's
 //! message.
 
-use std::collections::{BTreeMap, BTreeSet};
 use driver::clock::Instant;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use firmware_spec::cassini::cmd::TgtOp;
