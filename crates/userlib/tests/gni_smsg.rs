@@ -212,10 +212,20 @@ fn threaded_engine_stream_with_a_releasing_receiver() {
     let b = side(&c, 1, 22);
     let (ea, eb) = connect(&a, &b, 4, 128);
     let total = 300u32;
+    // The receiver starts consuming only once the sender has run out of credits, so the
+    // stream goes through at least one credit stall whatever the threads' timing (with credits
+    // not enforced the sender never stalls and the receiver gives up, receiving nothing).
+    let stalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let receiver = {
+        let stalled = stalled.clone();
         std::thread::spawn(move || {
             let mut got = 0u32;
             let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while !stalled.load(std::sync::atomic::Ordering::Acquire)
+                && std::time::Instant::now() < deadline
+            {
+                b.nic.progress();
+            }
             while got < total && std::time::Instant::now() < deadline {
                 match eb.smsg_get_next().unwrap() {
                     Some(m) => {
@@ -241,6 +251,7 @@ fn threaded_engine_stream_with_a_releasing_receiver() {
                 Ok(()) => break,
                 Err(e) if e.is_not_done() => {
                     not_done += 1;
+                    stalled.store(true, std::sync::atomic::Ordering::Release);
                     assert!(
                         std::time::Instant::now() < deadline,
                         "credits never came back"
