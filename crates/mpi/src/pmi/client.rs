@@ -281,10 +281,15 @@ fn check(reply: &Message, sent: &str, expect: &str) -> Result<()> {
     }
     let rc = reply.rc().map_err(pmi_err)?;
     if rc != 0 {
-        return Err(pmi_err(format_args!(
-            "cmd={sent} failed: rc={rc} {}",
-            reply.get("msg").unwrap_or("(no message)")
-        )));
+        let msg = reply.get("msg").unwrap_or("(no message)");
+        // `nicemu run`'s server says why a job was aborted, spaces squeezed to `_`.
+        if let Some(why) = msg.strip_prefix("job_aborted:") {
+            return Err(pmi_err(format_args!(
+                "cmd={sent}: the job was aborted: {}",
+                why.replace('_', " ")
+            )));
+        }
+        return Err(pmi_err(format_args!("cmd={sent} failed: rc={rc} {msg}")));
     }
     Ok(())
 }
