@@ -108,24 +108,25 @@ fn spawn_forwarder(
     let body = move || {
         let mut reader = BufReader::new(stream);
         let mut line = Vec::new();
+        // Once the launcher's own output is closed, the rank's output is still read (and
+        // dropped), so that the rank does not block on a full pipe.
+        let mut open = true;
         loop {
             line.clear();
             match reader.read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
-                Ok(_) => {
+                Ok(_) if open => {
                     if line.last() != Some(&b'\n') {
                         line.push(b'\n');
                     }
                     let mut w = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                    // A closed launcher output ends forwarding, not the job.
-                    if w.write_all(prefix.as_bytes())
+                    open = w
+                        .write_all(prefix.as_bytes())
                         .and_then(|()| w.write_all(&line))
                         .and_then(|()| w.flush())
-                        .is_err()
-                    {
-                        break;
-                    }
+                        .is_ok();
                 }
+                Ok(_) => {}
             }
         }
         let _ = done.send(());

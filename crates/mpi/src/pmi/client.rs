@@ -327,6 +327,11 @@ impl WireClient {
             Endpoint::Fd(fd) => Stream::Unix(super::fd::adopt_socket(*fd).map_err(pmi_err)?),
             Endpoint::Port(addr) => Stream::Tcp(connect_tcp(addr)?),
         };
+        Self::handshake(stream, launch)
+    }
+
+    /// The init handshake over `stream`.
+    fn handshake(stream: Stream, launch: &Launch) -> Result<WireClient> {
         let reader = BufReader::new(
             stream
                 .try_clone()
@@ -804,6 +809,137 @@ mod tests {
         assert!(super::super::fd::adopt_socket(1).is_err());
         let e = super::super::fd::adopt_socket(1 << 20).unwrap_err();
         assert!(e.contains("not an open descriptor"), "{e}");
+    }
+
+    /// A client over a socket pair whose other end answers each request line with the next
+    /// of `replies` (a `None` closes the connection).
+    fn scripted(launch: &Launch, replies: Vec<Option<&'static str>>) -> Result<WireClient> {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut reader = BufReader::new(theirs.try_clone().unwrap());
+            let mut writer = theirs;
+            for reply in replies {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                match reply {
+                    Some(r) => writer.write_all(r.as_bytes()).unwrap(),
+                    None => return,
+                }
+            }
+            // Answer the finalize of a client that got through.
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let _ = writer.write_all(b"cmd=finalize_ack\n");
+        });
+        let res = WireClient::handshake(Stream::Unix(ours), launch);
+        if res.is_err() {
+            server.join().unwrap();
+        }
+        res
+    }
+
+    fn fd_launch() -> Launch {
+        Launch {
+            endpoint: Endpoint::Fd(99),
+            rank: Some(1),
+            size: Some(2),
+            id: None,
+            local: Some((2, 1)),
+        }
+    }
+
+    const INIT: &str = "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n";
+    const MAXES: &str = "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n";
+    const KVS: &str = "cmd=my_kvsname kvsname=kvs_1_0\n";
+
+    #[test]
+    fn handshake_with_a_hydra_like_server() {
+        let c = scripted(
+            &fd_launch(),
+            vec![
+                Some(INIT),
+                Some(MAXES),
+                Some(KVS),
+                Some("cmd=get_result rc=0 msg=success value=(vector,(0,2,1))\n"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((c.rank(), c.size()), (1, 2));
+        // From the mapping (two nodes of one rank), not from MPI_LOCAL*.
+        assert_eq!(c.local(), (1, 0));
+        // No mapping published: the MPI_LOCAL* fallback.
+        let c = scripted(
+            &fd_launch(),
+            vec![
+                Some(INIT),
+                Some(MAXES),
+                Some(KVS),
+                Some("cmd=get_result rc=-1 msg=key_not_found value=unknown\n"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.local(), (2, 1));
+    }
+
+    #[test]
+    fn broken_servers_give_errors() {
+        let cases: Vec<(Vec<Option<&'static str>>, &str)> = vec![
+            (vec![None], "closed the connection"),
+            (vec![Some("garbage\n")], "bad reply from the launcher"),
+            (
+                vec![Some("cmd=maxes\n")],
+                "expected cmd=response_to_init in reply to cmd=init",
+            ),
+            (
+                vec![Some("cmd=response_to_init rc=-1 msg=no\n")],
+                "cmd=init failed: rc=-1 no",
+            ),
+            (
+                vec![Some("cmd=response_to_init pmi_version=2 rc=0\n")],
+                "another PMI version",
+            ),
+            (
+                vec![Some(INIT), Some("cmd=maxes keylen_max=x vallen_max=1\n")],
+                "keylen_max=\"x\" is not a number",
+            ),
+            (
+                vec![Some(INIT), Some(MAXES), Some("cmd=my_kvsname\n")],
+                "has no kvsname",
+            ),
+            (
+                vec![Some(INIT), Some(MAXES), Some(KVS), Some("cmd=oops\n")],
+                "expected cmd=get_result",
+            ),
+            (
+                vec![Some("cmd=response_to_init rc=zero pmi_version=1\n")],
+                "non-numeric rc",
+            ),
+        ];
+        for (replies, expect) in cases {
+            let e = scripted(&fd_launch(), replies)
+                .err()
+                .expect(expect)
+                .to_string();
+            assert!(e.contains(expect), "{expect}: {e}");
+        }
+        // initack: the launcher's rank must agree with PMI_RANK.
+        let launch = Launch {
+            endpoint: Endpoint::Port("h:1".into()),
+            id: Some(1),
+            ..fd_launch()
+        };
+        let e = scripted(
+            &launch,
+            vec![Some(
+                "cmd=initack rc=0\ncmd=set size=2\ncmd=set rank=0\ncmd=set debug=0\n",
+            )],
+        )
+        .err()
+        .expect("rank mismatch")
+        .to_string();
+        assert!(e.contains("PMI_RANK=1 but the launcher says 0"), "{e}");
     }
 
     #[test]
