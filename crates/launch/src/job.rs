@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -159,8 +160,11 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     let mut ranks: Vec<Rank> = Vec::new();
     let started = Instant::now();
     let mut failure: Option<String> = None;
-    // The rank whose PMI connection ended without finalize, if that ended the job.
-    let mut lost: Option<u32> = None;
+    // The rank the first failure was seen on, and whether it was seen as its PMI connection
+    // ending without finalize; the ranks that called PMI abort, and why.
+    let mut cause_rank: Option<u32> = None;
+    let mut lost = false;
+    let mut abort_calls: HashMap<u32, String> = HashMap::new();
 
     for r in 0..spec.ranks {
         let mut cmd = Command::new(program);
@@ -221,6 +225,7 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
                     server.rank_exited(r as u32);
                     if !status.success() && failure.is_none() && !rank.killed {
                         failure = Some(format!("rank {r} ({program}) ended with {status}"));
+                        cause_rank = Some(r as u32);
                     }
                 }
                 Ok(None) => {}
@@ -233,11 +238,14 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             break;
         }
         match server.events().recv_timeout(POLL) {
-            Ok(Event::Aborted { why, lost: l }) if failure.is_none() => {
-                failure = Some(why);
-                lost = l;
-            }
-            Ok(_) | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            Ok(event) => note(
+                event,
+                &mut failure,
+                &mut cause_rank,
+                &mut lost,
+                &mut abort_calls,
+            ),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
         if let Some(limit) = spec.timeout
             && !timed_out
@@ -270,15 +278,31 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     if timed_out {
         return Err(JobError::Timeout(spec.timeout.unwrap_or_default()));
     }
-    // "Closed its connection" is what the server saw; how the process ended says more.
-    if let Some(r) = lost
-        && let Some(rank) = ranks.get(r as usize)
-        && let Some(status) = rank.status
-        && !rank.killed
-    {
-        failure = Some(format!(
-            "rank {r} ({program}) ended with {status} without PMI finalize"
-        ));
+    // Every rank has ended: once the server has read their last lines, every event is in.
+    // A rank that called abort and then exited is seen by whichever comes first (its exit
+    // status, its closed connection, the abort): the abort's message says most, then the
+    // exit status, then the closed connection.
+    server.wait_closed(DRAIN);
+    while let Ok(event) = server.events().try_recv() {
+        note(
+            event,
+            &mut failure,
+            &mut cause_rank,
+            &mut lost,
+            &mut abort_calls,
+        );
+    }
+    if let Some(r) = cause_rank {
+        let rank = ranks.get(r as usize).filter(|rank| !rank.killed);
+        if let Some(why) = abort_calls.remove(&r) {
+            failure = Some(why);
+        } else if let Some(status) = rank.and_then(|rank| rank.status)
+            && lost
+        {
+            failure = Some(format!(
+                "rank {r} ({program}) ended with {status} without PMI finalize"
+            ));
+        }
     }
     match failure {
         None => Ok(()),
@@ -286,6 +310,27 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             cause,
             ended: summary(&ranks, spec.ranks),
         }),
+    }
+}
+
+/// Take in a server event: the first abort is the job's failure, unless one was seen already.
+fn note(
+    event: Event,
+    failure: &mut Option<String>,
+    cause_rank: &mut Option<u32>,
+    lost: &mut bool,
+    abort_calls: &mut HashMap<u32, String>,
+) {
+    match event {
+        Event::Aborted { why, lost: l } if failure.is_none() => {
+            *failure = Some(why);
+            *cause_rank = l;
+            *lost = l.is_some();
+        }
+        Event::AbortCalled { rank: Some(r), why } => {
+            abort_calls.entry(r).or_insert(why);
+        }
+        _ => {}
     }
 }
 

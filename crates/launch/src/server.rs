@@ -55,6 +55,14 @@ pub enum Event {
         /// The rank whose connection ended without `finalize`, when that was the cause.
         lost: Option<u32>,
     },
+    /// A rank called PMI abort (sent for every call, also when the job was aborted
+    /// already; the first abort is also an [`Event::Aborted`]).
+    AbortCalled {
+        /// The rank (its `initack` id), if it said.
+        rank: Option<u32>,
+        /// Its message, as in [`Event::Aborted`].
+        why: String,
+    },
     /// `rank` sent `finalize`.
     Finalized {
         /// The rank (its `initack` id), if it said.
@@ -177,6 +185,21 @@ impl Server {
         self.shared.abort(why);
     }
 
+    /// Wait until every connection has ended (its last requests handled), at most `limit`.
+    /// Whether they all did.
+    pub fn wait_closed(&self, limit: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + limit;
+        loop {
+            if self.shared.lock().clients.is_empty() {
+                return true;
+            }
+            if std::time::Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// The launcher saw `rank` exit: if it still holds a connection without `finalize`, that
     /// connection's end is reported when it closes; if it never joined or finalized, it can
     /// no longer join a barrier, which ends one that others wait in.
@@ -286,6 +309,8 @@ impl Shared {
                     why.map(|w| format!(": {w}")).unwrap_or_default()
                 );
                 self.abort_locked(st, &why);
+                let rank = st.clients.get(&id).and_then(|c| c.rank);
+                self.event(Event::AbortCalled { rank, why });
                 return Ok(());
             }
             return Err(format!("{who} sent an unsupported PMI command: {msg}"));
@@ -702,11 +727,29 @@ mod tests {
         assert_eq!(a.call("cmd=initack pmiid=1").cmd(), "initack");
         (0..3).for_each(|_| drop(a.recv()));
         a.send("cmd=abort exitcode=7 msg=out_of_memory");
-        match server.events().recv_timeout(Duration::from_secs(10)) {
-            Ok(Event::Aborted { why, .. }) => {
-                assert_eq!(why, "rank 1 called PMI abort (exit code 7): out of memory");
-            }
-            other => panic!("{other:?}"),
-        }
+        let why = "rank 1 called PMI abort (exit code 7): out of memory".to_string();
+        let next = || server.events().recv_timeout(Duration::from_secs(10));
+        assert_eq!(
+            next(),
+            Ok(Event::Aborted {
+                why: why.clone(),
+                lost: None
+            })
+        );
+        assert_eq!(
+            next(),
+            Ok(Event::AbortCalled {
+                rank: Some(1),
+                why: why.clone()
+            })
+        );
+        // A second abort is reported too, though the job is aborted already.
+        a.send("cmd=abort exitcode=2");
+        assert!(
+            matches!(next(), Ok(Event::AbortCalled { rank: Some(1), why })
+            if why == "rank 1 called PMI abort (exit code 2)")
+        );
+        drop(a);
+        assert!(server.wait_closed(Duration::from_secs(10)));
     }
 }

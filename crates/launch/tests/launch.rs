@@ -156,13 +156,31 @@ fn a_failing_rank_ends_the_job_with_its_cause() {
         ),
     ] {
         let fail = format!("2:{how}");
-        let o = nicemu_run(&["-n", "4", "--", PROBE, "--fail", &fail]);
+        // A long grace: the other ranks must end by themselves, not be killed.
+        let o = nicemu_run(&["-n", "4", "--grace", "50", "--", PROBE, "--fail", &fail]);
         let cause = failed_cause(&o);
         assert!(cause.starts_with(&expect), "{how}: {cause}");
-        // The other ranks learnt of it from their PMI calls, and said so.
-        assert!(o.err.contains("the job was aborted"), "{how}: {}", o.err);
+        // The other ranks learnt of it from their PMI calls, said so, and exited.
+        let Err(JobError::Failed { ended, .. }) = &o.result else {
+            unreachable!()
+        };
+        assert!(!ended.contains("killed by the launcher"), "{how}: {ended}");
+        assert_eq!(
+            o.err.matches("the job was aborted").count(),
+            3,
+            "{how}: {}",
+            o.err
+        );
         assert_eq!(o.out, "", "{how}: no rank may report success");
     }
+}
+
+#[test]
+fn a_rank_leaving_without_finalize_fails_even_a_job_whose_ranks_all_exit_0() {
+    let o = nicemu_run(&["-n", "1", "--", PROBE, "--fail", "0:vanish"]);
+    let cause = failed_cause(&o);
+    let expect = format!("rank 0 ({PROBE}) ended with exit status: 0 without PMI finalize");
+    assert!(cause.starts_with(&expect), "{cause}");
 }
 
 #[test]
