@@ -5,7 +5,8 @@
 //! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
 //! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
 //! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job; `job`
-//! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine).
+//! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine); `run`
+//! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md).
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -18,6 +19,7 @@ mod osu;
 mod spec;
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use clap::{Parser, Subcommand};
 
@@ -79,6 +81,26 @@ enum Command {
     /// An MPI job of N ranks (allreduce, barrier, alltoall of 8 B, checked): wall time,
     /// virtual time, peak RSS and the replay digest.
     Job(job::JobArgs),
+    /// Start N processes of PROGRAM as one job, with a PMI-1 server (PMI_PORT, PMI_RANK,
+    /// PMI_SIZE); end the job when a rank fails.
+    Run(launch::cli::RunArgs),
+    /// Check a PMI launch: put, fence, get every rank's values (`nicemu run -n 4 -- nicemu
+    /// pmi-probe`, or under mpiexec).
+    #[command(hide = true)]
+    PmiProbe(launch::probe::ProbeArgs),
+}
+
+/// `nicemu run`: the ranks' output goes to this process's stdout and stderr, line by line.
+fn run_job(args: &launch::cli::RunArgs) -> ExitCode {
+    let out: launch::job::Sink = Arc::new(Mutex::new(std::io::stdout()));
+    let err: launch::job::Sink = Arc::new(Mutex::new(std::io::stderr()));
+    match launch::cli::run(args, out, err) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nicemu run: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -107,6 +129,14 @@ fn main() -> ExitCode {
         Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
         Command::Osu(args) => osu::run_args(args, &mut out),
         Command::Job(args) => job::run(args, &mut out),
+        Command::Run(args) => {
+            drop(out);
+            return run_job(&args);
+        }
+        Command::PmiProbe(args) => {
+            drop(out);
+            return launch::probe::main(args);
+        }
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

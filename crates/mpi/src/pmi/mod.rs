@@ -1,9 +1,15 @@
 //! The process-management interface a transport uses to learn its peers' addresses, modelled on
 //! PMI-1 (`PMI_Get_rank`, `PMI_Get_size`, `PMI_KVS_Put`, `PMI_KVS_Commit` + `PMI_Barrier`,
 //! `PMI_KVS_Get`). An in-process job implements it over shared memory; a multi-process launch
-//! over the launcher's PMI wire protocol.
+//! over the launcher's PMI wire protocol ([`WireClient`], found by [`from_env`]).
 
 use crate::error::Result;
+
+mod client;
+mod fd;
+pub mod wire;
+
+pub use client::{Endpoint, Launch, WireClient, from_env, local_of};
 
 /// One process's view of the job's key-value space.
 pub trait Pmi: Send {

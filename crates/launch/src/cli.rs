@@ -1,0 +1,56 @@
+//! `nicemu run -n N [--nic cassini|gemini] -- PROGRAM ARGS...`: start a job of N processes on
+//! this host with a PMI-1 server (see [`crate::job`] and docs/launch.md).
+
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use crate::job::{self, JobError, JobSpec, Sink};
+
+/// `nicemu run`'s arguments.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Number of processes (ranks).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    pub ranks: u32,
+    /// The NIC the ranks emulate, passed to them as NICEMU_NIC.
+    #[arg(long, value_parser = ["cassini", "gemini"])]
+    pub nic: Option<String>,
+    /// Kill the job if it has not finished after this many seconds (default: no limit).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Seconds the other ranks of a failed job get to end by themselves before they are
+    /// killed.
+    #[arg(long, value_name = "SECS", default_value_t = job::DEFAULT_GRACE.as_secs_f64())]
+    pub grace: f64,
+    /// Prefix every output line with the rank, as `[3] `.
+    #[arg(short = 'l', long)]
+    pub label: bool,
+    /// The program to run and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    pub command: Vec<String>,
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration, JobError> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| JobError::Invalid(format!("{flag} {v}: expected a number of seconds")))
+}
+
+impl RunArgs {
+    /// The job these arguments describe.
+    pub fn spec(&self) -> Result<JobSpec, JobError> {
+        let mut spec = JobSpec::new(self.ranks, self.command.clone());
+        if let Some(nic) = &self.nic {
+            spec.env.push(("NICEMU_NIC".into(), nic.clone()));
+        }
+        spec.timeout = self.timeout.map(|t| seconds("--timeout", t)).transpose()?;
+        spec.grace = seconds("--grace", self.grace)?;
+        spec.label = self.label;
+        Ok(spec)
+    }
+}
+
+/// Run the job; output of the ranks goes to `out` and `err`.
+pub fn run(args: &RunArgs, out: Sink, err: Sink) -> Result<(), JobError> {
+    job::run(&args.spec()?, out, err)
+}

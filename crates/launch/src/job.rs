@@ -1,0 +1,382 @@
+//! Starting a job: N processes of one program on this host, each told how to reach the PMI
+//! server (`PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE`), their output forwarded line by line,
+//! the job ended as a whole when one rank fails.
+
+#![forbid(unsafe_code)]
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::server::{Event, Limits, Server};
+
+/// Where forwarded output goes (the launcher's stdout or stderr, or a buffer in tests).
+pub type Sink = Arc<Mutex<dyn Write + Send>>;
+
+/// The most ranks one launch starts.
+pub const MAX_RANKS: u32 = 4096;
+
+/// How long the ranks of a failed job get to end by themselves (they see the failure as an
+/// error from their PMI barrier) before they are killed.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the launcher looks at its children.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How long the launcher waits, after the last rank ended, for output still in flight (from
+/// a process the rank started and left behind holding its pipes).
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What to launch.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The number of ranks.
+    pub ranks: u32,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Extra environment for every rank (`NICEMU_NIC`, ...).
+    pub env: Vec<(String, String)>,
+    /// End the job (kill every rank) if it has not finished after this long.
+    pub timeout: Option<Duration>,
+    /// How long a failed job's other ranks get before they are killed.
+    pub grace: Duration,
+    /// Prefix each forwarded line with `[rank] `.
+    pub label: bool,
+    /// The PMI server's limits.
+    pub limits: Limits,
+}
+
+impl JobSpec {
+    /// `ranks` copies of `command`, no timeout, the default grace.
+    pub fn new(ranks: u32, command: Vec<String>) -> Self {
+        JobSpec {
+            ranks,
+            command,
+            env: Vec::new(),
+            timeout: None,
+            grace: DEFAULT_GRACE,
+            label: false,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Why a job failed.
+#[derive(Debug, Error)]
+pub enum JobError {
+    /// The request cannot be run.
+    #[error("{0}")]
+    Invalid(String),
+    /// The PMI server or a process could not be started.
+    #[error("{what}: {source}")]
+    Start {
+        /// What was being started.
+        what: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// A rank failed (exited non-zero, was killed, aborted, left the PMI session); the
+    /// other ranks were ended.
+    #[error("{cause}; {ended}")]
+    Failed {
+        /// The first failure.
+        cause: String,
+        /// What became of the other ranks.
+        ended: String,
+    },
+    /// The job ran longer than its timeout; every rank was killed.
+    #[error("the job did not finish within {0:?} (--timeout); every rank was killed")]
+    Timeout(Duration),
+}
+
+struct Rank {
+    child: Child,
+    status: Option<ExitStatus>,
+    killed: bool,
+}
+
+fn spawn_forwarder(
+    stream: impl Read + Send + 'static,
+    sink: Sink,
+    prefix: String,
+    done: mpsc::Sender<()>,
+) {
+    let body = move || {
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        // Once the launcher's own output is closed, the rank's output is still read (and
+        // dropped), so that the rank does not block on a full pipe.
+        let mut open = true;
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if open => {
+                    if line.last() != Some(&b'\n') {
+                        line.push(b'\n');
+                    }
+                    let mut w = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                    open = w
+                        .write_all(prefix.as_bytes())
+                        .and_then(|()| w.write_all(&line))
+                        .and_then(|()| w.flush())
+                        .is_ok();
+                }
+                Ok(_) => {}
+            }
+        }
+        let _ = done.send(());
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("forward".into())
+        .spawn(body)
+    {
+        tracing::warn!("cannot forward a rank's output: {e}");
+    }
+}
+
+/// Run `spec` to the end. `Ok` when every rank exited with status 0.
+pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
+    if spec.ranks == 0 || spec.ranks > MAX_RANKS {
+        return Err(JobError::Invalid(format!(
+            "-n {}: the number of ranks must be between 1 and {MAX_RANKS}",
+            spec.ranks
+        )));
+    }
+    let Some((program, args)) = spec.command.split_first() else {
+        return Err(JobError::Invalid("no program to launch".into()));
+    };
+    let server = Server::start(spec.ranks, spec.limits).map_err(|source| JobError::Start {
+        what: "starting the PMI server".into(),
+        source,
+    })?;
+    let (done_tx, done_rx) = mpsc::channel();
+    let mut forwarders = 0;
+    let mut ranks: Vec<Rank> = Vec::new();
+    let started = Instant::now();
+    let mut failure: Option<String> = None;
+    // The rank the first failure was seen on, and whether it was seen as its PMI connection
+    // ending without finalize; the ranks that called PMI abort, and why.
+    let mut cause_rank: Option<u32> = None;
+    let mut lost = false;
+    let mut abort_calls: HashMap<u32, String> = HashMap::new();
+
+    for r in 0..spec.ranks {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_remove("PMI_FD")
+            .env("PMI_PORT", server.port())
+            .env("PMI_ID", r.to_string())
+            .env("PMI_RANK", r.to_string())
+            .env("PMI_SIZE", spec.ranks.to_string())
+            .env("MPI_LOCALNRANKS", spec.ranks.to_string())
+            .env("MPI_LOCALRANKID", r.to_string())
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match cmd.spawn() {
+            Ok(mut child) => {
+                let prefix = if spec.label {
+                    format!("[{r}] ")
+                } else {
+                    String::new()
+                };
+                if let Some(o) = child.stdout.take() {
+                    spawn_forwarder(o, Arc::clone(&out), prefix.clone(), done_tx.clone());
+                    forwarders += 1;
+                }
+                if let Some(e) = child.stderr.take() {
+                    spawn_forwarder(e, Arc::clone(&err), prefix, done_tx.clone());
+                    forwarders += 1;
+                }
+                ranks.push(Rank {
+                    child,
+                    status: None,
+                    killed: false,
+                });
+            }
+            Err(e) => {
+                failure = Some(format!("cannot start rank {r} ({program}): {e}"));
+                break;
+            }
+        }
+    }
+    drop(done_tx);
+
+    let mut timed_out = false;
+    let mut failed_at: Option<Instant> = failure.as_ref().map(|_| Instant::now());
+    if let Some(why) = &failure {
+        server.abort(why);
+    }
+    loop {
+        for (r, rank) in ranks.iter_mut().enumerate() {
+            if rank.status.is_some() {
+                continue;
+            }
+            match rank.child.try_wait() {
+                Ok(Some(status)) => {
+                    rank.status = Some(status);
+                    server.rank_exited(r as u32);
+                    if !status.success() && failure.is_none() && !rank.killed {
+                        failure = Some(format!("rank {r} ({program}) ended with {status}"));
+                        cause_rank = Some(r as u32);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!("waiting for rank {r}: {e}");
+                }
+            }
+        }
+        if ranks.iter().all(|r| r.status.is_some()) {
+            break;
+        }
+        match server.events().recv_timeout(POLL) {
+            Ok(event) => note(
+                event,
+                &mut failure,
+                &mut cause_rank,
+                &mut lost,
+                &mut abort_calls,
+            ),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        if let Some(limit) = spec.timeout
+            && !timed_out
+            && started.elapsed() >= limit
+        {
+            timed_out = true;
+            failed_at = Some(Instant::now());
+            server.abort(&format!("the job did not finish within {limit:?}"));
+            kill_all(&mut ranks);
+        }
+        if let Some(why) = &failure {
+            let at = *failed_at.get_or_insert_with(|| {
+                server.abort(why);
+                Instant::now()
+            });
+            if at.elapsed() >= spec.grace {
+                kill_all(&mut ranks);
+            }
+        }
+    }
+    // The output of the ranks, to its last line; a pipe held open by a process left behind
+    // does not hold up the job for more than DRAIN.
+    let drain_until = Instant::now() + DRAIN;
+    for _ in 0..forwarders {
+        let left = drain_until.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    if timed_out {
+        return Err(JobError::Timeout(spec.timeout.unwrap_or_default()));
+    }
+    // Every rank has ended: once the server has read their last lines, every event is in.
+    // A rank that called abort and then exited is seen by whichever comes first (its exit
+    // status, its closed connection, the abort): the abort's message says most, then the
+    // exit status, then the closed connection.
+    server.wait_closed(DRAIN);
+    while let Ok(event) = server.events().try_recv() {
+        note(
+            event,
+            &mut failure,
+            &mut cause_rank,
+            &mut lost,
+            &mut abort_calls,
+        );
+    }
+    if let Some(r) = cause_rank {
+        let rank = ranks.get(r as usize).filter(|rank| !rank.killed);
+        if let Some(why) = abort_calls.remove(&r) {
+            failure = Some(why);
+        } else if let Some(status) = rank.and_then(|rank| rank.status)
+            && lost
+        {
+            failure = Some(format!(
+                "rank {r} ({program}) ended with {status} without PMI finalize"
+            ));
+        }
+    }
+    match failure {
+        None => Ok(()),
+        Some(cause) => Err(JobError::Failed {
+            cause,
+            ended: summary(&ranks, spec.ranks),
+        }),
+    }
+}
+
+/// Take in a server event: the first abort is the job's failure, unless one was seen already.
+fn note(
+    event: Event,
+    failure: &mut Option<String>,
+    cause_rank: &mut Option<u32>,
+    lost: &mut bool,
+    abort_calls: &mut HashMap<u32, String>,
+) {
+    match event {
+        Event::Aborted { why, lost: l } if failure.is_none() => {
+            *failure = Some(why);
+            *cause_rank = l;
+            *lost = l.is_some();
+        }
+        Event::AbortCalled { rank: Some(r), why } => {
+            abort_calls.entry(r).or_insert(why);
+        }
+        _ => {}
+    }
+}
+
+fn kill_all(ranks: &mut [Rank]) {
+    for rank in ranks.iter_mut().filter(|r| r.status.is_none() && !r.killed) {
+        // The rank may have exited since the last look; its status is collected next poll.
+        let _ = rank.child.kill();
+        rank.killed = true;
+    }
+}
+
+/// How the ranks ended, for the error message.
+fn summary(ranks: &[Rank], size: u32) -> String {
+    let killed: Vec<String> = ranks
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.killed)
+        .map(|(i, _)| i.to_string())
+        .collect();
+    let failed: Vec<String> = ranks
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.killed && r.status.is_some_and(|s| !s.success()))
+        .map(|(i, r)| {
+            format!(
+                "{i} ({})",
+                r.status.map(|s| s.to_string()).unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!("failed: rank {}", failed.join(", ")));
+    }
+    if !killed.is_empty() {
+        parts.push(format!(
+            "killed by the launcher: rank {}",
+            killed.join(", ")
+        ));
+    }
+    if ranks.len() < size as usize {
+        parts.push(format!("{} of {size} ranks were started", ranks.len()));
+    }
+    if parts.is_empty() {
+        "the other ranks ended by themselves".into()
+    } else {
+        parts.join("; ")
+    }
+}

@@ -1,0 +1,44 @@
+//! `nicemu run -n N -- PROGRAM` starts a multi-process job with a PMI-1 server; here the
+//! program is nicemu's own hidden PMI probe. Jobs run with `--timeout 60`, so a broken
+//! launcher fails the test instead of hanging it.
+
+use std::process::{Command, Output};
+
+const NICEMU: &str = env!("CARGO_BIN_EXE_nicemu");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(NICEMU)
+        .args(["run", "--timeout", "60"])
+        .args(args)
+        .env_remove("PMI_FD")
+        .env_remove("PMI_PORT")
+        .output()
+        .expect("run nicemu")
+}
+
+#[test]
+fn four_ranks_exchange_values_through_pmi() {
+    let out = run(&["-n", "4", "--nic", "cassini", "--", NICEMU, "pmi-probe"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in 0..4 {
+        let line = format!("pmi-probe: rank {r} of 4 (local {r} of 4): checked 4 cards");
+        assert_eq!(text.matches(&line).count(), 1, "{text}");
+    }
+}
+
+#[test]
+fn a_failing_rank_fails_the_job_with_a_message() {
+    let out = run(&["-n", "3", "--", NICEMU, "pmi-probe", "--fail", "1:exit"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nicemu run: error: rank 1 (") && err.contains("ended with exit status: 3"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("checked"));
+}
