@@ -486,12 +486,7 @@ impl CxiTransport {
         self.ux_data.clear();
         for _ in 0..self.cfg.req_count {
             let buf: Buf = self.ep.buf(self.cfg.req_size)?;
-            self.landing.push(LandingBuf {
-                buf,
-                outstanding: 0,
-                unlinked: true,
-                retired: false,
-            });
+            self.landing.push(LandingBuf::new(buf));
             let i = self.landing.len() - 1;
             self.append_landing(i)?;
         }

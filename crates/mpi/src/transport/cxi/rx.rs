@@ -208,9 +208,7 @@ impl CxiTransport {
         let off = t.start.wrapping_sub(lb.buf.md.iova());
         let data = lb.buf.read(off, t.mlength as usize)?;
         lb.outstanding += 1;
-        if t.auto_unlinked {
-            lb.unlinked = true;
-        }
+        lb.landed(t);
         self.bump("unexpected");
         let key = (t.initiator, t.match_bits, t.rlength);
         let waiting = self.ux_waiting.get_mut(&t.start).and_then(|v| {
@@ -234,7 +232,8 @@ impl CxiTransport {
     }
 
     /// The unexpected message at `start` is no longer needed: its overflow buffer may go
-    /// back to the NIC once nothing else in it is.
+    /// back to the NIC once its posting is finished (every message it took was reported,
+    /// `landing`) and nothing in it is needed.
     fn ux_consumed(&mut self, start: u64) -> Result<()> {
         let Some(i) = self.landing.iter().position(|l| {
             let base = l.buf.md.iova();
@@ -244,7 +243,7 @@ impl CxiTransport {
         };
         let lb = &mut self.landing[i];
         lb.outstanding = lb.outstanding.saturating_sub(1);
-        if lb.unlinked && lb.outstanding == 0 && i > 0 {
+        if lb.posting.finished() && lb.outstanding == 0 && i > 0 {
             self.append_landing(i)?;
         }
         Ok(())
