@@ -810,3 +810,62 @@ fn a_flood_of_unexpected_messages_recovers_in_hybrid_mode() {
     assert_eq!(st["reposted"], 3 * u64::from(FLOOD_POSTED), "{st:?}");
     assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
 }
+
+/// Hybrid mode: rank 0 posts a receive for an unexpected message as soon as a probe finds
+/// its header, while the rest of the message is still landing (the receive's PUT_OVERFLOW
+/// comes before the message's PUT event and waits for it); then a flood exhausts the one
+/// overflow buffer and the endpoint switches to software matching, which waits until no
+/// receive awaits overflow data. Deterministic engine, one seed: the same interleaving
+/// every run. (The switch used to wait for ever here: the receive that had waited left an
+/// empty entry behind.)
+#[test]
+fn a_hybrid_switch_after_a_receive_matched_a_message_still_landing_completes() {
+    const BIG: usize = 16_000;
+    const N: u32 = 100;
+    let job = job(2)
+        .engine(EngineKind::Deterministic { seed: 1 })
+        .env("FI_CXI_RX_MATCH_MODE", "hybrid")
+        .env("NICEMU_CXI_TIMEOUT", "5")
+        .env("FI_CXI_OFLOW_BUF_COUNT", "1")
+        .env("FI_CXI_OFLOW_BUF_SIZE", "40K");
+    let out = run(&job, |t| {
+        if t.rank() == 1 {
+            send(t, 0, 1, &pattern(BIG, 1));
+            recv(t, Some(0), Some(2), 0);
+            let mut ops: Vec<_> = (0..N)
+                .map(|i| {
+                    t.send(0, bits(3), &pattern(1000, i as u8), SendMode::Standard)
+                        .unwrap()
+                })
+                .collect();
+            ops.push(t.send(0, bits(4), &[], SendMode::Standard).unwrap());
+            for op in ops {
+                assert_eq!(wait(t, op), Completion::Sent);
+            }
+        } else {
+            let start = Instant::now();
+            while t.probe(spec(Some(1), Some(1))).unwrap().is_none() {
+                assert!(start.elapsed() < LIMIT, "the big message never arrived");
+            }
+            let (env, data) = recv(t, Some(1), Some(1), BIG);
+            assert_eq!(env.len, BIG);
+            assert!(data == pattern(BIG, 1), "the big message's payload");
+            send(t, 1, 2, &[]);
+            // Nothing is received until the flood is over: the overflow buffer runs out.
+            while t.probe(spec(Some(1), Some(4))).unwrap().is_none() {
+                assert!(start.elapsed() < LIMIT, "the flood never ended");
+            }
+            for i in 0..N {
+                let (_, data) = recv(t, Some(1), Some(3), 1000);
+                assert!(data == pattern(1000, i as u8), "flood message {i}");
+            }
+            recv(t, Some(1), Some(4), 0);
+        }
+        t.stats()
+    });
+    let st = &out[0];
+    eprintln!("receiver: {st:?}");
+    assert!(st["ux_matched_early"] >= 1, "{st:?}");
+    assert!(st["flow_control"] >= 1, "{st:?}");
+    assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
+}
