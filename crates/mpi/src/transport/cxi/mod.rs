@@ -233,6 +233,18 @@ impl CxiTransport {
             "recv_rendezvous",
             "sw_gets",
             "hw_gets",
+            // Flow control: present (0) in every mode, so that "no episode" reads as 0.
+            "flow_control",
+            "fc_recovered",
+            "onloaded",
+            "reposted",
+            "append_failed",
+            "fc_dropped",
+            "fc_replayed",
+            "fc_notify_sent",
+            "fc_notify_received",
+            "ctrl_retries",
+            "ux_matched_early",
         ] {
             t.stats.insert(k, 0);
         }
