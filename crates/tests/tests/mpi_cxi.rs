@@ -32,11 +32,7 @@ fn the_semantics_suite_passes_with_hybrid_matching() {
 /// receive PtlTEs go into flow control and the endpoints switch to software matching
 /// while the suite runs. (A transport step that waits gives up after 20 s, so that a
 /// broken recovery fails the test soon instead of hanging it.)
-// Known bug (docs/mpi-cxi.md, Known bugs): about one run in twenty the 8-rank job still
-// hangs, every rank polling a receive of an immediate allreduce; kept out of the default
-// run. `cargo test -p tests --test mpi_cxi -- --ignored`.
 #[test]
-#[ignore = "hangs about one run in twenty in an immediate allreduce after flow control (docs/mpi-cxi.md, Known bugs)"]
 fn the_semantics_suite_passes_in_hybrid_mode_through_flow_control() {
     let mut episodes = 0;
     for ranks in [5u32, 8] {
