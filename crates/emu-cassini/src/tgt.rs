@@ -213,8 +213,14 @@ pub(crate) fn ptl_table_written(lpe: &mut Lpe, csrs: &CsrFile, n: u32, state_wri
             let _ = lpe.update_config(pt, cfg);
             if s != cur {
                 if s == PtlteState::SoftwareManaged && cur == PtlteState::Disabled {
-                    let dc = lpe.drop_count(pt).unwrap_or(0);
-                    let _ = lpe.transition_sm(pt, dc);
+                    // `cxil_pte_transition_sm`: the write carries the drop count software
+                    // checked, and the NIC takes it only if no drop came in since, checked
+                    // here, between two packets. A drop in between leaves the PtlTE
+                    // DISABLED (the driver reads that back: -EAGAIN) so that its sender's
+                    // report is still awaited; comparing with the live count would let
+                    // that drop be forgotten.
+                    let written = csrs.field(c, n, csr::fields::c_lpe_cfg_ptl_table::DROP_COUNT);
+                    let _ = lpe.transition_sm(pt, written as u32);
                 } else {
                     let _ = lpe.force_state(pt, s);
                 }

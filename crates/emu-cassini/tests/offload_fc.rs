@@ -626,3 +626,48 @@ fn full_eq_disables_and_recovery_can_enter_software_managed_mode() {
         assert_eq!(bytes, fc.data[0][at..at + MSG as usize]);
     }
 }
+
+/// `cxil_pte_transition_sm` as the driver writes it: the PtlTE table entry with state
+/// SOFTWARE_MANAGED and the drop count software checked. The NIC takes it only if no
+/// message was dropped since: with a count that a later drop made stale, the PtlTE stays
+/// DISABLED and keeps its count (the sender of that drop has yet to report it, and the
+/// receiver must wait for that report). The check used to compare with the NIC's live
+/// count, so that any write moved the PtlTE and forgot the drop.
+#[test]
+fn a_software_managed_transition_with_a_stale_drop_count_is_refused() {
+    const INITS: usize = 2;
+    let mut fc = setup(INITS, M, PtAllocOpts::EN_FLOWCTRL, EqOpts::default());
+    fc.net.node(TGT_NODE).set_le_pool(0, 0, 0, 3 + 8).unwrap();
+    let dropped = blast(&mut fc, INITS);
+    assert!(dropped.iter().any(|d| !d.is_empty()), "flow control");
+    assert_eq!(state(&fc.net), PtlteState::Disabled);
+    let dc = drop_count(&fc.net);
+    assert!(dc > 0, "drops counted");
+    let write = |fc: &Fc, drops: u64| {
+        fc.net
+            .node(TGT_NODE)
+            .csr_write(
+                csr::C_LPE_CFG_PTL_TABLE,
+                u32::from(PT_FC),
+                &[
+                    (
+                        f::c_lpe_cfg_ptl_table::PTL_STATE,
+                        u64::from(u8::from(PtlteState::SoftwareManaged)),
+                    ),
+                    (f::c_lpe_cfg_ptl_table::DROP_COUNT, drops),
+                ],
+            )
+            .unwrap();
+    };
+    // Software read the count before the last drop came in.
+    write(&fc, dc - 1);
+    assert_eq!(state(&fc.net), PtlteState::Disabled, "stale count refused");
+    assert_eq!(drop_count(&fc.net), dc, "the count is kept");
+    write(&fc, dc);
+    assert_eq!(state(&fc.net), PtlteState::SoftwareManaged);
+    assert_eq!(
+        drop_count(&fc.net),
+        0,
+        "a successful exit restarts the count"
+    );
+}

@@ -846,6 +846,23 @@ impl CassHw {
         )
     }
 
+    /// Move PtlTE `n` from DISABLED to SOFTWARE_MANAGED if its drop count is still `drops`:
+    /// one write of the state and the expected count, which the device checks against its
+    /// own count, then the state read back; `true` if the PtlTE moved.
+    pub fn ptlte_transition_sm(&self, n: u32, drops: u32) -> Result<bool, HwError> {
+        use f::c_lpe_cfg_ptl_table as p;
+        let sm = u8::from(firmware_spec::cassini::le::PtlteState::SoftwareManaged);
+        self.update_fields(
+            csr::C_LPE_CFG_PTL_TABLE,
+            n,
+            &[
+                (p::PTL_STATE, u64::from(sm)),
+                (p::DROP_COUNT, u64::from(drops)),
+            ],
+        )?;
+        Ok(self.ptlte_state(n)?.0 == sm)
+    }
+
     /// The whole PtlTE entry (lists, state, counts).
     pub fn ptlte_entry(&self, n: u32) -> Result<Vec<u8>, HwError> {
         self.read_entry(csr::C_LPE_CFG_PTL_TABLE, n)

@@ -193,8 +193,16 @@ impl Op<'_> {
         if drops != c.drop_count {
             return Err(Errno::Eagain);
         }
-        self.hw()
-            .ptlte_set_state(c.pte_index, u8::from(PtlteState::SoftwareManaged))
-            .map_err(eio)
+        // The device checks the count again as it takes the new state: a drop between the
+        // read above and the write leaves the PtlTE DISABLED.
+        if self
+            .hw()
+            .ptlte_transition_sm(c.pte_index, c.drop_count)
+            .map_err(eio)?
+        {
+            Ok(())
+        } else {
+            Err(Errno::Eagain)
+        }
     }
 }

@@ -418,17 +418,7 @@ impl CxiTransport {
         // The unexpected messages, in the NIC's order.
         for h in s.headers {
             let key = (h.initiator, h.bits, h.rlength);
-            let data = self
-                .ux_data
-                .get_mut(&h.start)
-                .and_then(|v| {
-                    let i = v.iter().position(|(k, _)| *k == key)?;
-                    Some(v.remove(i).1)
-                })
-                .unwrap_or_default();
-            if self.ux_data.get(&h.start).is_some_and(Vec::is_empty) {
-                self.ux_data.remove(&h.start);
-            }
+            let data = super::rx::take_at(&mut self.ux_data, h.start, key).unwrap_or_default();
             let env = Envelope {
                 source: self.rank_of(h.initiator)?,
                 bits: proto::user_bits(h.bits),
@@ -486,12 +476,7 @@ impl CxiTransport {
         self.ux_data.clear();
         for _ in 0..self.cfg.req_count {
             let buf: Buf = self.ep.buf(self.cfg.req_size)?;
-            self.landing.push(LandingBuf {
-                buf,
-                outstanding: 0,
-                unlinked: true,
-                retired: false,
-            });
+            self.landing.push(LandingBuf::new(buf));
             let i = self.landing.len() - 1;
             self.append_landing(i)?;
         }

@@ -20,6 +20,7 @@ pub mod config;
 pub mod endpoint;
 mod events;
 mod fc;
+mod landing;
 pub mod proto;
 mod rma;
 mod rx;
@@ -43,19 +44,7 @@ use crate::transport::{
 
 pub use config::{Config, MatchMode};
 use endpoint::{Addr, Buf, Endpoint};
-
-/// An overflow (hardware mode) or request (software mode) buffer: a locally managed LE the
-/// NIC packs messages into.
-struct LandingBuf {
-    buf: Buf,
-    /// Unexpected messages stored in it and not yet matched (hardware mode).
-    outstanding: usize,
-    /// The NIC unlinked it (full); appended again once nothing in it is needed.
-    unlinked: bool,
-    /// An overflow buffer of a hybrid endpoint that switched to software matching: never
-    /// appended again.
-    retired: bool,
-}
+use landing::LandingBuf;
 
 /// A send in flight.
 struct SendOp {
@@ -244,6 +233,18 @@ impl CxiTransport {
             "recv_rendezvous",
             "sw_gets",
             "hw_gets",
+            // Flow control: present (0) in every mode, so that "no episode" reads as 0.
+            "flow_control",
+            "fc_recovered",
+            "onloaded",
+            "reposted",
+            "append_failed",
+            "fc_dropped",
+            "fc_replayed",
+            "fc_notify_sent",
+            "fc_notify_received",
+            "ctrl_retries",
+            "ux_matched_early",
         ] {
             t.stats.insert(k, 0);
         }
@@ -294,19 +295,12 @@ impl CxiTransport {
             (self.cfg.oflow_count, self.cfg.oflow_size)
         };
         self.landing.push(LandingBuf {
-            buf: ctrl,
-            outstanding: 0,
-            unlinked: false,
             retired: true,
+            ..LandingBuf::new(ctrl)
         });
         for _ in 0..count {
             let buf = self.ep.buf(size)?;
-            self.landing.push(LandingBuf {
-                buf,
-                outstanding: 0,
-                unlinked: true,
-                retired: false,
-            });
+            self.landing.push(LandingBuf::new(buf));
             let i = self.landing.len() - 1;
             self.append_landing(i)?;
         }
@@ -328,7 +322,7 @@ impl CxiTransport {
         if lb.retired {
             return Ok(());
         }
-        lb.unlinked = false;
+        lb.posted();
         let len = lb.buf.mem.len();
         let buf = Buf {
             mem: lb.buf.mem.clone(),

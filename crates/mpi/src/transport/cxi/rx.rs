@@ -8,6 +8,8 @@
 //! (the rest of a claimed rendezvous is then pulled by a Get software issues), cancel an
 //! UNLINK.
 
+use std::collections::HashMap;
+
 use firmware_spec::cassini::cmd::{DmaFlags, DmaOp, TgtOp};
 use firmware_spec::cassini::dma::FullDma;
 use firmware_spec::cassini::event::TargetLong;
@@ -15,9 +17,27 @@ use firmware_spec::cassini::le::{LeFlags, PtlList};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
-use super::{CxiTransport, RecvOp};
+use super::{CxiTransport, RecvOp, UxKey};
 use crate::error::{Error, Result};
 use crate::transport::{Completion, Envelope, MatchSpec, OpId};
+
+/// Take what is kept for the unexpected message `key` at IOVA `start` (its eager bytes, or
+/// the receive waiting for them), forgetting the IOVA once nothing else is kept there: an
+/// emptied entry left behind would read as something still awaited (the hybrid switch
+/// waits until nothing is).
+pub(super) fn take_at<V>(
+    map: &mut HashMap<u64, Vec<(UxKey, V)>>,
+    start: u64,
+    key: UxKey,
+) -> Option<V> {
+    let v = map.get_mut(&start)?;
+    let i = v.iter().position(|(k, _)| *k == key)?;
+    let (_, x) = v.remove(i);
+    if v.is_empty() {
+        map.remove(&start);
+    }
+    Some(x)
+}
 
 /// The LE match fields of `spec`.
 fn le_bits(spec: &MatchSpec) -> (u64, u64) {
@@ -208,16 +228,10 @@ impl CxiTransport {
         let off = t.start.wrapping_sub(lb.buf.md.iova());
         let data = lb.buf.read(off, t.mlength as usize)?;
         lb.outstanding += 1;
-        if t.auto_unlinked {
-            lb.unlinked = true;
-        }
+        lb.landed(t);
         self.bump("unexpected");
         let key = (t.initiator, t.match_bits, t.rlength);
-        let waiting = self.ux_waiting.get_mut(&t.start).and_then(|v| {
-            let i = v.iter().position(|(k, _)| *k == key)?;
-            Some(v.remove(i).1)
-        });
-        match waiting {
+        match take_at(&mut self.ux_waiting, t.start, key) {
             Some(id) => {
                 self.ux_consumed(t.start)?;
                 if let Some(r) = self.recvs.get_mut(&id) {
@@ -234,7 +248,8 @@ impl CxiTransport {
     }
 
     /// The unexpected message at `start` is no longer needed: its overflow buffer may go
-    /// back to the NIC once nothing else in it is.
+    /// back to the NIC once its posting is finished (every message it took was reported,
+    /// `landing`) and nothing in it is needed.
     fn ux_consumed(&mut self, start: u64) -> Result<()> {
         let Some(i) = self.landing.iter().position(|l| {
             let base = l.buf.md.iova();
@@ -244,7 +259,7 @@ impl CxiTransport {
         };
         let lb = &mut self.landing[i];
         lb.outstanding = lb.outstanding.saturating_sub(1);
-        if lb.unlinked && lb.outstanding == 0 && i > 0 {
+        if lb.posting.finished() && lb.outstanding == 0 && i > 0 {
             self.append_landing(i)?;
         }
         Ok(())
@@ -262,17 +277,14 @@ impl CxiTransport {
             self.send_notice(source, t.header_data)?;
         }
         let key = (t.initiator, t.match_bits, t.rlength);
-        let data = self.ux_data.get_mut(&t.start).and_then(|v| {
-            let i = v.iter().position(|(k, _)| *k == key)?;
-            Some(v.remove(i).1)
-        });
-        if self.ux_data.get(&t.start).is_some_and(Vec::is_empty) {
-            self.ux_data.remove(&t.start);
-        }
+        let data = take_at(&mut self.ux_data, t.start, key);
         let known = data.is_some();
         if known {
             self.ux_consumed(t.start)?;
         } else {
+            // Matched while its message is still landing: the NIC reports the message
+            // when its last packet is in.
+            self.bump("ux_matched_early");
             self.ux_waiting.entry(t.start).or_default().push((key, id));
         }
         let rdzv = t.match_bits & RDZV != 0;

@@ -59,8 +59,9 @@ impl CxiTransport {
         };
         let off = t.start.wrapping_sub(lb.buf.md.iova()) + hdr as u64;
         let data = lb.buf.read(off, payload)?;
-        if t.auto_unlinked {
-            // Everything in it has been copied out by now.
+        // Posted again only once every message of this posting was reported and copied
+        // out, not as soon as an event says `auto_unlinked` (`landing`).
+        if lb.landed(t) {
             self.append_landing(i)?;
         }
         if t.match_bits & CTRL != 0 {
