@@ -200,10 +200,24 @@ impl<T: Equivalence> Window<T> {
         compare: &[u8],
         fetch: bool,
     ) -> Result<OpId> {
+        self.atomic_typed(target, off, op, amo_type(T::KIND)?, operand, compare, fetch)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_typed(
+        &mut self,
+        target: CommRank,
+        off: usize,
+        op: AmoOp,
+        ty: AmoType,
+        operand: &[u8],
+        compare: &[u8],
+        fetch: bool,
+    ) -> Result<OpId> {
         let (w, _) = self.check(target, 0, 0)?;
         let a = Atomic {
             op,
-            ty: amo_type(T::KIND)?,
+            ty,
             operand: operand.to_vec(),
             compare: compare.to_vec(),
             fetch,
@@ -437,6 +451,127 @@ impl<T: Equivalence> Window<T> {
             self.unlock(r)?;
         }
         Ok(())
+    }
+}
+
+/// What an accumulate does with each target element (`MPI_Accumulate`'s operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccumulateOp {
+    /// A predefined reduction.
+    Op(SystemOperation),
+    /// `MPI_REPLACE`.
+    Replace,
+    /// `MPI_NO_OP` (an atomic read; `MPI_Get_accumulate` and `MPI_Fetch_and_op` only).
+    NoOp,
+}
+
+impl AccumulateOp {
+    fn amo(self) -> Result<AmoOp> {
+        match self {
+            AccumulateOp::Op(op) => amo_op(op),
+            AccumulateOp::Replace => Ok(AmoOp::Replace),
+            AccumulateOp::NoOp => Ok(AmoOp::NoOp),
+        }
+    }
+}
+
+/// Byte windows whose elements are described by a [`Kind`] at each call, as the C bindings
+/// use them (displacements in bytes).
+impl Window<u8> {
+    fn check_kind(
+        &self,
+        kind: Kind,
+        target: CommRank,
+        disp: usize,
+        len: usize,
+    ) -> Result<(usize, usize, AmoType)> {
+        let ty = amo_type(kind)?;
+        let size = kind.size();
+        if len % size != 0 {
+            return Err(Error::Count(format!(
+                "{len} bytes are not a whole number of {size}-byte elements"
+            )));
+        }
+        let (_, off) = self.check(target, disp, len)?;
+        Ok((off, size, ty))
+    }
+
+    /// `MPI_Accumulate` of `data` (elements of `kind`) at byte `disp` of `target`'s part;
+    /// complete at the next synchronization.
+    pub fn accumulate_kind(
+        &mut self,
+        kind: Kind,
+        data: &[u8],
+        target: CommRank,
+        disp: usize,
+        op: AccumulateOp,
+    ) -> Result<()> {
+        let (off, size, ty) = self.check_kind(kind, target, disp, data.len())?;
+        let aop = op.amo()?;
+        for (i, x) in data.chunks_exact(size).enumerate() {
+            let id = self.atomic_typed(target, off + i * size, aop, ty, x, &[], false)?;
+            self.pending.push((target, id));
+        }
+        Ok(())
+    }
+
+    /// `MPI_Get_accumulate` / `MPI_Fetch_and_op`: the old elements (elements of `kind`), then
+    /// `op` applied with `data`.
+    pub fn get_accumulate_kind(
+        &mut self,
+        kind: Kind,
+        data: &[u8],
+        target: CommRank,
+        disp: usize,
+        op: AccumulateOp,
+    ) -> Result<Vec<u8>> {
+        let (off, size, ty) = self.check_kind(kind, target, disp, data.len())?;
+        let aop = op.amo()?;
+        let ops = data
+            .chunks_exact(size)
+            .enumerate()
+            .map(|(i, x)| self.atomic_typed(target, off + i * size, aop, ty, x, &[], true))
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(data.len());
+        for op in ops {
+            match wait_op(&self.comm.core, op)? {
+                Completion::Fetched(b) => out.extend_from_slice(&b[..size.min(b.len())]),
+                c => return Err(Error::Rma(format!("a fetching atomic completed as {c:?}"))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `MPI_Compare_and_swap` on one element of `kind`: store `value` if the target equals
+    /// `compare`; the old value.
+    pub fn compare_and_swap_kind(
+        &mut self,
+        kind: Kind,
+        value: &[u8],
+        compare: &[u8],
+        target: CommRank,
+        disp: usize,
+    ) -> Result<Vec<u8>> {
+        let (off, size, ty) = self.check_kind(kind, target, disp, value.len())?;
+        if value.len() != size || compare.len() != size {
+            return Err(Error::Count("compare-and-swap takes one element".into()));
+        }
+        let id = self.atomic_typed(target, off, AmoOp::CompareSwap, ty, value, compare, true)?;
+        match wait_op(&self.comm.core, id)? {
+            Completion::Fetched(b) => Ok(b[..size.min(b.len())].to_vec()),
+            c => Err(Error::Rma(format!("a compare-and-swap completed as {c:?}"))),
+        }
+    }
+
+    /// Read `out.len()` bytes of this rank's part at byte `disp` (a local load).
+    pub fn local_read_bytes(&self, disp: usize, out: &mut [u8]) -> Result<()> {
+        let me = self.comm.rank();
+        let (_, off) = self.check(me, disp, out.len())?;
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_read(self.win, off, out)
     }
 }
 

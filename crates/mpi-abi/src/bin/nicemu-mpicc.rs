@@ -1,0 +1,109 @@
+//! `nicemu-mpicc`: compile and link a C program against nicemu's MPI library
+//! (`libmpi_abi.so.1`), as `mpicc` does for other MPI libraries.
+//!
+//! ```text
+//! nicemu-mpicc -O2 -o hello hello.c     # compile and link (rpath set: runs as is)
+//! nicemu-mpicc -c hello.c               # compile only
+//! nicemu-mpicc -show -o hello hello.c   # print the compiler command instead
+//! ```
+//!
+//! It finds `mpi.h` and the library
+//! - in `$NICEMU_MPI_INCLUDE` and `$NICEMU_MPI_LIBDIR` when set;
+//! - else next to itself: the library in its own directory (cargo's target directory,
+//!   where the workspace build puts both) or in `../lib`, the header in `../include`
+//!   (an installed tree) or in the source tree it was built from.
+//!
+//! The C compiler is `$NICEMU_CC`, else `$CC`, else `cc`.
+
+#![forbid(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const LIB: &str = "libmpi_abi.so";
+const SONAME: &str = "libmpi_abi.so.1";
+
+fn first_existing(cands: impl IntoIterator<Item = PathBuf>, file: &str) -> Option<PathBuf> {
+    cands.into_iter().find(|d| d.join(file).is_file())
+}
+
+fn locate() -> Result<(PathBuf, PathBuf), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    let here = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let include = match std::env::var_os("NICEMU_MPI_INCLUDE") {
+        Some(d) => PathBuf::from(d),
+        None => first_existing(
+            [
+                here.join("../include"),
+                here.join("include"),
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include"),
+            ],
+            "mpi.h",
+        )
+        .ok_or("mpi.h not found (set NICEMU_MPI_INCLUDE)")?,
+    };
+    let lib = match std::env::var_os("NICEMU_MPI_LIBDIR") {
+        Some(d) => PathBuf::from(d),
+        None => first_existing([here.clone(), here.join("../lib")], LIB).ok_or(format!(
+            "{LIB} not found next to {} (build it with `cargo build -p mpi-abi`, or set NICEMU_MPI_LIBDIR)",
+            exe.display()
+        ))?,
+    };
+    let include = include.canonicalize().unwrap_or(include);
+    let lib = lib.canonicalize().unwrap_or(lib);
+    Ok((include, lib))
+}
+
+/// Programs linked with `-lmpi_abi` record the SONAME `libmpi_abi.so.1`: make sure a file
+/// of that name sits beside the library so the rpath finds it.
+fn ensure_soname_link(lib: &Path) -> Result<(), String> {
+    let link = lib.join(SONAME);
+    if link.exists() {
+        return Ok(());
+    }
+    std::os::unix::fs::symlink(LIB, &link)
+        .or_else(|e| if link.exists() { Ok(()) } else { Err(e) })
+        .map_err(|e| format!("creating {}: {e}", link.display()))
+}
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let show = args.iter().any(|a| a == "-show");
+    args.retain(|a| a != "-show");
+    let (include, lib) = match locate() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("nicemu-mpicc: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cc = std::env::var("NICEMU_CC")
+        .or_else(|_| std::env::var("CC"))
+        .unwrap_or_else(|_| "cc".into());
+    let link = !args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-E" | "-S" | "-M" | "-MM"));
+    let mut cmd = vec![cc, format!("-I{}", include.display())];
+    cmd.extend(args);
+    if link {
+        cmd.push(format!("-L{}", lib.display()));
+        cmd.push(format!("-Wl,-rpath,{}", lib.display()));
+        cmd.push("-lmpi_abi".into());
+    }
+    if show {
+        println!("{}", cmd.join(" "));
+        return ExitCode::SUCCESS;
+    }
+    if link && let Err(e) = ensure_soname_link(&lib) {
+        eprintln!("nicemu-mpicc: {e}");
+        return ExitCode::from(2);
+    }
+    match Command::new(&cmd[0]).args(&cmd[1..]).status() {
+        Ok(st) if st.success() => ExitCode::SUCCESS,
+        Ok(st) => ExitCode::from(st.code().unwrap_or(1).clamp(1, 255) as u8),
+        Err(e) => {
+            eprintln!("nicemu-mpicc: running {}: {e}", cmd[0]);
+            ExitCode::from(2)
+        }
+    }
+}
