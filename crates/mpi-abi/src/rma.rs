@@ -266,6 +266,7 @@ fn target_layout(s: &State, t: &Target) -> AResult<(std::rc::Rc<Layout>, usize)>
 /// What an RMA call does at the target.
 pub(crate) enum Access {
     Put,
+    Get,
     Acc(Handle),
 }
 
@@ -306,7 +307,7 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
     for (off, len) in runs(w, t.disp, &tl, tn)? {
         let chunk = &data[at..at + len];
         match what {
-            Access::Put => w.win.put(chunk, t.rank, off)?,
+            Access::Put | Access::Get => w.win.put(chunk, t.rank, off)?,
             Access::Acc(op) => {
                 let kind = tl.kind().ok_or_else(|| {
                     AbiError::new(

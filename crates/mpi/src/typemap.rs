@@ -274,14 +274,14 @@ impl Layout {
         })
     }
 
-    /// `src[i]` is the byte at offset `i - origin`: the range of one run, checked.
+    /// `buf[i]` is the byte at offset `i - origin`: the range of one run, checked.
     fn range(
         buf_len: usize,
-        origin: usize,
+        origin: isize,
         off: isize,
         len: usize,
     ) -> Result<std::ops::Range<usize>> {
-        let start = (origin as isize)
+        let start = origin
             .checked_add(off)
             .filter(|s| *s >= 0)
             .map(|s| s as usize);
@@ -294,8 +294,9 @@ impl Layout {
     }
 
     /// The selected bytes of `count` elements of a buffer, packed (`MPI_Pack`). `buf[origin]`
-    /// is the buffer's origin.
-    pub fn pack(&self, buf: &[u8], origin: usize, count: usize) -> Result<Vec<u8>> {
+    /// is the buffer's origin (`origin` may lie outside `buf`: for a type whose bytes all
+    /// lie above or below the origin, `buf` covers [`span`](Self::span) only).
+    pub fn pack(&self, buf: &[u8], origin: isize, count: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.size * count);
         for (off, len) in self.runs(count) {
             out.extend_from_slice(&buf[Self::range(buf.len(), origin, off, len)?]);
@@ -310,7 +311,7 @@ impl Layout {
         &self,
         packed: &[u8],
         buf: &mut [u8],
-        origin: usize,
+        origin: isize,
         count: usize,
     ) -> Result<usize> {
         let mut used = 0;
@@ -403,6 +404,11 @@ mod tests {
         // Origin at byte 8 of the slice.
         let p = h.pack(&buf, 8, 1).unwrap();
         assert_eq!(p, vec![16, 17, 18, 19, 0, 1, 2, 3]);
+        // A type whose bytes lie far above the origin (absolute addresses): the slice holds
+        // its span only, the origin lies before it.
+        let far = Layout::hindexed(&[1], &[1000], &i).unwrap();
+        assert_eq!(far.span(1), (1000, 4));
+        assert_eq!(far.pack(&[9, 8, 7, 6], -1000, 1).unwrap(), vec![9, 8, 7, 6]);
         assert!(Layout::structure(&[1], &[0, 4], &[&i]).is_err());
     }
 

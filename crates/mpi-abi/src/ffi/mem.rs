@@ -133,7 +133,7 @@ impl Lent {
     }
 
     /// The start address of `count` elements of `layout` and their span, checked non-null.
-    fn span(self, layout: &Layout, count: usize) -> AResult<Option<(usize, usize, usize)>> {
+    fn span(self, layout: &Layout, count: usize) -> AResult<Option<(usize, usize, isize)>> {
         let (lo, len) = layout.span(count);
         if len == 0 {
             return Ok(None);
@@ -145,7 +145,7 @@ impl Lent {
                 format!("a null buffer for {count} elements of {len} bytes"),
             ));
         }
-        Ok(Some((start, len, lo.unsigned_abs() * usize::from(lo < 0))))
+        Ok(Some((start, len, -lo)))
     }
 
     /// The selected bytes of `count` elements of `layout` at this buffer, packed.

@@ -230,11 +230,9 @@ fn access(
             count: tc,
             dtype: tdt,
         };
-        let get = matches!(what, Access::Put) && name.contains("get");
-        if get {
-            rma::get(s, origin, target, w)?;
-        } else {
-            rma::put(s, origin, target, what, w)?;
+        match what {
+            Access::Get => rma::get(s, origin, target, w)?,
+            _ => rma::put(s, origin, target, what, w)?,
         }
         if let Some(req) = req {
             // Request-based operations complete at the target before they return.
@@ -285,7 +283,7 @@ pub unsafe extern "C" fn MPI_Get(
 ) -> c_int {
     access(
         "MPI_Get",
-        Access::Put,
+        Access::Get,
         ob,
         oc,
         odt,
@@ -339,7 +337,7 @@ pub unsafe extern "C" fn MPI_Rget(
 ) -> c_int {
     access(
         "MPI_Rget",
-        Access::Put,
+        Access::Get,
         ob,
         oc,
         odt,
