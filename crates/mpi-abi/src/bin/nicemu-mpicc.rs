@@ -10,8 +10,9 @@
 //! It finds `mpi.h` and the library
 //! - in `$NICEMU_MPI_INCLUDE` and `$NICEMU_MPI_LIBDIR` when set;
 //! - else next to itself: the library in its own directory (cargo's target directory,
-//!   where the workspace build puts both) or in `../lib`, the header in `../include`
-//!   (an installed tree) or in the source tree it was built from.
+//!   where `cargo build` puts both), in `../lib` (an installed tree) or in `deps/` (where a
+//!   bare `cargo test` leaves it), the most recent of them; the header in `../include` (an installed tree) or in the
+//!   source tree it was built from.
 //!
 //! The C compiler is `$NICEMU_CC`, else `$CC`, else `cc`.
 
@@ -25,6 +26,22 @@ const SONAME: &str = "libmpi_abi.so.1";
 
 fn first_existing(cands: impl IntoIterator<Item = PathBuf>, file: &str) -> Option<PathBuf> {
     cands.into_iter().find(|d| d.join(file).is_file())
+}
+
+/// Of the directories holding `file`, the one whose copy is the most recent (cargo leaves
+/// the library both in its target directory and in `deps/`, and only some commands refresh
+/// the first).
+fn newest(cands: impl IntoIterator<Item = PathBuf>, file: &str) -> Option<PathBuf> {
+    cands
+        .into_iter()
+        .filter_map(|d| {
+            let t = std::fs::metadata(d.join(file))
+                .and_then(|m| m.modified())
+                .ok()?;
+            Some((t, d))
+        })
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, d)| d)
 }
 
 fn locate() -> Result<(PathBuf, PathBuf), String> {
@@ -44,7 +61,7 @@ fn locate() -> Result<(PathBuf, PathBuf), String> {
     };
     let lib = match std::env::var_os("NICEMU_MPI_LIBDIR") {
         Some(d) => PathBuf::from(d),
-        None => first_existing([here.clone(), here.join("../lib")], LIB).ok_or(format!(
+        None => newest([here.clone(), here.join("../lib"), here.join("deps")], LIB).ok_or(format!(
             "{LIB} not found next to {} (build it with `cargo build -p mpi-abi`, or set NICEMU_MPI_LIBDIR)",
             exe.display()
         ))?,
