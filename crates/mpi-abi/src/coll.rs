@@ -164,7 +164,7 @@ fn fold_all(
     let mut all = vec![0u8; mine.len() * p];
     c.all_gather_into(mine, &mut all[..])?;
     let n = upto.unwrap_or(p);
-    if n == 0 || mine.is_empty() && n == 0 {
+    if n == 0 {
         return Ok(None);
     }
     let blocks: Vec<&[u8]> = if mine.is_empty() {
@@ -251,7 +251,7 @@ pub(crate) fn bcast(
         rb.copy_from_slice(&mine);
         mpi::scope(|sc| c.process_at_rank(root).immediate_broadcast_into(sc, rb))
     })?;
-    let dest = (c.rank() != root).then(|| Dest {
+    let dest = (c.rank() != root).then_some(Dest {
         buf,
         layout: l,
         count: n,

@@ -83,7 +83,7 @@ pub(crate) enum Req {
 
 /// Test `r` once: its status if complete (the request is then spent, except a persistent
 /// one, which becomes inactive).
-fn test_req(s: &mut State, r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)> {
+fn test_req(r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)> {
     match r {
         Req::Done(st) => Ok((Some(st), None)),
         Req::Send(q) => match q.test()? {
@@ -150,7 +150,7 @@ fn test_req(s: &mut State, r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)>
                 Some(Req::Persistent { args, active: None }),
             )),
             Some(a) => {
-                let (st, rest) = test_req(s, *a)?;
+                let (st, rest) = test_req(*a)?;
                 let active = rest.map(Box::new);
                 Ok((st, Some(Req::Persistent { args, active })))
             }
@@ -171,7 +171,7 @@ pub(crate) fn test(s: &mut State, h: &mut Handle) -> AResult<Option<StatusInfo>>
         return Ok(Some(StatusInfo::empty()));
     }
     let r = s.reqs.remove(h).ok_or_else(|| bad_request(*h))?;
-    match test_req(s, r) {
+    match test_req(r) {
         Ok((st, rest)) => {
             match rest {
                 Some(r) => {
@@ -222,7 +222,7 @@ pub(crate) fn test_all(s: &mut State, hs: &mut [Handle]) -> AResult<Option<Vec<S
             continue;
         }
         let r = s.reqs.remove(h).ok_or_else(|| bad_request(*h))?;
-        let (st, rest) = test_req(s, r)?;
+        let (st, rest) = test_req(r)?;
         match (st, rest) {
             (Some(st), Some(Req::Persistent { args, .. })) => {
                 s.reqs.insert(
@@ -257,12 +257,12 @@ pub(crate) fn test_all(s: &mut State, hs: &mut [Handle]) -> AResult<Option<Vec<S
 /// when none is; `MPI_UNDEFINED` index when all are null or inactive.
 pub(crate) fn test_any(s: &mut State, hs: &mut [Handle]) -> AResult<Option<(c_int, StatusInfo)>> {
     let mut any_active = false;
-    for i in 0..hs.len() {
-        if inactive(s, hs[i]) {
+    for (i, h) in hs.iter_mut().enumerate() {
+        if inactive(s, *h) {
             continue;
         }
         any_active = true;
-        if let Some(st) = test(s, &mut hs[i])? {
+        if let Some(st) = test(s, h)? {
             return Ok(Some((i as c_int, st)));
         }
     }
@@ -281,12 +281,12 @@ pub(crate) fn test_some(
 ) -> AResult<Option<Vec<(c_int, StatusInfo)>>> {
     let mut any_active = false;
     let mut done = Vec::new();
-    for i in 0..hs.len() {
-        if inactive(s, hs[i]) {
+    for (i, h) in hs.iter_mut().enumerate() {
+        if inactive(s, *h) {
             continue;
         }
         any_active = true;
-        if let Some(st) = test(s, &mut hs[i])? {
+        if let Some(st) = test(s, h)? {
             done.push((i as c_int, st));
         }
     }

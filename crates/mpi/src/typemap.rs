@@ -339,7 +339,8 @@ impl Layout {
             return Some(whole * self.elements);
         }
         let k = self.kind?;
-        (rest % k.size() == 0).then(|| whole * self.elements + rest / k.size())
+        rest.is_multiple_of(k.size())
+            .then(|| whole * self.elements + rest / k.size())
     }
 }
 

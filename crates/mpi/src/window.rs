@@ -487,7 +487,7 @@ impl Window<u8> {
     ) -> Result<(usize, usize, AmoType)> {
         let ty = amo_type(kind)?;
         let size = kind.size();
-        if len % size != 0 {
+        if !len.is_multiple_of(size) {
             return Err(Error::Count(format!(
                 "{len} bytes are not a whole number of {size}-byte elements"
             )));
