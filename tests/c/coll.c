@@ -149,6 +149,29 @@ static void nonblocking(void) {
     int flag = 0;
     CHECK_OK(MPI_Ibarrier(MPI_COMM_WORLD, &r[0]));
     while (!flag) CHECK_OK(MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE));
+
+    /* Gather to the last rank, scatter from it, alltoall, in-place allgather: in flight
+     * together. */
+    int root = size - 1, g[64], sc_in[64], sc_out = -1, a2a_in[64], a2a_out[64], ip[64];
+    for (int i = 0; i < size; i++) {
+        g[i] = -1;
+        sc_in[i] = 500 + i;
+        a2a_in[i] = 1000 * rank + i;
+        ip[i] = i == rank ? 70 + rank : -1;
+    }
+    int mine = 3 * rank;
+    CHECK_OK(MPI_Igather(&mine, 1, MPI_INT, g, 1, MPI_INT, root, MPI_COMM_WORLD, &r[0]));
+    CHECK_OK(MPI_Iscatter(sc_in, 1, MPI_INT, &sc_out, 1, MPI_INT, root, MPI_COMM_WORLD, &r[1]));
+    CHECK_OK(MPI_Ialltoall(a2a_in, 1, MPI_INT, a2a_out, 1, MPI_INT, MPI_COMM_WORLD, &r[2]));
+    CHECK_OK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ip, 1, MPI_INT, MPI_COMM_WORLD, &r[3]));
+    CHECK_OK(MPI_Waitall(4, r, MPI_STATUSES_IGNORE));
+    CHECK(sc_out == 500 + rank);
+    for (int i = 0; i < size; i++) {
+        if (rank == root) CHECK(g[i] == 3 * i);
+        else CHECK(g[i] == -1);
+        CHECK(a2a_out[i] == 1000 * i + rank);
+        CHECK(ip[i] == 70 + i);
+    }
 }
 
 int main(int argc, char **argv) {

@@ -726,3 +726,122 @@ pub(crate) fn comm_size(s: &State, ch: Handle) -> AResult<usize> {
 pub(crate) fn done() -> Req {
     Req::Done(StatusInfo::empty())
 }
+
+/// The shape of a plain (non-vector) gather, scatter, allgather or alltoall.
+pub(crate) struct Plain {
+    pub send: Lent,
+    pub scount: c_int,
+    pub stype: Handle,
+    pub recv: Lent,
+    pub rcount: c_int,
+    pub rtype: Handle,
+}
+
+/// Which plain collective a nonblocking call starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PlainKind {
+    Gather(c_int),
+    Scatter(c_int),
+    Allgather,
+    Alltoall,
+}
+
+/// `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather`, `MPI_Ialltoall`: started on staged
+/// buffers, the output unpacked when the request completes.
+pub(crate) fn iplain(s: &mut State, a: Plain, kind: PlainKind, ch: Handle) -> AResult<Req> {
+    let c = comm(s, ch)?;
+    let p = c.size() as usize;
+    let me = c.rank();
+    let root = match kind {
+        PlainKind::Gather(r) | PlainKind::Scatter(r) => {
+            check_root(&c, r)?;
+            Some(r)
+        }
+        _ => None,
+    };
+    let is_root = root == Some(me);
+    let gets_output = match kind {
+        PlainKind::Gather(_) => is_root,
+        PlainKind::Scatter(_) => !(is_root && a.recv.is_in_place()),
+        _ => true,
+    };
+    let sends = match kind {
+        PlainKind::Scatter(_) => is_root,
+        _ => true,
+    };
+    let (rl, rn) = if gets_output || matches!(kind, PlainKind::Scatter(_)) && !is_root {
+        (s.layout(a.rtype)?, count(a.rcount)?)
+    } else {
+        (Rc::new(Layout::basic(Kind::U8)), 0)
+    };
+    let block = rl.size() * rn;
+    // The bytes this rank contributes.
+    let input = if !sends {
+        Vec::new()
+    } else if a.send.is_in_place() {
+        match kind {
+            PlainKind::Alltoall => a.recv.read(&rl, rn * p)?,
+            _ => a
+                .recv
+                .offset(me as isize * rn as isize * rl.extent())
+                .read(&rl, rn)?,
+        }
+    } else {
+        let sl = s.layout(a.stype)?;
+        let sn = count(a.scount)?;
+        match kind {
+            PlainKind::Scatter(_) | PlainKind::Alltoall => a.send.read(&sl, sn * p)?,
+            _ => a.send.read(&sl, sn)?,
+        }
+    };
+    let out_len = match kind {
+        PlainKind::Gather(_) if is_root => input.len() * p,
+        PlainKind::Gather(_) => 0,
+        PlainKind::Scatter(_) if is_root => input.len() / p.max(1),
+        PlainKind::Scatter(_) => block,
+        PlainKind::Allgather => input.len() * p,
+        PlainKind::Alltoall => input.len(),
+    };
+    if gets_output
+        && out_len
+            != block
+                * if matches!(kind, PlainKind::Scatter(_)) {
+                    1
+                } else {
+                    p
+                }
+    {
+        return Err(AbiError::new(
+            MPI_ERR_COUNT,
+            "the send and receive sizes of the collective differ",
+        ));
+    }
+    let kv = KindVec {
+        bytes: input,
+        kind: Kind::U8,
+    };
+    let st = Staged::start(kv, out_len, |sb, rb| {
+        mpi::scope(|sc| match (kind, root) {
+            (PlainKind::Gather(_), Some(r)) if r == me => {
+                c.process_at_rank(r).immediate_gather_into_root(sc, sb, rb)
+            }
+            (PlainKind::Gather(_), Some(r)) => c.process_at_rank(r).immediate_gather_into(sc, sb),
+            (PlainKind::Scatter(_), Some(r)) if r == me => {
+                c.process_at_rank(r).immediate_scatter_into_root(sc, sb, rb)
+            }
+            (PlainKind::Scatter(_), Some(r)) => c.process_at_rank(r).immediate_scatter_into(sc, rb),
+            (PlainKind::Allgather, _) => c.immediate_all_gather_into(sc, sb, rb),
+            _ => c.immediate_all_to_all_into(sc, sb, rb),
+        })
+    })?;
+    let count = match kind {
+        PlainKind::Scatter(_) => rn,
+        _ => rn * p,
+    };
+    let dest = gets_output.then_some(Dest {
+        buf: a.recv,
+        layout: rl,
+        count,
+    });
+    Ok(staged_req(st, dest))
+}

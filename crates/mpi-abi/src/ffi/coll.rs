@@ -266,6 +266,43 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     })
 }
 
+/// A blocking collective whose body is `$body`.
+macro_rules! blocking {
+    ($name:ident, $c:ident, ($($arg:ident : $ty:ty),*), $body:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            let f: &dyn Fn(&mut State) -> AResult<()> = &$body;
+            call(stringify!($name), Eh::Comm($c), |s| f(s))
+        }
+    };
+}
+
+/// A nonblocking plain gather, scatter, allgather or alltoall.
+macro_rules! iplain {
+    ($name:ident, $($root:ident)?, $kind:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+            recvcount: c_int, recvtype: Handle, $($root: c_int,)? comm: Handle, req: *mut Handle,
+        ) -> c_int {
+            // SAFETY: the collective's contract: the buffers hold their counts of their
+            // datatypes (one block per rank where the call says so) until the request
+            // completes; `req` points to a request.
+            let (sb, rb, req) = unsafe { (Lent::new(sendbuf), Lent::new(recvbuf), mem::out(req)) };
+            call(stringify!($name), Eh::Comm(comm), |s| {
+                let a = coll::Plain { send: sb, scount: sendcount, stype: sendtype, recv: rb, rcount: recvcount, rtype: recvtype };
+                let r = coll::iplain(s, a, $kind, comm)?;
+                store(s, Some(r), req)
+            })
+        }
+    };
+}
+
+iplain!(MPI_Igather, root, coll::PlainKind::Gather(root));
+iplain!(MPI_Iscatter, root, coll::PlainKind::Scatter(root));
+iplain!(MPI_Iallgather, , coll::PlainKind::Allgather);
+iplain!(MPI_Ialltoall, , coll::PlainKind::Alltoall);
+
 /// The blocking gather/scatter/allgather/alltoall families, with their nonblocking forms
 /// completing before they return (see docs/c-abi.md).
 macro_rules! both {
@@ -289,7 +326,7 @@ macro_rules! both {
     };
 }
 
-both!(MPI_Gather, MPI_Igather, comm,
+blocking!(MPI_Gather, comm,
 (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle),
 |s: &mut State| {
     // SAFETY: the gather's contract: the buffers hold their counts of their datatypes
@@ -317,7 +354,7 @@ both!(MPI_Gatherv, MPI_Igatherv, comm,
     coll::gather(s, sb, sendcount, sendtype, rb, &c, Some(&d), recvtype, root, comm)
 });
 
-both!(MPI_Scatter, MPI_Iscatter, comm,
+blocking!(MPI_Scatter, comm,
 (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle),
 |s: &mut State| {
     // SAFETY: the scatter's contract: the buffers hold their counts of their datatypes
@@ -344,7 +381,7 @@ both!(MPI_Scatterv, MPI_Iscatterv, comm,
     coll::scatter(s, sb, &c, Some(&d), sendtype, rb, recvcount, recvtype, root, comm)
 });
 
-both!(MPI_Allgather, MPI_Iallgather, comm,
+blocking!(MPI_Allgather, comm,
 (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle),
 |s: &mut State| {
     // SAFETY: the allgather's contract: the buffers hold their counts of their datatypes
@@ -365,7 +402,7 @@ both!(MPI_Allgatherv, MPI_Iallgatherv, comm,
     coll::allgather(s, sb, sendcount, sendtype, rb, c, Some(d), recvtype, comm)
 });
 
-both!(MPI_Alltoall, MPI_Ialltoall, comm,
+blocking!(MPI_Alltoall, comm,
 (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle),
 |s: &mut State| {
     // SAFETY: the alltoall's contract: each buffer holds one block per rank of its count
