@@ -5,6 +5,7 @@
 
 use std::ffi::c_int;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use mpi::typemap::Layout;
 
@@ -202,13 +203,49 @@ pub(crate) fn progress(s: &State) {
     });
 }
 
+/// How long a wait may last before it is reported as a hang (as the mpi crate's own waits;
+/// the transports have shorter network timeouts of their own).
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(300);
+
+/// The bookkeeping of a waiting loop: fails once the wait lasted [`WAIT_LIMIT`].
+pub(crate) struct Patience {
+    start: Instant,
+    what: &'static str,
+}
+
+impl Patience {
+    pub(crate) fn new(what: &'static str) -> Self {
+        Patience {
+            start: Instant::now(),
+            what,
+        }
+    }
+
+    /// Let the transport move once; an error when the wait lasted too long.
+    pub(crate) fn tick(&self, s: &State) -> AResult<()> {
+        progress(s);
+        if self.start.elapsed() > WAIT_LIMIT {
+            return Err(AbiError::new(
+                MPI_ERR_OTHER,
+                format!(
+                    "{} did not complete in {WAIT_LIMIT:?} (a receive or collective no peer \
+                     answers: the program deadlocked)",
+                    self.what
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Wait for request `*h`.
 pub(crate) fn wait(s: &mut State, h: &mut Handle) -> AResult<StatusInfo> {
+    let p = Patience::new("a wait");
     loop {
         if let Some(st) = test(s, h)? {
             return Ok(st);
         }
-        progress(s);
+        p.tick(s)?;
     }
 }
 

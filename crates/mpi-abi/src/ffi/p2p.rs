@@ -453,11 +453,12 @@ pub unsafe extern "C" fn MPI_Waitall(n: c_int, reqs: *mut Handle, sts: *mut MpiS
     let sts = statuses(sts, n);
     call("MPI_Waitall", Eh::Other, |s| {
         let hs = reqs_arg(reqs, n)?;
+        let p = requests::Patience::new("MPI_Waitall");
         let out = loop {
             if let Some(v) = requests::test_all(s, hs)? {
                 break v;
             }
-            requests::progress(s);
+            p.tick(s)?;
         };
         if let Some(sts) = sts {
             for (d, st) in sts.iter_mut().zip(&out) {
@@ -509,12 +510,13 @@ pub unsafe extern "C" fn MPI_Waitany(
     let (index, status) = unsafe { (mem::out(index), mem::out(status)) };
     call("MPI_Waitany", Eh::Other, |s| {
         let hs = reqs_arg(reqs, n)?;
+        let p = requests::Patience::new("MPI_Waitany");
         loop {
             if let Some((i, st)) = requests::test_any(s, hs)? {
                 fill(status, &st);
                 return put(index, i);
             }
-            requests::progress(s);
+            p.tick(s)?;
         }
     })
 }
@@ -562,9 +564,10 @@ fn some(
     let (outcount, indices) = unsafe { (mem::out(outcount), slice_mut(indices, n.into())) };
     call(name, Eh::Other, |s| {
         let hs = reqs_arg(reqs, n)?;
+        let p = requests::Patience::new("MPI_Waitsome");
         let done = loop {
             match requests::test_some(s, hs)? {
-                Some(d) if d.is_empty() && wait => requests::progress(s),
+                Some(d) if d.is_empty() && wait => p.tick(s)?,
                 other => break other,
             }
         };
