@@ -5,6 +5,11 @@
 
 static int rank, size;
 
+/* Standard calls this library exports without implementing them; mpi.h does not declare
+ * them (a program compiled against another standard-ABI header would). */
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_T_init_thread(int required, int *provided);
+
 #define EXPECT(call, cls)                                                                   \
     do {                                                                                    \
         int rc_ = (call), c_ = -1;                                                          \
@@ -93,6 +98,22 @@ int main(int argc, char **argv) {
     int dims[2] = {0, 0};
     EXPECT(MPI_Dims_create(4, 2, dims), MPI_ERR_UNSUPPORTED_OPERATION);
     EXPECT(MPI_Error_string(-12345, msg, &len), MPI_ERR_ARG);
+    MPI_Group wg, ug;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &wg));
+    EXPECT(MPI_Group_union(wg, wg, &ug), MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK_OK(MPI_Group_free(&wg));
+    int provided;
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == 1004); /* MPI_T_ERR_NOT_SUPPORTED */
+
+    /* Handle conversions round-trip. */
+    CHECK(MPI_Comm_fromint(MPI_Comm_toint(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    CHECK(MPI_Type_toint(MPI_INT) == 0x209);
+    MPI_Comm d;
+    CHECK_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    MPI_Comm back = MPI_Comm_fromint(MPI_Comm_toint(d));
+    CHECK_OK(MPI_Comm_size(back, &n));
+    CHECK(n == size);
+    CHECK_OK(MPI_Comm_free(&back));
 
     /* Window errors go to the window's handler (inherited from its communicator). */
     long *base;

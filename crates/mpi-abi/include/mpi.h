@@ -454,7 +454,34 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win);
 
-/* Calls of the standard this library answers with MPI_ERR_UNSUPPORTED_OPERATION. */
+/* Handle conversions. */
+int MPI_Comm_toint(MPI_Comm comm);
+MPI_Comm MPI_Comm_fromint(int i);
+int MPI_Errhandler_toint(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_fromint(int i);
+int MPI_File_toint(MPI_File file);
+MPI_File MPI_File_fromint(int i);
+int MPI_Group_toint(MPI_Group group);
+MPI_Group MPI_Group_fromint(int i);
+int MPI_Info_toint(MPI_Info info);
+MPI_Info MPI_Info_fromint(int i);
+int MPI_Message_toint(MPI_Message message);
+MPI_Message MPI_Message_fromint(int i);
+int MPI_Op_toint(MPI_Op op);
+MPI_Op MPI_Op_fromint(int i);
+int MPI_Request_toint(MPI_Request request);
+MPI_Request MPI_Request_fromint(int i);
+int MPI_Session_toint(MPI_Session session);
+MPI_Session MPI_Session_fromint(int i);
+int MPI_Type_toint(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_fromint(int i);
+int MPI_Win_toint(MPI_Win win);
+MPI_Win MPI_Win_fromint(int i);
+
+/* Calls of the standard this library answers with MPI_ERR_UNSUPPORTED_OPERATION. Every
+ * other function of the standard ABI is exported too and answers the same way (the tools
+ * interface, MPI_T_*, with MPI_T_ERR_NOT_SUPPORTED), so programs compiled against another
+ * standard-ABI header link; this header declares the ones above only. */
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
 int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm);

@@ -12,6 +12,7 @@
 pub(crate) mod callbacks;
 mod coll;
 mod comm;
+mod convert;
 mod dtype;
 mod env;
 pub(crate) mod mem;
