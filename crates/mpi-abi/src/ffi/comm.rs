@@ -341,8 +341,12 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(c: Handle, code: c_int) -> c_i
     MPI_SUCCESS
 }
 
-fn create_errhandler(name: &str, f: Option<ErrhandlerFunction>, out: *mut Handle) -> c_int {
-    // SAFETY: the contract of MPI_*_create_errhandler: `out` points to a handle.
+/// `MPI_*_create_errhandler`.
+///
+/// # Safety
+/// `out` is null or points to an error handler handle; `f` is an error handler function.
+unsafe fn create_errhandler(name: &str, f: Option<ErrhandlerFunction>, out: *mut Handle) -> c_int {
+    // SAFETY: the function's contract.
     let out = unsafe { mem::out(out) };
     call(name, Eh::Other, |s| {
         let f = f.ok_or_else(|| AbiError::new(MPI_ERR_ARG, "a null error handler function"))?;
@@ -359,7 +363,8 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     f: Option<ErrhandlerFunction>,
     out: *mut Handle,
 ) -> c_int {
-    create_errhandler("MPI_Comm_create_errhandler", f, out)
+    // SAFETY: MPI_Comm_create_errhandler's contract is `create_errhandler`'s.
+    unsafe { create_errhandler("MPI_Comm_create_errhandler", f, out) }
 }
 
 #[unsafe(no_mangle)]
@@ -367,7 +372,8 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     f: Option<ErrhandlerFunction>,
     out: *mut Handle,
 ) -> c_int {
-    create_errhandler("MPI_Win_create_errhandler", f, out)
+    // SAFETY: MPI_Win_create_errhandler's contract is `create_errhandler`'s.
+    unsafe { create_errhandler("MPI_Win_create_errhandler", f, out) }
 }
 
 #[unsafe(no_mangle)]

@@ -11,14 +11,26 @@ use crate::error::{AResult, AbiError};
 use crate::state::{Eh, OpObj, State, call};
 use crate::types::{self, count};
 
-fn arr<'a, T>(p: *const T, n: c_int) -> AResult<&'a [T]> {
-    // SAFETY: the type constructors' contract: `p` holds `n` entries.
+/// An array argument of `n` entries.
+///
+/// # Safety
+/// `p` is null or holds `n` entries.
+unsafe fn arr<'a, T>(p: *const T, n: c_int) -> AResult<&'a [T]> {
+    // SAFETY: the function's contract.
     unsafe { slice(p, n.into()) }
         .ok_or_else(|| AbiError::new(MPI_ERR_ARG, "a null or negative-length array argument"))
 }
 
-fn new_type(name: &str, out: *mut Handle, f: impl FnOnce(&mut State) -> AResult<Handle>) -> c_int {
-    // SAFETY: the type constructors' contract: `out` points to a datatype handle.
+/// Run a type constructor and store its datatype in `out`.
+///
+/// # Safety
+/// `out` is null or points to a datatype handle.
+unsafe fn new_type(
+    name: &str,
+    out: *mut Handle,
+    f: impl FnOnce(&mut State) -> AResult<Handle>,
+) -> c_int {
+    // SAFETY: the function's contract.
     let out = unsafe { mem::out(out) };
     call(name, Eh::Other, |s| {
         let h = f(s)?;
@@ -28,10 +40,13 @@ fn new_type(name: &str, out: *mut Handle, f: impl FnOnce(&mut State) -> AResult<
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_contiguous(n: c_int, old: Handle, out: *mut Handle) -> c_int {
-    new_type("MPI_Type_contiguous", out, |s| {
-        let n = count(n)?;
-        types::derive(s, old, |l| Layout::contiguous(n, l))
-    })
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_contiguous", out, |s| {
+            let n = count(n)?;
+            types::derive(s, old, |l| Layout::contiguous(n, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -42,10 +57,13 @@ pub unsafe extern "C" fn MPI_Type_vector(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_vector", out, |s| {
-        let (n, b) = (count(n)?, count(blocklen)?);
-        types::derive(s, old, |l| Layout::vector(n, b, stride as isize, l))
-    })
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_vector", out, |s| {
+            let (n, b) = (count(n)?, count(blocklen)?);
+            types::derive(s, old, |l| Layout::vector(n, b, stride as isize, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -56,10 +74,13 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_hvector", out, |s| {
-        let (n, b) = (count(n)?, count(blocklen)?);
-        types::derive(s, old, |l| Layout::hvector(n, b, stride, l))
-    })
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_hvector", out, |s| {
+            let (n, b) = (count(n)?, count(blocklen)?);
+            types::derive(s, old, |l| Layout::hvector(n, b, stride, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -70,11 +91,17 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_indexed", out, |s| {
-        let b = types::counts(arr(blocklens, n)?)?;
-        let d: Vec<isize> = arr(displs, n)?.iter().map(|&x| x as isize).collect();
-        types::derive(s, old, |l| Layout::indexed(&b, &d, l))
-    })
+    // SAFETY: the constructor's contract: the arrays hold `n` entries, `out` points to
+    // a datatype handle.
+    let (bl, di) = unsafe { (arr(blocklens, n), arr(displs, n)) };
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_indexed", out, |s| {
+            let b = types::counts(bl?)?;
+            let d: Vec<isize> = di?.iter().map(|&x| x as isize).collect();
+            types::derive(s, old, |l| Layout::indexed(&b, &d, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -85,11 +112,17 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_hindexed", out, |s| {
-        let b = types::counts(arr(blocklens, n)?)?;
-        let d = arr(displs, n)?;
-        types::derive(s, old, |l| Layout::hindexed(&b, d, l))
-    })
+    // SAFETY: the constructor's contract: the arrays hold `n` entries, `out` points to
+    // a datatype handle.
+    let (bl, di) = unsafe { (arr(blocklens, n), arr(displs, n)) };
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_hindexed", out, |s| {
+            let b = types::counts(bl?)?;
+            let d = di?;
+            types::derive(s, old, |l| Layout::hindexed(&b, d, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -100,11 +133,17 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_indexed_block", out, |s| {
-        let b = count(blocklen)?;
-        let d: Vec<isize> = arr(displs, n)?.iter().map(|&x| x as isize).collect();
-        types::derive(s, old, |l| Layout::indexed_block(b, &d, l))
-    })
+    // SAFETY: the constructor's contract: the arrays hold `n` entries, `out` points to
+    // a datatype handle.
+    let (di,) = unsafe { (arr(displs, n),) };
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_indexed_block", out, |s| {
+            let b = count(blocklen)?;
+            let d: Vec<isize> = di?.iter().map(|&x| x as isize).collect();
+            types::derive(s, old, |l| Layout::indexed_block(b, &d, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -115,11 +154,17 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     old: Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_hindexed_block", out, |s| {
-        let b = vec![count(blocklen)?; count(n)?];
-        let d = arr(displs, n)?;
-        types::derive(s, old, |l| Layout::hindexed(&b, d, l))
-    })
+    // SAFETY: the constructor's contract: the arrays hold `n` entries, `out` points to
+    // a datatype handle.
+    let (di,) = unsafe { (arr(displs, n),) };
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_hindexed_block", out, |s| {
+            let b = vec![count(blocklen)?; count(n)?];
+            let d = di?;
+            types::derive(s, old, |l| Layout::hindexed(&b, d, l))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -130,9 +175,15 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     types_: *const Handle,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_struct", out, |s| {
-        types::structure(s, arr(blocklens, n)?, arr(displs, n)?, arr(types_, n)?)
-    })
+    // SAFETY: the constructor's contract: the arrays hold `n` entries, `out` points to
+    // a datatype handle.
+    let (bl, di, ty) = unsafe { (arr(blocklens, n), arr(displs, n), arr(types_, n)) };
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_struct", out, |s| {
+            types::structure(s, bl?, di?, ty?)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -142,14 +193,18 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     out: *mut Handle,
 ) -> c_int {
-    new_type("MPI_Type_create_resized", out, |s| {
-        types::derive(s, old, |l| Layout::resized(l, lb, extent))
-    })
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe {
+        new_type("MPI_Type_create_resized", out, |s| {
+            types::derive(s, old, |l| Layout::resized(l, lb, extent))
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_dup(old: Handle, out: *mut Handle) -> c_int {
-    new_type("MPI_Type_dup", out, |s| types::dup(s, old))
+    // SAFETY: the constructor's contract: `out` points to a datatype handle.
+    unsafe { new_type("MPI_Type_dup", out, |s| types::dup(s, old)) }
 }
 
 #[unsafe(no_mangle)]

@@ -436,23 +436,28 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     })
 }
 
-fn statuses<'a>(p: *mut MpiStatus, n: c_int) -> Option<&'a mut [MpiStatus]> {
-    // SAFETY: the multi-completion calls' contract: `p` is MPI_STATUSES_IGNORE (null) or
-    // holds `n` statuses.
+/// # Safety
+/// `p` is MPI_STATUSES_IGNORE (null) or holds `n` statuses.
+unsafe fn statuses<'a>(p: *mut MpiStatus, n: c_int) -> Option<&'a mut [MpiStatus]> {
+    // SAFETY: the function's contract.
     unsafe { slice_mut(p, n.into()) }.filter(|_| !p.is_null())
 }
 
-fn reqs_arg<'a>(p: *mut Handle, n: c_int) -> Result<&'a mut [Handle], AbiError> {
-    // SAFETY: the multi-completion calls' contract: `p` holds `n` requests.
+/// # Safety
+/// `p` is null or holds `n` requests.
+unsafe fn reqs_arg<'a>(p: *mut Handle, n: c_int) -> Result<&'a mut [Handle], AbiError> {
+    // SAFETY: the function's contract.
     unsafe { slice_mut(p, n.into()) }
         .ok_or_else(|| AbiError::new(MPI_ERR_ARG, "a null or negative request array"))
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Waitall(n: c_int, reqs: *mut Handle, sts: *mut MpiStatus) -> c_int {
-    let sts = statuses(sts, n);
+    // SAFETY: the call's contract: `sts` is MPI_STATUSES_IGNORE or holds `n` statuses;
+    // `reqs` holds `n` requests.
+    let (sts, hs) = unsafe { (statuses(sts, n), reqs_arg(reqs, n)) };
     call("MPI_Waitall", Eh::Other, |s| {
-        let hs = reqs_arg(reqs, n)?;
+        let hs = hs?;
         let p = requests::Patience::new("MPI_Waitall");
         let out = loop {
             if let Some(v) = requests::test_all(s, hs)? {
@@ -476,11 +481,13 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     sts: *mut MpiStatus,
 ) -> c_int {
-    let sts = statuses(sts, n);
+    // SAFETY: the call's contract: `sts` is MPI_STATUSES_IGNORE or holds `n` statuses;
+    // `reqs` holds `n` requests.
+    let (sts, hs) = unsafe { (statuses(sts, n), reqs_arg(reqs, n)) };
     // SAFETY: MPI_Testall's contract: `flag` points to an int.
     let flag = unsafe { mem::out(flag) };
     call("MPI_Testall", Eh::Other, |s| {
-        let hs = reqs_arg(reqs, n)?;
+        let hs = hs?;
         match requests::test_all(s, hs)? {
             Some(out) => {
                 if let Some(sts) = sts {
@@ -508,8 +515,10 @@ pub unsafe extern "C" fn MPI_Waitany(
     // SAFETY: MPI_Waitany's contract: `index` points to an int, `status` is
     // MPI_STATUS_IGNORE or points to a status.
     let (index, status) = unsafe { (mem::out(index), mem::out(status)) };
+    // SAFETY: the call's contract: `reqs` holds `n` requests.
+    let hs = unsafe { reqs_arg(reqs, n) };
     call("MPI_Waitany", Eh::Other, |s| {
-        let hs = reqs_arg(reqs, n)?;
+        let hs = hs?;
         let p = requests::Patience::new("MPI_Waitany");
         loop {
             if let Some((i, st)) = requests::test_any(s, hs)? {
@@ -532,8 +541,10 @@ pub unsafe extern "C" fn MPI_Testany(
     // SAFETY: MPI_Testany's contract: `index` and `flag` point to ints, `status` is
     // MPI_STATUS_IGNORE or points to a status.
     let (index, flag, status) = unsafe { (mem::out(index), mem::out(flag), mem::out(status)) };
+    // SAFETY: the call's contract: `reqs` holds `n` requests.
+    let hs = unsafe { reqs_arg(reqs, n) };
     call("MPI_Testany", Eh::Other, |s| {
-        let hs = reqs_arg(reqs, n)?;
+        let hs = hs?;
         match requests::test_any(s, hs)? {
             Some((i, st)) => {
                 fill(status, &st);
@@ -549,7 +560,12 @@ pub unsafe extern "C" fn MPI_Testany(
     })
 }
 
-fn some(
+/// `MPI_Waitsome` / `MPI_Testsome`.
+///
+/// # Safety
+/// The calls' contract: `reqs` holds `n` requests, `outcount` points to an int, `indices`
+/// holds `n` ints, `sts` is MPI_STATUSES_IGNORE or holds `n` statuses.
+unsafe fn some(
     name: &str,
     n: c_int,
     reqs: *mut Handle,
@@ -558,12 +574,14 @@ fn some(
     sts: *mut MpiStatus,
     wait: bool,
 ) -> c_int {
-    let sts = statuses(sts, n);
+    // SAFETY: the call's contract: `sts` is MPI_STATUSES_IGNORE or holds `n` statuses;
+    // `reqs` holds `n` requests.
+    let (sts, hs) = unsafe { (statuses(sts, n), reqs_arg(reqs, n)) };
     // SAFETY: the contract of MPI_Waitsome/MPI_Testsome: `outcount` points to an int,
     // `indices` holds `n` ints.
     let (outcount, indices) = unsafe { (mem::out(outcount), slice_mut(indices, n.into())) };
     call(name, Eh::Other, |s| {
-        let hs = reqs_arg(reqs, n)?;
+        let hs = hs?;
         let p = requests::Patience::new("MPI_Waitsome");
         let done = loop {
             match requests::test_some(s, hs)? {
@@ -594,7 +612,8 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     sts: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Waitsome", n, reqs, outcount, indices, sts, true)
+    // SAFETY: MPI_Waitsome's contract is `some`'s.
+    unsafe { some("MPI_Waitsome", n, reqs, outcount, indices, sts, true) }
 }
 
 #[unsafe(no_mangle)]
@@ -605,7 +624,8 @@ pub unsafe extern "C" fn MPI_Testsome(
     indices: *mut c_int,
     sts: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Testsome", n, reqs, outcount, indices, sts, false)
+    // SAFETY: MPI_Testsome's contract is `some`'s.
+    unsafe { some("MPI_Testsome", n, reqs, outcount, indices, sts, false) }
 }
 
 #[unsafe(no_mangle)]
@@ -626,8 +646,10 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
     })
 }
 
-fn status_in<'a>(p: *const MpiStatus) -> Result<&'a MpiStatus, AbiError> {
-    // SAFETY: the status queries' contract: `p` points to a status.
+/// # Safety
+/// `p` is null or points to a status.
+unsafe fn status_in<'a>(p: *const MpiStatus) -> Result<&'a MpiStatus, AbiError> {
+    // SAFETY: the function's contract.
     unsafe { p.as_ref() }.ok_or_else(|| AbiError::new(MPI_ERR_ARG, "a null status pointer"))
 }
 
@@ -635,8 +657,10 @@ fn status_in<'a>(p: *const MpiStatus) -> Result<&'a MpiStatus, AbiError> {
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
     // SAFETY: MPI_Test_cancelled's contract: `flag` points to an int.
     let flag = unsafe { mem::out(flag) };
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_in(status) };
     call("MPI_Test_cancelled", Eh::Other, |_| {
-        put(flag, status_in(status)?.internal[2])
+        put(flag, st?.internal[2])
     })
 }
 
@@ -648,8 +672,10 @@ pub unsafe extern "C" fn MPI_Get_count(
 ) -> c_int {
     // SAFETY: MPI_Get_count's contract: `count` points to an int.
     let count = unsafe { mem::out(count) };
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_in(status) };
     call("MPI_Get_count", Eh::Other, |s| {
-        let len = status_in(status)?.len();
+        let len = st?.len();
         let size = s.any_layout(dt)?.size();
         let n = if size == 0 {
             0
@@ -670,8 +696,10 @@ pub unsafe extern "C" fn MPI_Get_elements(
 ) -> c_int {
     // SAFETY: MPI_Get_elements's contract: `count` points to an int.
     let count = unsafe { mem::out(count) };
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_in(status) };
     call("MPI_Get_elements", Eh::Other, |s| {
-        let len = status_in(status)?.len();
+        let len = st?.len();
         let n = s
             .any_layout(dt)?
             .elements_in(len)
@@ -682,8 +710,10 @@ pub unsafe extern "C" fn MPI_Get_elements(
     })
 }
 
-fn status_mut<'a>(p: *mut MpiStatus) -> Result<&'a mut MpiStatus, AbiError> {
-    // SAFETY: the status setters' contract: `p` points to a status.
+/// # Safety
+/// `p` is null or points to a status.
+unsafe fn status_mut<'a>(p: *mut MpiStatus) -> Result<&'a mut MpiStatus, AbiError> {
+    // SAFETY: the function's contract.
     unsafe { p.as_mut() }.ok_or_else(|| AbiError::new(MPI_ERR_ARG, "a null status pointer"))
 }
 
@@ -693,12 +723,14 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     dt: Handle,
     count: c_int,
 ) -> c_int {
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_mut(status) };
     call("MPI_Status_set_elements", Eh::Other, |s| {
         let l = s.any_layout(dt)?;
         let n = crate::types::count(count)?;
         let per = l.elements().max(1);
         let bytes = n / per * l.size() + (n % per) * l.kind().map_or(1, |k| k.size());
-        let st = status_mut(status)?;
+        let st = st?;
         let cancelled = st.internal[2] != 0;
         st.set(&StatusInfo {
             source: st.source,
@@ -713,32 +745,40 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_mut(status) };
     call("MPI_Status_set_cancelled", Eh::Other, |_| {
-        status_mut(status)?.internal[2] = c_int::from(flag != 0);
+        st?.internal[2] = c_int::from(flag != 0);
         Ok(())
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MpiStatus, source: c_int) -> c_int {
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_mut(status) };
     call("MPI_Status_set_source", Eh::Other, |_| {
-        status_mut(status)?.source = source;
+        st?.source = source;
         Ok(())
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MpiStatus, tag: c_int) -> c_int {
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_mut(status) };
     call("MPI_Status_set_tag", Eh::Other, |_| {
-        status_mut(status)?.tag = tag;
+        st?.tag = tag;
         Ok(())
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, err: c_int) -> c_int {
+    // SAFETY: the call's contract: `status` points to a status.
+    let st = unsafe { status_mut(status) };
     call("MPI_Status_set_error", Eh::Other, |_| {
-        status_mut(status)?.error = err;
+        st?.error = err;
         Ok(())
     })
 }

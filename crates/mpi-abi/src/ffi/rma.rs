@@ -201,8 +201,13 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     })
 }
 
+/// The RMA access calls.
+///
+/// # Safety
+/// `ob` holds `oc` elements of `odt` (read for puts and accumulates, written for gets);
+/// `req`, when given, is null or points to a request.
 #[allow(clippy::too_many_arguments)]
-fn access(
+unsafe fn access(
     name: &str,
     what: Access,
     ob: *const c_void,
@@ -215,8 +220,7 @@ fn access(
     w: Handle,
     req: Option<*mut Handle>,
 ) -> c_int {
-    // SAFETY: the RMA call's contract: `ob` holds `oc` elements of `odt`; `req`, when given,
-    // points to a request.
+    // SAFETY: the function's contract.
     let (o, req) = unsafe { (Lent::new(ob), req.map(|r| mem::out(r))) };
     call(name, Eh::Win(w), |s| {
         let origin = Origin {
@@ -255,19 +259,22 @@ pub unsafe extern "C" fn MPI_Put(
     tdt: Handle,
     w: Handle,
 ) -> c_int {
-    access(
-        "MPI_Put",
-        Access::Put,
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        None,
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Put",
+            Access::Put,
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            None,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -281,19 +288,22 @@ pub unsafe extern "C" fn MPI_Get(
     tdt: Handle,
     w: Handle,
 ) -> c_int {
-    access(
-        "MPI_Get",
-        Access::Get,
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        None,
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Get",
+            Access::Get,
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            None,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -308,19 +318,22 @@ pub unsafe extern "C" fn MPI_Rput(
     w: Handle,
     req: *mut Handle,
 ) -> c_int {
-    access(
-        "MPI_Rput",
-        Access::Put,
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        Some(req),
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Rput",
+            Access::Put,
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            Some(req),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -335,19 +348,22 @@ pub unsafe extern "C" fn MPI_Rget(
     w: Handle,
     req: *mut Handle,
 ) -> c_int {
-    access(
-        "MPI_Rget",
-        Access::Get,
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        Some(req),
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Rget",
+            Access::Get,
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            Some(req),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -362,19 +378,22 @@ pub unsafe extern "C" fn MPI_Accumulate(
     op: Handle,
     w: Handle,
 ) -> c_int {
-    access(
-        "MPI_Accumulate",
-        Access::Acc(op),
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        None,
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Accumulate",
+            Access::Acc(op),
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            None,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -390,19 +409,22 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     w: Handle,
     req: *mut Handle,
 ) -> c_int {
-    access(
-        "MPI_Raccumulate",
-        Access::Acc(op),
-        ob,
-        oc,
-        odt,
-        rank,
-        disp,
-        tc,
-        tdt,
-        w,
-        Some(req),
-    )
+    // SAFETY: the call's contract is `access`'s.
+    unsafe {
+        access(
+            "MPI_Raccumulate",
+            Access::Acc(op),
+            ob,
+            oc,
+            odt,
+            rank,
+            disp,
+            tc,
+            tdt,
+            w,
+            Some(req),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
