@@ -86,6 +86,9 @@ int main(int argc, char **argv) {
     MPI_Datatype predefined = MPI_INT;
     EXPECT(MPI_Type_free(&predefined), MPI_ERR_TYPE);
 
+    /* Memory not from MPI_Alloc_mem. */
+    EXPECT(MPI_Free_mem(x), MPI_ERR_ARG);
+
     /* Null output pointers and buffers. */
     EXPECT(MPI_Comm_rank(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
     EXPECT(MPI_Send(NULL, 4, MPI_INT, rank, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);

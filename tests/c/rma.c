@@ -6,9 +6,11 @@
 static int rank, size;
 
 static void fence_epochs(void) {
-    int mem[8] = {0};
+    int *mem;
+    CHECK_OK(MPI_Alloc_mem(8 * sizeof(int), MPI_INFO_NULL, &mem));
+    for (int i = 0; i < 8; i++) mem[i] = 0;
     MPI_Win win;
-    CHECK_OK(MPI_Win_create(mem, sizeof mem, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_OK(MPI_Win_create(mem, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int v[2] = {100 + rank, 200 + rank};
     CHECK_OK(MPI_Win_fence(0, win));
@@ -45,7 +47,7 @@ static void fence_epochs(void) {
     CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag));
     CHECK(flag && base == mem);
     CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_SIZE, &wsize, &flag));
-    CHECK(flag && *wsize == sizeof mem);
+    CHECK(flag && *wsize == 8 * sizeof(int));
     CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &unit, &flag));
     CHECK(flag && *unit == sizeof(int));
     CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
@@ -54,6 +56,7 @@ static void fence_epochs(void) {
     CHECK(flag && *model == MPI_WIN_SEPARATE);
     CHECK_OK(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL);
+    CHECK_OK(MPI_Free_mem(mem));
 }
 
 static void passive(void) {

@@ -265,6 +265,8 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Buffer_attach(void *buffer, int size);
 int MPI_Buffer_detach(void *buffer_addr, int *size);
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
 
 /* Communicators and groups. */
 int MPI_Comm_size(MPI_Comm comm, int *size);

@@ -20,6 +20,7 @@ use mpi::typemap::Layout;
 use crate::consts::*;
 use crate::error::{AResult, AbiError, class_text};
 use crate::ffi::callbacks::{UserErrhandler, UserOp};
+use crate::ffi::mem::OwnedMem;
 use crate::init::World;
 use crate::requests::Req;
 use crate::rma::WinObj;
@@ -109,6 +110,8 @@ pub(crate) struct State {
     pub errhs: HashMap<Handle, ErrhObj>,
     pub keyvals: HashMap<c_int, Keyval>,
     pub msgs: HashMap<Handle, MsgObj>,
+    /// Memory of `MPI_Alloc_mem`, by address.
+    pub allocs: HashMap<usize, OwnedMem>,
     /// The buffer of `MPI_Buffer_attach`: address and size.
     pub bsend: Option<(usize, usize)>,
     pub thread_level: c_int,
@@ -142,6 +145,7 @@ impl State {
             errhs: HashMap::new(),
             keyvals: HashMap::new(),
             msgs: HashMap::new(),
+            allocs: HashMap::new(),
             bsend: None,
             thread_level,
             next_handle: FIRST_HANDLE,

@@ -146,7 +146,39 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(_comm: Handle, errorcode: c_int) -> c_int {
     eprintln!("nicemu MPI: MPI_Abort called with error code {errorcode}");
-    std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff });
+    // The exit status keeps the low byte; an abort never exits with success.
+    let status = errorcode & 0xff;
+    std::process::exit(if status == 0 { 1 } else { status });
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Alloc_mem(
+    size: isize,
+    info: Handle,
+    baseptr: *mut std::ffi::c_void,
+) -> c_int {
+    // SAFETY: MPI_Alloc_mem's contract: `baseptr` points to a `void*`.
+    let bp = unsafe { mem::out(baseptr.cast::<usize>()) };
+    call("MPI_Alloc_mem", Eh::Other, |s| {
+        crate::comm::check_info(s, info)?;
+        let size = usize::try_from(size)
+            .map_err(|_| AbiError::new(MPI_ERR_ARG, format!("a negative size {size}")))?;
+        let (m, at) = mem::OwnedMem::new(size);
+        s.allocs.insert(at.addr(), m);
+        put(bp, at.addr())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Free_mem(base: *mut std::ffi::c_void) -> c_int {
+    call("MPI_Free_mem", Eh::Other, |s| {
+        s.allocs.remove(&(base as usize)).map(drop).ok_or_else(|| {
+            AbiError::new(
+                MPI_ERR_ARG,
+                format!("{base:?} was not allocated by MPI_Alloc_mem"),
+            )
+        })
+    })
 }
 
 fn epoch() -> Instant {

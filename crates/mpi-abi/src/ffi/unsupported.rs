@@ -67,7 +67,7 @@ not_implemented! {
     MPI_Abi_set_fortran_booleans MPI_Abi_set_fortran_info MPI_Accumulate_c MPI_Add_error_class
     MPI_Add_error_code MPI_Add_error_string MPI_Allgather_c MPI_Allgather_init
     MPI_Allgather_init_c MPI_Allgatherv_c MPI_Allgatherv_init MPI_Allgatherv_init_c
-    MPI_Alloc_mem MPI_Allreduce_c MPI_Allreduce_init MPI_Allreduce_init_c MPI_Alltoall_c
+    MPI_Allreduce_c MPI_Allreduce_init MPI_Allreduce_init_c MPI_Alltoall_c
     MPI_Alltoall_init MPI_Alltoall_init_c MPI_Alltoallv_c MPI_Alltoallv_init
     MPI_Alltoallv_init_c MPI_Alltoallw_c MPI_Alltoallw_init MPI_Alltoallw_init_c MPI_Attr_delete
     MPI_Attr_get MPI_Attr_put MPI_Barrier_init MPI_Bcast_c MPI_Bcast_init MPI_Bcast_init_c
@@ -103,7 +103,7 @@ not_implemented! {
     MPI_File_write_at_all_c MPI_File_write_at_all_end MPI_File_write_at_c MPI_File_write_c
     MPI_File_write_ordered MPI_File_write_ordered_begin MPI_File_write_ordered_begin_c
     MPI_File_write_ordered_c MPI_File_write_ordered_end MPI_File_write_shared
-    MPI_File_write_shared_c MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c
+    MPI_File_write_shared_c MPI_Gather_c MPI_Gather_init MPI_Gather_init_c
     MPI_Gatherv_c MPI_Gatherv_init MPI_Gatherv_init_c MPI_Get_accumulate_c MPI_Get_c
     MPI_Get_count_c MPI_Get_elements_c MPI_Get_elements_x MPI_Get_hw_resource_info
     MPI_Graph_create MPI_Graph_get MPI_Graph_map MPI_Graph_neighbors MPI_Graph_neighbors_count
