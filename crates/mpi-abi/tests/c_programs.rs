@@ -194,6 +194,28 @@ fn wrapper_shows_header_library_and_rpath() {
 }
 
 #[test]
+fn a_program_links_the_static_library_too() {
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-abi-c-static-hello");
+    let out = Command::new(mpicc())
+        .args(["-static-mpi", "-o"])
+        .arg(&exe)
+        .arg(sources().join("hello.c"))
+        .output()
+        .expect("running nicemu-mpicc -static-mpi");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run(&exe, &[("NICEMU_NIC", "gemini")]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("hello: OK"));
+    // No dynamic dependency on the library.
+    let bytes = std::fs::read(&exe).expect("reading the program");
+    let soname = b"libmpi_abi.so.1\0";
+    assert!(!bytes.windows(soname.len()).any(|w| w == soname));
+}
+
+#[test]
 fn the_library_carries_the_standard_soname() {
     let out = Command::new(mpicc())
         .args(["-show", "x.c"])

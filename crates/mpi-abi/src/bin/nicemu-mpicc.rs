@@ -5,6 +5,7 @@
 //! nicemu-mpicc -O2 -o hello hello.c     # compile and link (rpath set: runs as is)
 //! nicemu-mpicc -c hello.c               # compile only
 //! nicemu-mpicc -show -o hello hello.c   # print the compiler command instead
+//! nicemu-mpicc -static-mpi -o hello hello.c  # link libmpi_abi.a instead of the .so
 //! ```
 //!
 //! It finds `mpi.h` and the library
@@ -23,6 +24,9 @@ use std::process::{Command, ExitCode};
 
 const LIB: &str = "libmpi_abi.so";
 const SONAME: &str = "libmpi_abi.so.1";
+const STATIC: &str = "libmpi_abi.a";
+/// What the static library needs from the system (the Rust standard library's needs).
+const STATIC_DEPS: [&str; 4] = ["-lpthread", "-ldl", "-lm", "-lgcc_s"];
 
 fn first_existing(cands: impl IntoIterator<Item = PathBuf>, file: &str) -> Option<PathBuf> {
     cands.into_iter().find(|d| d.join(file).is_file())
@@ -44,7 +48,7 @@ fn newest(cands: impl IntoIterator<Item = PathBuf>, file: &str) -> Option<PathBu
         .map(|(_, d)| d)
 }
 
-fn locate() -> Result<(PathBuf, PathBuf), String> {
+fn locate(lib_file: &str) -> Result<(PathBuf, PathBuf), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let here = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let include = match std::env::var_os("NICEMU_MPI_INCLUDE") {
@@ -61,8 +65,8 @@ fn locate() -> Result<(PathBuf, PathBuf), String> {
     };
     let lib = match std::env::var_os("NICEMU_MPI_LIBDIR") {
         Some(d) => PathBuf::from(d),
-        None => newest([here.clone(), here.join("../lib"), here.join("deps")], LIB).ok_or(format!(
-            "{LIB} not found next to {} (build it with `cargo build -p mpi-abi`, or set NICEMU_MPI_LIBDIR)",
+        None => newest([here.clone(), here.join("../lib"), here.join("deps")], lib_file).ok_or(format!(
+            "{lib_file} not found next to {} (build it with `cargo build -p mpi-abi`, or set NICEMU_MPI_LIBDIR)",
             exe.display()
         ))?,
     };
@@ -86,8 +90,9 @@ fn ensure_soname_link(lib: &Path) -> Result<(), String> {
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let show = args.iter().any(|a| a == "-show");
-    args.retain(|a| a != "-show");
-    let (include, lib) = match locate() {
+    let static_mpi = args.iter().any(|a| a == "-static-mpi");
+    args.retain(|a| a != "-show" && a != "-static-mpi");
+    let (include, lib) = match locate(if static_mpi { STATIC } else { LIB }) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("nicemu-mpicc: {e}");
@@ -102,7 +107,10 @@ fn main() -> ExitCode {
         .any(|a| matches!(a.as_str(), "-c" | "-E" | "-S" | "-M" | "-MM"));
     let mut cmd = vec![cc, format!("-I{}", include.display())];
     cmd.extend(args);
-    if link {
+    if link && static_mpi {
+        cmd.push(lib.join(STATIC).display().to_string());
+        cmd.extend(STATIC_DEPS.iter().map(|s| s.to_string()));
+    } else if link {
         cmd.push(format!("-L{}", lib.display()));
         cmd.push(format!("-Wl,-rpath,{}", lib.display()));
         cmd.push("-lmpi_abi".into());
@@ -111,7 +119,10 @@ fn main() -> ExitCode {
         println!("{}", cmd.join(" "));
         return ExitCode::SUCCESS;
     }
-    if link && let Err(e) = ensure_soname_link(&lib) {
+    if link
+        && !static_mpi
+        && let Err(e) = ensure_soname_link(&lib)
+    {
         eprintln!("nicemu-mpicc: {e}");
         return ExitCode::from(2);
     }
