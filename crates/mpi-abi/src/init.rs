@@ -46,6 +46,8 @@ pub(crate) enum Machine {
     Cassini(Cluster),
     /// A singleton's one-node Gemini machine.
     Gemini(GeminiCluster),
+    /// A machine the caller owns (a rank of an in-process job, see `testing`).
+    Hosted,
 }
 
 /// The MPI environment of this process's rank. Fields drop in order: the universe (the
@@ -62,6 +64,17 @@ pub(crate) struct World {
 }
 
 impl World {
+    /// The world of a rank whose machine and universe the caller made (the in-process
+    /// runtime's jobs).
+    pub(crate) fn hosted(universe: Universe, nic: Nic, node: u32) -> Self {
+        World {
+            universe,
+            node,
+            nic,
+            _machine: Machine::Hosted,
+        }
+    }
+
     /// `MPI_Finalize`: complete this rank's traffic, release the transport, then the machine.
     pub(crate) fn finalize(self) -> AResult<()> {
         let World {

@@ -22,4 +22,17 @@ mod p2p;
 mod requests;
 mod rma;
 mod state;
+pub mod testing;
 mod types;
+
+/// The exported C functions, callable from Rust as well (`unsafe`: their contract is the C
+/// one). The in-process tests of `testing` call them on several ranks.
+pub use ffi::MpiStatus;
+pub use ffi::coll::*;
+pub use ffi::comm::*;
+pub use ffi::convert::*;
+pub use ffi::dtype::*;
+pub use ffi::env::*;
+pub use ffi::p2p::*;
+pub use ffi::rma::*;
+pub use ffi::unsupported::*;

@@ -10,15 +10,15 @@
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
 pub(crate) mod callbacks;
-mod coll;
-mod comm;
-mod convert;
-mod dtype;
-mod env;
+pub(crate) mod coll;
+pub(crate) mod comm;
+pub(crate) mod convert;
+pub(crate) mod dtype;
+pub(crate) mod env;
 pub(crate) mod mem;
-mod p2p;
-mod rma;
-mod unsupported;
+pub(crate) mod p2p;
+pub(crate) mod rma;
+pub(crate) mod unsupported;
 
 use std::ffi::c_int;
 
