@@ -11,13 +11,10 @@
 //! `PMI_PORT`). Its path — `mpi::pmi::from_env()` for the PMI-1 client and
 //! `runtime::process::init(pmi, nic)` for its node — is not in this build, so such a process
 //! fails `MPI_Init` with a message saying so instead of running as a wrong singleton. Once
-//! those exist, [`Launch::ProcessManager`] becomes, in [`start_world`]:
-//!
-//! ```text
-//! let pmi = mpi::pmi::from_env()?;            // PMI-1 wire client
-//! let node = runtime::process::init(pmi, nic)?; // this rank's node, its transport
-//! Ok(World { universe: node.universe(), node: node.index(), machine: Machine::Process(node) })
-//! ```
+//! those exist, `process_manager` (called by `start_world` for `Launch::ProcessManager`)
+//! gets the PMI client with `mpi::pmi::from_env()`, this rank's node with
+//! `runtime::process::init(pmi, nic)`, and returns the world of its universe, keeping the
+//! node in a new `Machine` variant.
 
 #![forbid(unsafe_code)]
 
@@ -123,16 +120,30 @@ pub(crate) fn start_world() -> AResult<World> {
     let nic = nic_choice(env.get("NICEMU_NIC"))?;
     match launch_mode(|v| std::env::var(v).ok()) {
         Launch::Singleton => singleton(nic, env),
-        Launch::ProcessManager(vars) => Err(AbiError::new(
-            MPI_ERR_OTHER,
-            format!(
-                "this process was started by a process manager ({} set), but this build of \
-                 libmpi_abi has no multi-process launch support; run the program directly \
-                 for a one-rank job (see docs/c-abi.md)",
-                vars.join(", ")
-            ),
-        )),
+        Launch::ProcessManager(vars) => process_manager(nic, env, &vars),
     }
+}
+
+/// A rank of a multi-process job started by a process manager. The PMI-1 client and the
+/// per-process node host are not in this build: a clear error rather than a wrong
+/// singleton. With them, the body becomes (see the module doc):
+///
+/// ```text
+/// let pmi = mpi::pmi::from_env()?;
+/// let node = runtime::process::init(pmi, nic)?;
+/// Ok(World { universe: node.universe(), node: node.index(), nic, _machine: Machine::Process(node) })
+/// ```
+fn process_manager(nic: Nic, env: Env, vars: &[&str]) -> AResult<World> {
+    let _ = (nic, env);
+    Err(AbiError::new(
+        MPI_ERR_OTHER,
+        format!(
+            "this process was started by a process manager ({} set), but this build of \
+             libmpi_abi has no multi-process launch support; run the program directly for a \
+             one-rank job (see docs/c-abi.md)",
+            vars.join(", ")
+        ),
+    ))
 }
 
 fn other(what: &str, e: impl std::fmt::Display) -> AbiError {
