@@ -31,6 +31,11 @@ static void fence_epochs(void) {
     CHECK_OK(MPI_Win_fence(0, win));
     memcpy(&total, &mem[6], sizeof total);
     if (rank == 0) CHECK(total == size * (size + 1) / 2);
+    /* 32-bit MAX: no Gemini atomic does it; a compare-and-swap loop does. */
+    int mine = rank + 1;
+    CHECK_OK(MPI_Accumulate(&mine, 1, MPI_INT, 0, 4, 1, MPI_INT, MPI_MAX, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    if (rank == 0) CHECK(mem[4] == size);
     /* A strided target: every other int of slots 0..3 on self. */
     MPI_Datatype every_other;
     CHECK_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &every_other));

@@ -110,7 +110,9 @@ pub(crate) fn create(
     let obj = s.comm(ch)?;
     let comm = obj.comm.clone();
     let errh = obj.errh;
-    let win = comm.window_allocate::<u8>(size)?;
+    // Whole 64-bit words, so that every element sits in a word the NIC's compare-and-swap
+    // can reach (the program sees `size` bytes).
+    let win = comm.window_allocate::<u8>(size.next_multiple_of(8))?;
     let (owned, base) = match base {
         Some(b) => (None, b),
         None => {
@@ -224,6 +226,7 @@ pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
 
 /// The byte runs of `count` elements of `layout` at `disp` units of the target's part.
 fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
+    let size = w.size;
     let base = disp
         .checked_mul(w.disp_unit as isize)
         .ok_or_else(|| AbiError::new(MPI_ERR_RMA_RANGE, "displacement overflows"))?;
@@ -238,6 +241,12 @@ fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usiz
                     format!("target offset {at} is before the window"),
                 )
             })?;
+            if at + l > size {
+                return Err(AbiError::new(
+                    MPI_ERR_RMA_RANGE,
+                    format!("{l} bytes at target offset {at} outside a window of {size} bytes"),
+                ));
+            }
             out.push((at, l));
         }
     }
