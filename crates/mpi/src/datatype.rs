@@ -141,6 +141,67 @@ impl<T: Equivalence, const N: usize> BufferMut for [T; N] {
     }
 }
 
+/// Bytes holding elements of a given kind (a buffer described by an MPI datatype rather than
+/// a Rust type, as the C bindings have them): sends and reductions see `kind`.
+#[derive(Debug)]
+pub struct KindBytes<'a> {
+    /// The bytes.
+    pub bytes: &'a [u8],
+    /// Their element kind.
+    pub kind: Kind,
+}
+
+impl Buffer for KindBytes<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+}
+
+/// Writable bytes holding elements of a given kind.
+#[derive(Debug)]
+pub struct KindBytesMut<'a> {
+    /// The bytes.
+    pub bytes: &'a mut [u8],
+    /// Their element kind.
+    pub kind: Kind,
+}
+
+impl Buffer for KindBytesMut<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+}
+
+impl BufferMut for KindBytesMut<'_> {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self.bytes
+    }
+}
+
+/// Owned bytes holding elements of a given kind (a staged copy of a C buffer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindVec {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// Their element kind.
+    pub kind: Kind,
+}
+
+impl Buffer for KindVec {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+}
+
 /// Elements of `T` from bytes (a whole number of elements; a trailing partial element is
 /// dropped).
 pub fn vec_from_bytes<T: Equivalence>(bytes: &[u8]) -> Vec<T> {
@@ -255,6 +316,29 @@ mod tests {
         assert_eq!(out, vec![0, 1, -1, -1, 4, 5, -1, -1, 8, 9]);
         assert!(v.pack(&buf[..9]).is_err());
         assert_eq!(Vector::contiguous(5).extent(), 5);
+    }
+
+    #[test]
+    fn kind_bytes_carry_their_kind() {
+        let x = [1i32, 2];
+        let b = KindBytes {
+            bytes: x.bytes(),
+            kind: Kind::I32,
+        };
+        assert_eq!((b.bytes().len(), b.kind()), (8, Kind::I32));
+        let mut y = [0u8; 4];
+        let mut m = KindBytesMut {
+            bytes: &mut y,
+            kind: Kind::F32,
+        };
+        m.bytes_mut()[0] = 7;
+        assert_eq!(m.kind(), Kind::F32);
+        assert_eq!(y[0], 7);
+        let v = KindVec {
+            bytes: vec![0; 16],
+            kind: Kind::F64,
+        };
+        assert_eq!((v.bytes().len(), v.kind()), (16, Kind::F64));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod pmi;
 pub mod point_to_point;
 pub mod request;
 pub mod transport;
+pub mod typemap;
 pub mod universe;
 pub mod window;
 
@@ -45,4 +46,4 @@ pub use datatype::{Kind, Vector};
 pub use op::SystemOperation;
 pub use point_to_point::{Message, Status};
 pub use request::{Request, scope};
-pub use window::{LockType, Window};
+pub use window::{AccumulateOp, LockType, Window};

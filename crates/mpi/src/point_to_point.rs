@@ -419,6 +419,14 @@ impl<'c> AnyProcess<'c> {
     pub fn matched_probe_with_tag(&self, tag: Option<Tag>) -> Result<(Message<'c>, Status)> {
         self.source().matched_probe(tag)
     }
+
+    /// `MPI_Improbe` with `tag` (`None`: any tag).
+    pub fn immediate_matched_probe_with_tag(
+        &self,
+        tag: Option<Tag>,
+    ) -> Result<Option<(Message<'c>, Status)>> {
+        self.source().immediate_matched_probe(tag)
+    }
 }
 
 /// A source: one process or any.

@@ -200,10 +200,24 @@ impl<T: Equivalence> Window<T> {
         compare: &[u8],
         fetch: bool,
     ) -> Result<OpId> {
+        self.atomic_typed(target, off, op, amo_type(T::KIND)?, operand, compare, fetch)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_typed(
+        &mut self,
+        target: CommRank,
+        off: usize,
+        op: AmoOp,
+        ty: AmoType,
+        operand: &[u8],
+        compare: &[u8],
+        fetch: bool,
+    ) -> Result<OpId> {
         let (w, _) = self.check(target, 0, 0)?;
         let a = Atomic {
             op,
-            ty: amo_type(T::KIND)?,
+            ty,
             operand: operand.to_vec(),
             compare: compare.to_vec(),
             fetch,
@@ -437,6 +451,250 @@ impl<T: Equivalence> Window<T> {
             self.unlock(r)?;
         }
         Ok(())
+    }
+}
+
+/// An element operation of a byte window: a NIC atomic in flight, or done (its old bytes).
+enum Element {
+    Pending(OpId),
+    Done(Vec<u8>),
+}
+
+/// What an accumulate does with each target element (`MPI_Accumulate`'s operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccumulateOp {
+    /// A predefined reduction.
+    Op(SystemOperation),
+    /// `MPI_REPLACE`.
+    Replace,
+    /// `MPI_NO_OP` (an atomic read; `MPI_Get_accumulate` and `MPI_Fetch_and_op` only).
+    NoOp,
+}
+
+impl AccumulateOp {
+    fn amo(self) -> Result<AmoOp> {
+        match self {
+            AccumulateOp::Op(op) => amo_op(op),
+            AccumulateOp::Replace => Ok(AmoOp::Replace),
+            AccumulateOp::NoOp => Ok(AmoOp::NoOp),
+        }
+    }
+}
+
+/// Byte windows whose elements are described by a [`Kind`] at each call, as the C bindings
+/// use them (displacements in bytes).
+impl Window<u8> {
+    fn check_kind(
+        &self,
+        kind: Kind,
+        target: CommRank,
+        disp: usize,
+        len: usize,
+    ) -> Result<(usize, usize)> {
+        let size = kind.size();
+        if size == 0 || !len.is_multiple_of(size) {
+            return Err(Error::Count(format!(
+                "{len} bytes are not a whole number of {size}-byte elements"
+            )));
+        }
+        let (_, off) = self.check(target, disp, len)?;
+        Ok((off, size))
+    }
+
+    /// One 64-bit NIC atomic on the word at `off` of `target`'s part; the old word.
+    fn word_atomic(
+        &mut self,
+        target: CommRank,
+        off: usize,
+        op: AmoOp,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        let id = self.atomic_typed(
+            target,
+            off,
+            op,
+            AmoType::U64,
+            &operand.to_le_bytes(),
+            &compare.to_le_bytes(),
+            true,
+        )?;
+        match wait_op(&self.comm.core, id)? {
+            Completion::Fetched(b) => value_from_bytes(&b),
+            c => Err(Error::Rma(format!("a word atomic completed as {c:?}"))),
+        }
+    }
+
+    /// An element operation the NIC cannot do (an element type or operation its atomics lack),
+    /// done atomically all the same: a compare-and-swap loop on the 64-bit word holding the
+    /// element, as MPI libraries do over NICs with few atomics. `update` maps the element's
+    /// old bytes to its new bytes (`None`: leave it); returns the old bytes.
+    fn element_by_cas(
+        &mut self,
+        target: CommRank,
+        off: usize,
+        size: usize,
+        update: impl Fn(&[u8]) -> Result<Option<Vec<u8>>>,
+    ) -> Result<Vec<u8>> {
+        let word = off & !7;
+        let shift = off - word;
+        if shift + size > 8 || word + 8 > HEADER + self.len {
+            return Err(Error::Op(format!(
+                "no NIC atomic for this element, and a {size}-byte element at offset {} does not \
+                 sit in an 8-byte word of the window (a compare-and-swap loop needs one)",
+                off - HEADER
+            )));
+        }
+        let mut old = self.word_atomic(target, word, AmoOp::Sum, 0, 0)?;
+        let mut w = crate::universe::Waiter::new();
+        loop {
+            let bytes = old.to_le_bytes();
+            let cur = bytes[shift..shift + size].to_vec();
+            let Some(new_part) = update(&cur)? else {
+                return Ok(cur);
+            };
+            let mut nb = bytes;
+            nb[shift..shift + size].copy_from_slice(&new_part);
+            let new = u64::from_le_bytes(nb);
+            let prev = self.word_atomic(target, word, AmoOp::CompareSwap, new, old)?;
+            if prev == old {
+                return Ok(cur);
+            }
+            old = prev;
+            w.tick(&self.comm.core, "a compare-and-swap loop")?;
+        }
+    }
+
+    /// `acc op x` for one element of `kind` (the new target value of an accumulate).
+    fn combine(kind: Kind, op: AccumulateOp, acc: &[u8], x: &[u8]) -> Result<Option<Vec<u8>>> {
+        match op {
+            AccumulateOp::NoOp => Ok(None),
+            AccumulateOp::Replace => Ok(Some(x.to_vec())),
+            AccumulateOp::Op(o) => {
+                let mut a = acc.to_vec();
+                crate::op::apply(o, kind, &mut a, x)?;
+                Ok(Some(a))
+            }
+        }
+    }
+
+    /// One element of an accumulate: a NIC atomic when the NIC has it (pending when not
+    /// fetching), else done at once by [`element_by_cas`](Self::element_by_cas).
+    fn element(
+        &mut self,
+        kind: Kind,
+        target: CommRank,
+        off: usize,
+        op: AccumulateOp,
+        x: &[u8],
+        fetch: bool,
+    ) -> Result<Element> {
+        let native = amo_type(kind).and_then(|ty| Ok((ty, op.amo()?)));
+        if let Ok((ty, aop)) = native {
+            match self.atomic_typed(target, off, aop, ty, x, &[], fetch) {
+                Ok(id) => return Ok(Element::Pending(id)),
+                Err(Error::Op(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let old = self.element_by_cas(target, off, kind.size(), |cur| {
+            Self::combine(kind, op, cur, x)
+        })?;
+        Ok(Element::Done(old))
+    }
+
+    /// `MPI_Accumulate` of `data` (elements of `kind`) at byte `disp` of `target`'s part;
+    /// complete at the next synchronization. Operations and element types the NIC's atomics
+    /// lack run as compare-and-swap loops (complete when this returns).
+    pub fn accumulate_kind(
+        &mut self,
+        kind: Kind,
+        data: &[u8],
+        target: CommRank,
+        disp: usize,
+        op: AccumulateOp,
+    ) -> Result<()> {
+        let (off, size) = self.check_kind(kind, target, disp, data.len())?;
+        for (i, x) in data.chunks_exact(size).enumerate() {
+            if let Element::Pending(id) =
+                self.element(kind, target, off + i * size, op, x, false)?
+            {
+                self.pending.push((target, id));
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Get_accumulate` / `MPI_Fetch_and_op`: the old elements (elements of `kind`), then
+    /// `op` applied with `data`.
+    pub fn get_accumulate_kind(
+        &mut self,
+        kind: Kind,
+        data: &[u8],
+        target: CommRank,
+        disp: usize,
+        op: AccumulateOp,
+    ) -> Result<Vec<u8>> {
+        let (off, size) = self.check_kind(kind, target, disp, data.len())?;
+        let elems = data
+            .chunks_exact(size)
+            .enumerate()
+            .map(|(i, x)| self.element(kind, target, off + i * size, op, x, true))
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(data.len());
+        for e in elems {
+            match e {
+                Element::Done(b) => out.extend_from_slice(&b),
+                Element::Pending(id) => match wait_op(&self.comm.core, id)? {
+                    Completion::Fetched(b) => out.extend_from_slice(&b[..size.min(b.len())]),
+                    c => return Err(Error::Rma(format!("a fetching atomic completed as {c:?}"))),
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// `MPI_Compare_and_swap` on one element of `kind`: store `value` if the target equals
+    /// `compare`; the old value. Element types the NIC's atomics lack run as a
+    /// compare-and-swap loop on the element's 64-bit word.
+    pub fn compare_and_swap_kind(
+        &mut self,
+        kind: Kind,
+        value: &[u8],
+        compare: &[u8],
+        target: CommRank,
+        disp: usize,
+    ) -> Result<Vec<u8>> {
+        let (off, size) = self.check_kind(kind, target, disp, value.len())?;
+        if value.len() != size || compare.len() != size {
+            return Err(Error::Count("compare-and-swap takes one element".into()));
+        }
+        if let Ok(ty) = amo_type(kind) {
+            match self.atomic_typed(target, off, AmoOp::CompareSwap, ty, value, compare, true) {
+                Ok(id) => {
+                    return match wait_op(&self.comm.core, id)? {
+                        Completion::Fetched(b) => Ok(b[..size.min(b.len())].to_vec()),
+                        c => Err(Error::Rma(format!("a compare-and-swap completed as {c:?}"))),
+                    };
+                }
+                Err(Error::Op(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.element_by_cas(target, off, size, |cur| {
+            Ok((cur == compare).then(|| value.to_vec()))
+        })
+    }
+
+    /// Read `out.len()` bytes of this rank's part at byte `disp` (a local load).
+    pub fn local_read_bytes(&self, disp: usize, out: &mut [u8]) -> Result<()> {
+        let me = self.comm.rank();
+        let (_, off) = self.check(me, disp, out.len())?;
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_read(self.win, off, out)
     }
 }
 

@@ -1,0 +1,431 @@
+//! One-sided communication (`MPI_Win_*`, `MPI_Put`, ...). The emulated NIC reaches memory of
+//! the emulated node only, so each window is a window of the mpi crate (node memory, reached
+//! by NIC RDMA and atomics), and the program's memory (its `base`) is the window's private
+//! copy in the sense of the separate memory model (`MPI_WIN_SEPARATE`, MPI 4.1 §12.4): every
+//! synchronization call first publishes the program's local stores (the bytes that changed
+//! since the last synchronization) into the window, then, once the window's operations are
+//! complete, copies the window back into the program's memory.
+
+#![forbid(unsafe_code)]
+
+use std::ffi::c_int;
+
+use mpi::typemap::Layout;
+use mpi::{AccumulateOp, LockType, SimpleCommunicator, Window};
+
+use crate::coll::system_op;
+use crate::consts::*;
+use crate::error::{AResult, AbiError};
+use crate::ffi::mem::{Lent, OwnedMem};
+use crate::state::State;
+use crate::types::count;
+
+/// The values behind the window attributes (stable addresses for `MPI_Win_get_attr`).
+#[derive(Debug, Default)]
+pub(crate) struct WinAttrs {
+    pub base: usize,
+    pub size: isize,
+    pub disp_unit: c_int,
+    pub flavor: c_int,
+    pub model: c_int,
+}
+
+/// A window the program holds.
+pub(crate) struct WinObj {
+    pub win: Window<u8>,
+    pub comm: SimpleCommunicator,
+    /// The program's memory (the private copy).
+    pub base: Lent,
+    pub size: usize,
+    pub disp_unit: usize,
+    /// The private copy as of the last synchronization.
+    snapshot: Vec<u8>,
+    /// Memory this library allocated for `MPI_Win_allocate`, freed after the window.
+    _owned: Option<OwnedMem>,
+    pub errh: Handle,
+    pub attrs: Box<WinAttrs>,
+}
+
+impl WinObj {
+    /// Publish the program's local stores into this rank's part of the window.
+    fn publish(&mut self) -> AResult<()> {
+        if self.size == 0 {
+            return Ok(());
+        }
+        let now = self.base.read_bytes(self.size)?;
+        let mut i = 0;
+        while i < now.len() {
+            if now[i] == self.snapshot[i] {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < now.len() && now[i] != self.snapshot[i] {
+                i += 1;
+            }
+            self.win.local_write(start, &now[start..i])?;
+        }
+        self.snapshot = now;
+        Ok(())
+    }
+
+    /// Copy this rank's part of the window into the program's memory.
+    fn refresh(&mut self) -> AResult<()> {
+        if self.size == 0 {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; self.size];
+        self.win.local_read_bytes(0, &mut buf)?;
+        self.base.write_bytes(&buf)?;
+        self.snapshot = buf;
+        Ok(())
+    }
+
+    /// Run synchronization `f` between a publish and a refresh.
+    fn sync(&mut self, f: impl FnOnce(&mut Window<u8>) -> mpi::Result<()>) -> AResult<()> {
+        self.publish()?;
+        f(&mut self.win)?;
+        self.refresh()
+    }
+}
+
+/// `MPI_Win_create` (`base` given), `MPI_Win_allocate` (`base` `None`: this library
+/// allocates) and `MPI_Win_create_dynamic` (`size` 0): the window handle and its base.
+pub(crate) fn create(
+    s: &mut State,
+    base: Option<Lent>,
+    size: i64,
+    disp_unit: c_int,
+    ch: Handle,
+    flavor: c_int,
+) -> AResult<(Handle, usize)> {
+    let size = usize::try_from(size)
+        .map_err(|_| AbiError::new(MPI_ERR_SIZE, format!("window size {size} is negative")))?;
+    if disp_unit <= 0 {
+        return Err(AbiError::new(
+            MPI_ERR_ARG,
+            format!("displacement unit {disp_unit} is not positive"),
+        ));
+    }
+    let obj = s.comm(ch)?;
+    let comm = obj.comm.clone();
+    let errh = obj.errh;
+    // Whole 64-bit words, so that every element sits in a word the NIC's compare-and-swap
+    // can reach (the program sees `size` bytes).
+    let win = comm.window_allocate::<u8>(size.next_multiple_of(8))?;
+    let (owned, base) = match base {
+        Some(b) => (None, b),
+        None => {
+            let (m, b) = OwnedMem::new(size);
+            (Some(m), b)
+        }
+    };
+    let mut w = WinObj {
+        win,
+        comm,
+        base,
+        size,
+        disp_unit: disp_unit as usize,
+        snapshot: vec![0; size],
+        _owned: owned,
+        errh,
+        attrs: Box::new(WinAttrs {
+            base: base.addr(),
+            size: size as isize,
+            disp_unit,
+            flavor,
+            model: MPI_WIN_SEPARATE,
+        }),
+    };
+    // The window starts with the program's memory (MPI_Win_create exposes it as it is).
+    w.publish()?;
+    let h = s.handle();
+    s.wins.insert(h, w);
+    Ok((h, base.addr()))
+}
+
+pub(crate) fn win(s: &mut State, h: Handle) -> AResult<&mut WinObj> {
+    s.wins
+        .get_mut(&h)
+        .ok_or_else(|| AbiError::new(MPI_ERR_WIN, format!("{h:#x} is not a window handle")))
+}
+
+/// `MPI_Win_free`.
+pub(crate) fn free(s: &mut State, h: &mut Handle) -> AResult<()> {
+    let mut w = s
+        .wins
+        .remove(h)
+        .ok_or_else(|| AbiError::new(MPI_ERR_WIN, format!("{:#x} is not a window handle", *h)))?;
+    w.publish()?;
+    w.win.flush_all()?;
+    w.comm.barrier()?;
+    w.refresh()?;
+    *h = MPI_WIN_NULL;
+    Ok(())
+}
+
+/// `MPI_Win_fence`.
+pub(crate) fn fence(s: &mut State, h: Handle) -> AResult<()> {
+    win(s, h)?.sync(|w| w.fence())
+}
+
+/// `MPI_Win_lock`.
+pub(crate) fn lock(s: &mut State, kind: c_int, rank: c_int, h: Handle) -> AResult<()> {
+    let k = match kind {
+        MPI_LOCK_EXCLUSIVE => LockType::Exclusive,
+        MPI_LOCK_SHARED => LockType::Shared,
+        _ => return Err(AbiError::new(MPI_ERR_LOCKTYPE, format!("lock type {kind}"))),
+    };
+    let w = win(s, h)?;
+    check_target(w, rank)?;
+    w.sync(|w| w.lock(k, rank))
+}
+
+fn check_target(w: &WinObj, rank: c_int) -> AResult<()> {
+    if (0..w.comm.size()).contains(&rank) {
+        Ok(())
+    } else {
+        Err(AbiError::new(
+            MPI_ERR_RANK,
+            format!(
+                "rank {rank} is not in the window's group of {}",
+                w.comm.size()
+            ),
+        ))
+    }
+}
+
+/// `MPI_Win_unlock`.
+pub(crate) fn unlock(s: &mut State, rank: c_int, h: Handle) -> AResult<()> {
+    let w = win(s, h)?;
+    check_target(w, rank)?;
+    w.sync(|w| w.unlock(rank))
+}
+
+/// `MPI_Win_lock_all` / `MPI_Win_unlock_all`.
+pub(crate) fn lock_all(s: &mut State, h: Handle, lock: bool) -> AResult<()> {
+    win(s, h)?.sync(|w| if lock { w.lock_all() } else { w.unlock_all() })
+}
+
+/// `MPI_Win_flush(_local)` (`rank` given) and `MPI_Win_flush(_local)_all`.
+pub(crate) fn flush(s: &mut State, rank: Option<c_int>, h: Handle) -> AResult<()> {
+    let w = win(s, h)?;
+    if let Some(r) = rank {
+        check_target(w, r)?;
+    }
+    w.sync(|w| match rank {
+        Some(r) => w.flush(r),
+        None => w.flush_all(),
+    })
+}
+
+/// `MPI_Win_sync`.
+pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
+    win(s, h)?.sync(|_| Ok(()))
+}
+
+/// The byte runs of `count` elements of `layout` at `disp` units of the target's part.
+fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
+    let size = w.size;
+    let base = disp
+        .checked_mul(w.disp_unit as isize)
+        .ok_or_else(|| AbiError::new(MPI_ERR_RMA_RANGE, "displacement overflows"))?;
+    let mut out = Vec::new();
+    let ext = layout.extent();
+    for i in 0..n as isize {
+        for &(o, l) in layout.blocks() {
+            let at = base + i * ext + o;
+            let at = usize::try_from(at).map_err(|_| {
+                AbiError::new(
+                    MPI_ERR_RMA_RANGE,
+                    format!("target offset {at} is before the window"),
+                )
+            })?;
+            if at + l > size {
+                return Err(AbiError::new(
+                    MPI_ERR_RMA_RANGE,
+                    format!("{l} bytes at target offset {at} outside a window of {size} bytes"),
+                ));
+            }
+            out.push((at, l));
+        }
+    }
+    Ok(out)
+}
+
+/// Origin-side arguments of an RMA call.
+pub(crate) struct Origin {
+    pub buf: Lent,
+    pub count: c_int,
+    pub dtype: Handle,
+}
+
+/// Target-side arguments of an RMA call.
+pub(crate) struct Target {
+    pub rank: c_int,
+    pub disp: isize,
+    pub count: c_int,
+    pub dtype: Handle,
+}
+
+fn target_layout(s: &State, t: &Target) -> AResult<(std::rc::Rc<Layout>, usize)> {
+    Ok((s.layout(t.dtype)?, count(t.count)?))
+}
+
+/// What an RMA call does at the target.
+pub(crate) enum Access {
+    Put,
+    Get,
+    Acc(Handle),
+}
+
+fn acc_op(op: Handle) -> AResult<AccumulateOp> {
+    match op {
+        MPI_REPLACE => Ok(AccumulateOp::Replace),
+        MPI_NO_OP => Ok(AccumulateOp::NoOp),
+        _ => system_op(op).map(AccumulateOp::Op).ok_or_else(|| {
+            AbiError::new(
+                MPI_ERR_OP,
+                format!("{op:#x} is not a predefined operation (RMA takes predefined ones only)"),
+            )
+        }),
+    }
+}
+
+/// `MPI_Put` and `MPI_Accumulate`.
+pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) -> AResult<()> {
+    let ol = s.layout(o.dtype)?;
+    let data = o.buf.read(&ol, count(o.count)?)?;
+    let (tl, tn) = target_layout(s, &t)?;
+    let w = win(s, h)?;
+    if t.rank == MPI_PROC_NULL {
+        return Ok(());
+    }
+    check_target(w, t.rank)?;
+    if data.len() != tl.size() * tn {
+        return Err(AbiError::new(
+            MPI_ERR_COUNT,
+            format!(
+                "{} origin bytes for {} target bytes",
+                data.len(),
+                tl.size() * tn
+            ),
+        ));
+    }
+    let mut at = 0;
+    for (off, len) in runs(w, t.disp, &tl, tn)? {
+        let chunk = &data[at..at + len];
+        match what {
+            Access::Put | Access::Get => w.win.put(chunk, t.rank, off)?,
+            Access::Acc(op) => {
+                let kind = tl.kind().ok_or_else(|| {
+                    AbiError::new(
+                        MPI_ERR_TYPE,
+                        "accumulate needs a datatype of one basic type",
+                    )
+                })?;
+                w.win
+                    .accumulate_kind(kind, chunk, t.rank, off, acc_op(op)?)?;
+            }
+        }
+        at += len;
+    }
+    Ok(())
+}
+
+/// `MPI_Get`.
+pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()> {
+    let ol = s.layout(o.dtype)?;
+    let on = count(o.count)?;
+    let (tl, tn) = target_layout(s, &t)?;
+    let w = win(s, h)?;
+    if t.rank == MPI_PROC_NULL {
+        return Ok(());
+    }
+    check_target(w, t.rank)?;
+    let mut data = Vec::with_capacity(tl.size() * tn);
+    for (off, len) in runs(w, t.disp, &tl, tn)? {
+        data.extend(w.win.get(t.rank, off, len)?);
+    }
+    o.buf.write(&ol, on, &data)?;
+    Ok(())
+}
+
+/// `MPI_Get_accumulate` (and `MPI_Fetch_and_op`, one element): `result` gets the old target
+/// elements.
+pub(crate) fn get_accumulate(
+    s: &mut State,
+    o: Origin,
+    result: Origin,
+    t: Target,
+    op: Handle,
+    h: Handle,
+) -> AResult<()> {
+    let (tl, tn) = target_layout(s, &t)?;
+    let aop = acc_op(op)?;
+    let data = if aop == AccumulateOp::NoOp {
+        vec![0u8; tl.size() * tn]
+    } else {
+        o.buf.read(&*s.layout(o.dtype)?, count(o.count)?)?
+    };
+    let rl = s.layout(result.dtype)?;
+    let rn = count(result.count)?;
+    let kind = tl.kind().ok_or_else(|| {
+        AbiError::new(
+            MPI_ERR_TYPE,
+            "get_accumulate needs a datatype of one basic type",
+        )
+    })?;
+    let w = win(s, h)?;
+    if t.rank == MPI_PROC_NULL {
+        return Ok(());
+    }
+    check_target(w, t.rank)?;
+    if data.len() != tl.size() * tn {
+        return Err(AbiError::new(
+            MPI_ERR_COUNT,
+            "origin and target sizes differ",
+        ));
+    }
+    let mut old = Vec::with_capacity(data.len());
+    let mut at = 0;
+    for (off, len) in runs(w, t.disp, &tl, tn)? {
+        old.extend(
+            w.win
+                .get_accumulate_kind(kind, &data[at..at + len], t.rank, off, aop)?,
+        );
+        at += len;
+    }
+    result.buf.write(&rl, rn, &old)?;
+    Ok(())
+}
+
+/// `MPI_Compare_and_swap`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compare_and_swap(
+    s: &mut State,
+    origin: Lent,
+    compare: Lent,
+    result: Lent,
+    dt: Handle,
+    rank: c_int,
+    disp: isize,
+    h: Handle,
+) -> AResult<()> {
+    let l = s.layout(dt)?;
+    let kind = l
+        .kind()
+        .filter(|_| l.is_contiguous())
+        .ok_or_else(|| AbiError::new(MPI_ERR_TYPE, "compare-and-swap needs a basic datatype"))?;
+    let v = origin.read(&l, 1)?;
+    let c = compare.read(&l, 1)?;
+    let w = win(s, h)?;
+    if rank == MPI_PROC_NULL {
+        return Ok(());
+    }
+    check_target(w, rank)?;
+    let off = runs(w, disp, &l, 1)?.first().map_or(0, |r| r.0);
+    let old = w.win.compare_and_swap_kind(kind, &v, &c, rank, off)?;
+    result.write(&l, 1, &old)?;
+    Ok(())
+}

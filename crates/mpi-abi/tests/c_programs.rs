@@ -1,0 +1,235 @@
+//! The C test programs of `tests/c`, compiled with `nicemu-mpicc` against `libmpi_abi.so.1`
+//! and run as singletons on both emulated NICs; plus the wrapper's `-show`, the default
+//! error handler, and the launch errors of `MPI_Init`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The programs and the line each prints on success.
+const PROGRAMS: [&str; 7] = ["hello", "p2p", "coll", "dtype", "comm", "rma", "errors"];
+
+/// The longest a program may run (they take well under a second on a quiet machine).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/c")
+}
+
+fn mpicc() -> &'static str {
+    env!("CARGO_BIN_EXE_nicemu-mpicc")
+}
+
+/// Compile every program once (into this test target's temporary directory).
+fn binaries() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-abi-c");
+        std::fs::create_dir_all(&dir).expect("creating the output directory");
+        for name in PROGRAMS.iter().chain(&["fatal"]) {
+            let out = Command::new(mpicc())
+                .args(["-Wall", "-Wextra", "-Werror", "-o"])
+                .arg(dir.join(name))
+                .arg(sources().join(format!("{name}.c")))
+                .output()
+                .expect("running nicemu-mpicc");
+            assert!(
+                out.status.success(),
+                "compiling {name}.c failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        dir
+    })
+}
+
+/// Run `prog` with `env` (and none of the launch variables of the test's own environment),
+/// killing it after [`RUN_LIMIT`].
+fn run(prog: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(prog);
+    for v in ["PMI_RANK", "PMI_FD", "PMI_PORT", "PMI_SIZE", "NICEMU_NIC"] {
+        cmd.env_remove(v);
+    }
+    cmd.envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("starting a test program");
+    let start = Instant::now();
+    loop {
+        if child
+            .try_wait()
+            .expect("waiting for a test program")
+            .is_some()
+        {
+            return child.wait_with_output().expect("collecting output");
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collecting output");
+            panic!(
+                "{} did not finish in {RUN_LIMIT:?}; stderr:\n{}",
+                prog.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn run_all_on(nic: &str) {
+    let dir = binaries();
+    for name in PROGRAMS {
+        let out = run(&dir.join(name), &[("NICEMU_NIC", nic)]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains(&format!("{name}: OK")),
+            "{name} on {nic}: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status
+        );
+    }
+}
+
+#[test]
+fn c_programs_pass_on_cassini() {
+    run_all_on("cassini");
+}
+
+#[test]
+fn c_programs_pass_on_gemini() {
+    run_all_on("gemini");
+}
+
+#[test]
+fn hello_reports_the_nic_it_ran_on() {
+    let dir = binaries();
+    for (nic, name) in [
+        ("cassini", "nicemu-cassini-node0"),
+        ("gemini", "nicemu-gemini-node0"),
+    ] {
+        let out = run(&dir.join("hello"), &[("NICEMU_NIC", nic)]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("rank 0 of 1 on {name}")),
+            "{stdout}"
+        );
+    }
+    // Without NICEMU_NIC: Cassini.
+    let out = run(&dir.join("hello"), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nicemu-cassini-node0"));
+}
+
+#[test]
+fn errors_are_fatal_by_default() {
+    let out = run(&binaries().join("fatal"), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "MPI_ERR_RANK is the exit status: {stderr}"
+    );
+    assert!(
+        stderr.contains("fatal error in MPI_Send") && stderr.contains("rank 1"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("not reached"));
+}
+
+#[test]
+fn a_bad_nic_name_fails_init_clearly() {
+    let out = run(&binaries().join("hello"), &[("NICEMU_NIC", "myrinet")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("NICEMU_NIC") && stderr.contains("myrinet") && stderr.contains("cassini"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_process_manager_launch_is_refused_until_supported() {
+    for var in ["PMI_RANK", "PMI_FD", "PMI_PORT"] {
+        let out = run(&binaries().join("hello"), &[(var, "0")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{var}: the program ran as a singleton"
+        );
+        assert!(
+            stderr.contains("process manager") && stderr.contains(var),
+            "{var}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn wrapper_shows_header_library_and_rpath() {
+    let out = Command::new(mpicc())
+        .args(["-show", "-o", "x", "x.c"])
+        .output()
+        .expect("running nicemu-mpicc -show");
+    assert!(out.status.success());
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("-o x x.c") && line.contains("-lmpi_abi"),
+        "{line}"
+    );
+    let inc = line
+        .split_whitespace()
+        .find_map(|a| a.strip_prefix("-I"))
+        .expect("an include directory");
+    assert!(Path::new(inc).join("mpi.h").is_file(), "{line}");
+    let rpath = line
+        .split_whitespace()
+        .find_map(|a| a.strip_prefix("-Wl,-rpath,"))
+        .expect("an rpath");
+    assert!(Path::new(rpath).join("libmpi_abi.so").is_file(), "{line}");
+    // Compile-only: no link flags.
+    let out = Command::new(mpicc())
+        .args(["-show", "-c", "x.c"])
+        .output()
+        .expect("running nicemu-mpicc -show -c");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("-lmpi_abi"));
+}
+
+#[test]
+fn a_program_links_the_static_library_too() {
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-abi-c-static-hello");
+    let out = Command::new(mpicc())
+        .args(["-static-mpi", "-o"])
+        .arg(&exe)
+        .arg(sources().join("hello.c"))
+        .output()
+        .expect("running nicemu-mpicc -static-mpi");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run(&exe, &[("NICEMU_NIC", "gemini")]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("hello: OK"));
+    // No dynamic dependency on the library.
+    let bytes = std::fs::read(&exe).expect("reading the program");
+    let soname = b"libmpi_abi.so.1\0";
+    assert!(!bytes.windows(soname.len()).any(|w| w == soname));
+}
+
+#[test]
+fn the_library_carries_the_standard_soname() {
+    let out = Command::new(mpicc())
+        .args(["-show", "x.c"])
+        .output()
+        .expect("running nicemu-mpicc -show");
+    let line = String::from_utf8_lossy(&out.stdout).to_string();
+    let dir = line
+        .split_whitespace()
+        .find_map(|a| a.strip_prefix("-L"))
+        .expect("a library directory");
+    let bytes = std::fs::read(Path::new(dir).join("libmpi_abi.so")).expect("reading the library");
+    let soname = b"libmpi_abi.so.1\0";
+    assert!(
+        bytes.windows(soname.len()).any(|w| w == soname),
+        "no libmpi_abi.so.1 string in the library"
+    );
+}

@@ -1,0 +1,131 @@
+/* One-sided communication: windows created on the program's memory and allocated by the
+ * library, fence and passive-target epochs, every access call, request-based ones. */
+#include <string.h>
+#include "check.h"
+
+static int rank, size;
+
+static void fence_epochs(void) {
+    int *mem;
+    CHECK_OK(MPI_Alloc_mem(8 * sizeof(int), MPI_INFO_NULL, &mem));
+    for (int i = 0; i < 8; i++) mem[i] = 0;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_create(mem, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int v[2] = {100 + rank, 200 + rank};
+    CHECK_OK(MPI_Win_fence(0, win));
+    CHECK_OK(MPI_Put(v, 2, MPI_INT, right, 1, 2, MPI_INT, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    CHECK(mem[1] == 100 + left && mem[2] == 200 + left && mem[0] == 0 && mem[3] == 0);
+    /* Local stores are published by the next synchronization. */
+    mem[5] = 55 + rank;
+    CHECK_OK(MPI_Win_fence(0, win));
+    int got = -1;
+    CHECK_OK(MPI_Get(&got, 1, MPI_INT, right, 5, 1, MPI_INT, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    CHECK(got == 55 + right);
+    /* Everyone adds its rank + 1 to slots 6-7 of rank 0, as one 64-bit integer (the
+     * element size NIC atomics of both families do). */
+    long one = rank + 1, total;
+    CHECK_OK(MPI_Accumulate(&one, 1, MPI_LONG, 0, 6, 1, MPI_LONG, MPI_SUM, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    memcpy(&total, &mem[6], sizeof total);
+    if (rank == 0) CHECK(total == size * (size + 1) / 2);
+    /* 32-bit MAX: no Gemini atomic does it; a compare-and-swap loop does. */
+    int mine = rank + 1;
+    CHECK_OK(MPI_Accumulate(&mine, 1, MPI_INT, 0, 4, 1, MPI_INT, MPI_MAX, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    if (rank == 0) CHECK(mem[4] == size);
+    /* A strided target: every other int of slots 0..3 on self. */
+    MPI_Datatype every_other;
+    CHECK_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &every_other));
+    CHECK_OK(MPI_Type_commit(&every_other));
+    int pair[2] = {-1, -2};
+    CHECK_OK(MPI_Win_fence(0, win));
+    CHECK_OK(MPI_Put(pair, 2, MPI_INT, rank, 0, 1, every_other, win));
+    CHECK_OK(MPI_Win_fence(0, win));
+    CHECK(mem[0] == -1 && mem[2] == -2);
+    CHECK_OK(MPI_Type_free(&every_other));
+    int flag, *unit, *model, *flavor;
+    MPI_Aint *wsize;
+    void *base;
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag));
+    CHECK(flag && base == mem);
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_SIZE, &wsize, &flag));
+    CHECK(flag && *wsize == 8 * sizeof(int));
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &unit, &flag));
+    CHECK(flag && *unit == sizeof(int));
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_CREATE);
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag));
+    CHECK(flag && *model == MPI_WIN_SEPARATE);
+    CHECK_OK(MPI_Win_free(&win));
+    CHECK(win == MPI_WIN_NULL);
+    CHECK_OK(MPI_Free_mem(mem));
+}
+
+static void passive(void) {
+    long *base = NULL;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK(base != NULL && base[0] == 0 && base[3] == 0);
+    /* Rank 0's counter, incremented by everyone with fetch-and-op. */
+    long inc = 1, old = -1;
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_OK(MPI_Fetch_and_op(&inc, &old, MPI_LONG, 0, 0, MPI_SUM, win));
+    CHECK_OK(MPI_Win_unlock(0, win));
+    CHECK(old >= 0 && old < size);
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        CHECK_OK(MPI_Win_unlock(0, win));
+        CHECK(base[0] == size);
+    }
+    /* Compare-and-swap on self. */
+    long cmp = 0, val = 9, res = -1;
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+    CHECK_OK(MPI_Compare_and_swap(&val, &cmp, &res, MPI_LONG, rank, 1, win));
+    CHECK_OK(MPI_Win_flush(rank, win));
+    CHECK(res == 0);
+    CHECK_OK(MPI_Compare_and_swap(&val, &cmp, &res, MPI_LONG, rank, 1, win));
+    CHECK(res == 9);
+    /* Get_accumulate with MPI_NO_OP reads; with MPI_REPLACE swaps. */
+    long two[2] = {4, 5}, before[2] = {-1, -1};
+    CHECK_OK(MPI_Get_accumulate(two, 2, MPI_LONG, before, 2, MPI_LONG, rank, 2, 2, MPI_LONG, MPI_REPLACE, win));
+    CHECK(before[0] == 0 && before[1] == 0);
+    CHECK_OK(MPI_Get_accumulate(NULL, 0, MPI_LONG, before, 2, MPI_LONG, rank, 2, 2, MPI_LONG, MPI_NO_OP, win));
+    CHECK(before[0] == 4 && before[1] == 5);
+    CHECK_OK(MPI_Win_unlock(rank, win));
+    CHECK(base[1] == 9 && base[2] == 4 && base[3] == 5);
+    /* Request-based put and get on self under lock_all. */
+    MPI_Request r[2];
+    long put = 77, get = 0;
+    CHECK_OK(MPI_Win_lock_all(0, win));
+    CHECK_OK(MPI_Rput(&put, 1, MPI_LONG, rank, 3, 1, MPI_LONG, win, &r[0]));
+    CHECK_OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+    CHECK_OK(MPI_Rget(&get, 1, MPI_LONG, rank, 3, 1, MPI_LONG, win, &r[1]));
+    CHECK_OK(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+    CHECK(get == 77);
+    CHECK_OK(MPI_Win_flush_all(win));
+    CHECK_OK(MPI_Win_unlock_all(win));
+    CHECK_OK(MPI_Win_sync(win));
+    CHECK(base[3] == 77);
+    MPI_Group g;
+    int gs;
+    CHECK_OK(MPI_Win_get_group(win, &g));
+    CHECK_OK(MPI_Group_size(g, &gs));
+    CHECK(gs == size);
+    CHECK_OK(MPI_Group_free(&g));
+    CHECK_OK(MPI_Win_free(&win));
+}
+
+int main(int argc, char **argv) {
+    CHECK_OK(MPI_Init(&argc, &argv));
+    CHECK_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    fence_epochs();
+    passive();
+    CHECK_OK(MPI_Finalize());
+    if (rank == 0) printf("rma: OK\n");
+    return 0;
+}
