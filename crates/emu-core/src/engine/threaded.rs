@@ -447,7 +447,9 @@ impl Shared {
     /// a hardware error (a 4 MiB BTE list whose responses queue behind its own requests on a
     /// loaded host did exactly that).
     fn in_flight(&self) -> bool {
-        self.backlog.load(Ordering::Acquire) > 0 || self.inline_loops.load(Ordering::Acquire) > 0
+        self.backlog.load(Ordering::Acquire) > 0
+            || self.inline_loops.load(Ordering::Acquire) > 0
+            || self.outlet.get().is_some_and(|o| o.in_flight())
     }
 
     /// Take work that is due into `q`: up to `max` deferred items (in order) unless another

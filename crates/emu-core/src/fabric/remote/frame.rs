@@ -4,14 +4,14 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `NMF1` |
-//! | 4 | 1 | kind: 0 packet, 1 hello, 2 heartbeat, 3 bye |
+//! | 4 | 1 | kind: 0 packet, 1 hello, 2 heartbeat, 3 bye, 4 credit |
 //! | 5 | 1 | traffic class |
 //! | 6 | 2 | reserved (0) |
 //! | 8 | 4 | source port |
 //! | 12 | 4 | destination port |
 //! | 16 | 4 | the packet's CRC as the sending fabric left it (may be [`Packet::CRC_TRUSTED`], or a CRC its corruption fault made wrong) |
 //! | 20 | 4 | wire CRC32 of the data bytes as sent |
-//! | 24 | 8 | delay in picoseconds: the receiver delivers no earlier than this after it takes the frame |
+//! | 24 | 8 | delay in picoseconds: the receiver delivers no earlier than this after it takes the frame (a credit: packets taken so far) |
 //! | 32 | 4 | data length |
 //! | 36 | 4 | reserved (0) |
 
@@ -35,6 +35,9 @@ pub enum Kind {
     Heartbeat = 2,
     /// The sender closes cleanly; nothing follows.
     Bye = 3,
+    /// TCP: how many packet frames the sender of this frame has taken from the stream in
+    /// the other direction (in the delay field), so that side knows what is in flight.
+    Credit = 4,
 }
 
 /// A decoded frame header.
@@ -104,6 +107,7 @@ impl Header {
             1 => Kind::Hello,
             2 => Kind::Heartbeat,
             3 => Kind::Bye,
+            4 => Kind::Credit,
             k => return Err(RemoteError::Protocol(format!("unknown frame kind {k}"))),
         };
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::fabric::{Packet, PortId};
+pub use crate::fabric::{Packet, PortId};
 use crate::time::{SimDuration, SimTime};
 
 pub mod frame;
@@ -99,6 +99,14 @@ pub trait Arrivals: Send + Sync {
 pub trait Outlet: Send + Sync {
     /// `pkt` is due at its destination `delay` from now (as the local fabric computed it).
     fn forward(&self, delay: SimDuration, pkt: Packet);
+    /// Whether packets are on their way between this process and another: sent and not yet
+    /// taken by the peer, or arrived and not yet handed to the engine. The threaded engine
+    /// holds due timers back meanwhile, as it does for packets in flight inside one
+    /// process: a request timeout that fires because the emulator (or another process)
+    /// has not run yet would turn the emulator's slowness into a hardware error.
+    fn in_flight(&self) -> bool {
+        false
+    }
 }
 
 /// One direction toward one peer process: a shared-memory ring or a TCP stream.
@@ -111,6 +119,9 @@ pub trait PeerLink: Send + Sync {
     fn close(&self);
     /// Which kind of link this is.
     fn kind(&self) -> LinkKind;
+    /// Whether frames sent on this link have not been taken by the peer yet (as far as
+    /// this side can tell).
+    fn pending(&self) -> bool;
 }
 
 /// Which transport a link uses.
@@ -513,6 +524,21 @@ impl Outlet for ProcessFabric {
     fn forward(&self, delay: SimDuration, pkt: Packet) {
         // Failures are counted (network timeouts, no link); the NIC sees a lost packet.
         let _ = self.send(delay, &pkt);
+    }
+
+    fn in_flight(&self) -> bool {
+        self.shm.receiving()
+            || self.tcp.receiving()
+            || self.links.iter().enumerate().any(|(port, l)| {
+                // A peer that is gone never takes its frames: stop waiting for it.
+                l.get().is_some_and(|l| {
+                    l.pending()
+                        && !matches!(
+                            self.core.state(port as u32),
+                            PeerState::Dead | PeerState::Closed
+                        )
+                })
+            })
     }
 }
 

@@ -286,6 +286,11 @@ impl Consumer {
         Some(r)
     }
 
+    /// Whether frames wait to be popped.
+    pub fn pending(&self) -> bool {
+        self.raw.u64_at(TAIL).load(Ordering::Acquire) != self.head
+    }
+
     /// The producer's heartbeat counter.
     pub fn producer_beat(&self) -> u64 {
         self.raw.u64_at(PRODUCER_BEAT).load(Ordering::Relaxed)

@@ -286,6 +286,14 @@ impl ShmSide {
         Ok(link)
     }
 
+    /// Whether inbound frames wait in a ring, or the poller is handing some to the engine.
+    pub(crate) fn receiving(&self) -> bool {
+        match self.inbound.try_lock() {
+            Ok(inb) => inb.iter().any(|r| r.ring.pending()),
+            Err(_) => true,
+        }
+    }
+
     /// Tell producers this segment's owner closed.
     pub(crate) fn close(&self) {
         self.seg.u32_at(OWNER_STATE).store(2, Ordering::Release);
@@ -418,6 +426,11 @@ impl PeerLink for ShmLink {
 
     fn kind(&self) -> LinkKind {
         LinkKind::Shm
+    }
+
+    fn pending(&self) -> bool {
+        let mut g = lock(&self.inner);
+        !g.backlog.is_empty() || g.producer.in_use() > 0
     }
 }
 
