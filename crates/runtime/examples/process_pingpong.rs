@@ -101,5 +101,7 @@ fn main() {
         m => panic!("unknown mode {m:?} (shm, tcp or inprocess)"),
     };
     let (lat, bw) = out.expect("rank 0 measured");
-    println!("{nic:?} {mode}: 8 B latency {lat:.2} us (half round trip), 4 MiB bandwidth {bw:.3} GB/s");
+    println!(
+        "{nic:?} {mode}: 8 B latency {lat:.2} us (half round trip), 4 MiB bandwidth {bw:.3} GB/s"
+    );
 }

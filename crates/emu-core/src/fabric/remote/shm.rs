@@ -12,6 +12,8 @@
 //! | 24 | 4 | owner pid |
 //! | 64 | 8 | owner heartbeat (atomic) |
 //! | 72 | 4 | owner state (atomic: 1 up, 2 closed) |
+//! | 80 | 4 | doorbell (atomic, a futex word) |
+//! | 84 | 4 | the owner's poller is asleep on the doorbell (atomic) |
 //! | 4096 + s × (192 + cap) | 192 + cap | the ring written by port `s` |
 //!
 //! No name is ever created in `/dev/shm`: the segment is an anonymous memfd; a peer opens it
@@ -23,7 +25,12 @@
 //! One poller thread per process drains every inbound ring into the engine, flushes the
 //! frames its senders could not push into a full ring, beats the heartbeats and watches the
 //! peers (pid gone, or heartbeat stale for the timeout). It spins briefly when idle, then
-//! yields, then sleeps up to 200 µs.
+//! yields, then sleeps on the segment's doorbell, a futex word in the shared mapping
+//! (woken by a producer that pushed a frame, or after a heartbeat period). Lost wake-ups
+//! are excluded Dekker-style: the poller announces it sleeps, then (after a SeqCst fence)
+//! looks at the rings once more before waiting; a producer stores its ring's tail, then
+//! (after a SeqCst fence) looks whether the poller sleeps before ringing. One of the two
+//! sees the other.
 
 #![allow(unsafe_code)]
 
@@ -47,6 +54,8 @@ const MAGIC: &[u8; 8] = b"NICEMUS1";
 const SEG_HEADER: usize = 4096;
 const OWNER_BEAT: usize = 64;
 const OWNER_STATE: usize = 72;
+const BELL: usize = 80;
+const SLEEPING: usize = 84;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -91,6 +100,17 @@ impl Segment {
     fn u32_at(&self, off: usize) -> &AtomicU32 {
         // SAFETY: as in `u64_at`.
         unsafe { AtomicU32::from_ptr(self.base.add(off).cast::<u32>()) }
+    }
+
+    /// Wake the owner's poller if it sleeps (after a frame was pushed into one of the
+    /// segment's rings).
+    fn ring_bell(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.u32_at(SLEEPING).load(Ordering::Relaxed) != 0 {
+            let bell = self.u32_at(BELL);
+            bell.fetch_add(1, Ordering::Release);
+            let _ = rustix::thread::futex::wake(bell, rustix::thread::futex::Flags::empty(), 1);
+        }
     }
 
     fn ring_base(&self, sender: u32) -> *mut u8 {
@@ -300,6 +320,13 @@ impl ShmSide {
     }
 
     pub(crate) fn join(&self) {
+        // Wake our poller so it sees the stop flag now.
+        self.seg.u32_at(BELL).fetch_add(1, Ordering::Release);
+        let _ = rustix::thread::futex::wake(
+            self.seg.u32_at(BELL),
+            rustix::thread::futex::Flags::empty(),
+            1,
+        );
         if let Some(h) = lock(&self.poller).take() {
             let _ = h.join();
         }
@@ -343,6 +370,9 @@ impl ShmLink {
             }
             backlog.pop_front();
             moved = true;
+        }
+        if moved {
+            self.seg.ring_bell();
         }
         if backlog.is_empty() {
             *stalled = None;
@@ -408,14 +438,17 @@ impl PeerLink for ShmLink {
         }
         let h = Header::packet(pkt, delay).encode();
         let mut g = lock(&self.inner);
-        if !(g.backlog.is_empty() && g.producer.try_push(&[&h, &pkt.data])) {
+        if g.backlog.is_empty() && g.producer.try_push(&[&h, &pkt.data]) {
+            drop(g);
+            self.seg.ring_bell();
+        } else {
             let mut f = Vec::with_capacity(h.len() + pkt.data.len());
             f.extend_from_slice(&h);
             f.extend_from_slice(&pkt.data);
             g.backlog.push_back(f);
             g.stalled.get_or_insert_with(Instant::now);
+            drop(g);
         }
-        drop(g);
         self.core.count_sent(pkt.data.len());
         Ok(())
     }
@@ -493,9 +526,11 @@ fn poll_loop(
                 std::hint::spin_loop();
             } else if idle < 1000 {
                 std::thread::yield_now();
+            } else if links.iter().any(|l| !lock(&l.inner).backlog.is_empty()) {
+                // Waiting for a peer to make room: look again shortly.
+                std::thread::sleep(Duration::from_micros(20));
             } else {
-                let us = u64::from((idle - 1000) / 16 + 10).min(200);
-                std::thread::sleep(Duration::from_micros(us));
+                sleep_on_bell(core, seg, inbound, beat.saturating_sub(last_beat.elapsed()));
             }
         }
     }
@@ -511,6 +546,26 @@ fn poll_loop(
             }
         }
     }
+}
+
+/// Sleep until a producer rings the segment's doorbell, or `limit` passed.
+fn sleep_on_bell(core: &Core, seg: &Segment, inbound: &Mutex<Vec<Inbound>>, limit: Duration) {
+    let bell = seg.u32_at(BELL);
+    let sleeping = seg.u32_at(SLEEPING);
+    let v = bell.load(Ordering::Acquire);
+    sleeping.store(1, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let ready = core.stop.load(Ordering::Acquire) || lock(inbound).iter().any(|r| r.ring.pending());
+    if !ready && !limit.is_zero() {
+        let t = rustix::thread::futex::Timespec {
+            tv_sec: limit.as_secs() as i64,
+            tv_nsec: i64::from(limit.subsec_nanos()),
+        };
+        // Returns early when rung (or the word already moved, or a signal): all fine.
+        let _ =
+            rustix::thread::futex::wait(bell, rustix::thread::futex::Flags::empty(), v, Some(&t));
+    }
+    sleeping.store(0, Ordering::Relaxed);
 }
 
 /// Check the producer of an inbound ring: closed, pid gone, heartbeat stale.
