@@ -26,7 +26,7 @@
 //!
 //! The memory is reached through raw pointers only (never through `&mut`), so both sides
 //! may hold the ring at once. The unit tests run it on heap memory between two threads,
-//! which is what Miri checks (`cargo +nightly miri test -p emu-core ring`).
+//! which Miri checks (`cargo +nightly miri test -p emu-core --lib remote::ring`).
 
 #![allow(unsafe_code)]
 
