@@ -48,6 +48,14 @@ pub enum ClusterError {
     /// The PCI layer refused an operation.
     #[error(transparent)]
     Pci(#[from] PciError),
+    /// The node to host is not in the cluster.
+    #[error("node {node} is not in a cluster of {nodes} nodes")]
+    NoSuchNode {
+        /// The node asked for.
+        node: usize,
+        /// Nodes of the cluster.
+        nodes: usize,
+    },
     /// The driver did not bind a node's NIC.
     #[error("node {node}: the Cassini driver did not bind {address}: {reason}")]
     NotBound {
@@ -71,6 +79,7 @@ pub struct ClusterBuilder {
     msix_vectors: u16,
     bind: bool,
     wrap: Option<ProgressWrap>,
+    hosted: Option<usize>,
 }
 
 impl fmt::Debug for ClusterBuilder {
@@ -83,6 +92,7 @@ impl fmt::Debug for ClusterBuilder {
             .field("msix_vectors", &self.msix_vectors)
             .field("bind", &self.bind)
             .field("progress_wrap", &self.wrap.is_some())
+            .field("hosted", &self.hosted)
             .finish_non_exhaustive()
     }
 }
@@ -98,6 +108,7 @@ impl Default for ClusterBuilder {
             msix_vectors: 128,
             bind: true,
             wrap: None,
+            hosted: None,
         }
     }
 }
@@ -154,6 +165,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// Build only node `i` of the cluster (the fabric still has a port for every node):
+    /// what one process of a multi-process job hosts. Packets to the other nodes' ports
+    /// leave through the engine's outlet (`emu_core::fabric::remote`).
+    pub fn hosted_node(mut self, i: usize) -> Self {
+        self.hosted = Some(i);
+        self
+    }
+
     /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
     pub fn build(self) -> Result<Cluster, ClusterError> {
         if self.nics == 0 {
@@ -166,8 +185,18 @@ impl ClusterBuilder {
         let started = self.engine.start(fabric)?;
         let engine = started.engine;
         let progress = engine.progress_handle();
-        let mut nodes = Vec::with_capacity(self.nics);
-        for i in 0..self.nics {
+        let hosted = match self.hosted {
+            Some(i) if i >= self.nics => {
+                return Err(ClusterError::NoSuchNode {
+                    node: i,
+                    nodes: self.nics,
+                });
+            }
+            Some(i) => i..i + 1,
+            None => 0..self.nics,
+        };
+        let mut nodes = Vec::with_capacity(hosted.len());
+        for i in hosted {
             let node_progress = wrap_progress(self.wrap.as_ref(), i, &progress);
             nodes.push(self.build_node(i, &engine, &node_progress)?);
         }
@@ -342,9 +371,18 @@ impl Cluster {
         &self.nodes
     }
 
-    /// Node `i`.
+    /// Node `i` (`None` if it is not in the cluster, or not hosted here).
     pub fn node(&self, i: usize) -> Option<&Node> {
-        self.nodes.get(i)
+        match self.nodes.get(i) {
+            Some(n) if n.index == i => Some(n),
+            _ => self.nodes.iter().find(|n| n.index == i),
+        }
+    }
+
+    /// The threaded engine's own handle, when the cluster runs on one (to connect it to
+    /// the fabric between processes).
+    pub fn threaded(&self) -> Option<&Arc<Threaded>> {
+        self.threaded.as_ref()
     }
 
     /// The engine kind.

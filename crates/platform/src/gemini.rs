@@ -65,6 +65,14 @@ pub enum GeminiClusterError {
         /// What the bus recorded.
         reason: String,
     },
+    /// The node to host is not in the cluster.
+    #[error("node {node} is not in a cluster of {nodes} nodes")]
+    NoSuchNode {
+        /// The node asked for.
+        node: usize,
+        /// Nodes of the cluster.
+        nodes: usize,
+    },
     /// The job could not be configured.
     #[error("node {node}: job setup failed: {reason}")]
     Job {
@@ -87,6 +95,7 @@ pub struct GeminiClusterBuilder {
     ntt: bool,
     faults: FaultConfig,
     wrap: Option<ProgressWrap>,
+    hosted: Option<u32>,
 }
 
 impl fmt::Debug for GeminiClusterBuilder {
@@ -99,6 +108,7 @@ impl fmt::Debug for GeminiClusterBuilder {
             .field("job", &self.job)
             .field("ntt", &self.ntt)
             .field("progress_wrap", &self.wrap.is_some())
+            .field("hosted", &self.hosted)
             .finish_non_exhaustive()
     }
 }
@@ -115,6 +125,7 @@ impl Default for GeminiClusterBuilder {
             ntt: true,
             faults: FaultConfig::none(),
             wrap: None,
+            hosted: None,
         }
     }
 }
@@ -176,6 +187,14 @@ impl GeminiClusterBuilder {
         self
     }
 
+    /// Build only the node of PE `pe` (the torus still has a port for every node): what
+    /// one process of a multi-process job hosts. Packets to the other nodes' ports leave
+    /// through the engine's outlet (`emu_core::fabric::remote`).
+    pub fn hosted_node(mut self, pe: u32) -> Self {
+        self.hosted = Some(pe);
+        self
+    }
+
     /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
     pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
         let fabric = Fabric::new(FabricConfig {
@@ -212,8 +231,18 @@ impl GeminiClusterBuilder {
                 Vec::new()
             },
         });
-        let mut nodes = Vec::with_capacity(ports as usize);
-        for pe in 0..ports {
+        let hosted = match self.hosted {
+            Some(pe) if pe >= ports => {
+                return Err(GeminiClusterError::NoSuchNode {
+                    node: pe as usize,
+                    nodes: ports as usize,
+                });
+            }
+            Some(pe) => pe..pe + 1,
+            None => 0..ports,
+        };
+        let mut nodes = Vec::with_capacity(hosted.len());
+        for pe in hosted {
             let node = self.build_node(pe, &engine, &waiter(pe as usize), &job)?;
             progress
                 .nodes
@@ -395,9 +424,18 @@ impl GeminiCluster {
         &self.nodes
     }
 
-    /// Node `pe`.
+    /// Node `pe` (`None` if it is not in the cluster, or not hosted here).
     pub fn node(&self, pe: usize) -> Option<&GeminiNode> {
-        self.nodes.get(pe)
+        match self.nodes.get(pe) {
+            Some(n) if n.pe as usize == pe => Some(n),
+            _ => self.nodes.iter().find(|n| n.pe as usize == pe),
+        }
+    }
+
+    /// The threaded engine's own handle, when the cluster runs on one (to connect it to
+    /// the fabric between processes).
+    pub fn threaded(&self) -> Option<&Arc<Threaded>> {
+        self.threaded.as_ref()
     }
 
     /// The job configured on every node.

@@ -15,6 +15,7 @@ pub mod cassini;
 mod coop;
 pub mod gemini;
 pub mod pmi;
+pub mod process;
 pub mod sched;
 
 use std::sync::Arc;

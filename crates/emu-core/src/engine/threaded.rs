@@ -21,6 +21,7 @@ use super::{
     InterruptSink, NUM_BARS, Progress, bar_sizes, check_access, check_burst,
 };
 use crate::dma::DmaPort;
+use crate::fabric::remote::{Arrivals, Outlet};
 use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
 use crate::rng::SimRng;
@@ -295,6 +296,9 @@ struct Shared {
     c: Counters,
     /// Packet buffers lent to handlers ([`DeviceIo::packet_buffer`]).
     buffers: BufferPool,
+    /// Where packets to ports with no device in this engine go (the fabric between
+    /// processes, [`Threaded::set_outlet`]).
+    outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
 impl Shared {
@@ -366,6 +370,14 @@ impl Shared {
                         }
                     };
                     for (t, p) in deliveries {
+                        if let Some(o) = self.outlet.get()
+                            && self.slot_for_port(p.dst).is_none()
+                        {
+                            // Hosted by another process: its engine delivers it, no
+                            // earlier than the arrival this fabric computed.
+                            o.forward(t.since(now), p);
+                            continue;
+                        }
                         if self.cfg.timing == FabricTiming::Immediate || t <= now {
                             q.push_back(Work::Deliver(p));
                         } else {
@@ -435,7 +447,9 @@ impl Shared {
     /// a hardware error (a 4 MiB BTE list whose responses queue behind its own requests on a
     /// loaded host did exactly that).
     fn in_flight(&self) -> bool {
-        self.backlog.load(Ordering::Acquire) > 0 || self.inline_loops.load(Ordering::Acquire) > 0
+        self.backlog.load(Ordering::Acquire) > 0
+            || self.inline_loops.load(Ordering::Acquire) > 0
+            || self.outlet.get().is_some_and(|o| o.in_flight())
     }
 
     /// Take work that is due into `q`: up to `max` deferred items (in order) unless another
@@ -722,6 +736,7 @@ impl Threaded {
             down: AtomicBool::new(false),
             c: Counters::default(),
             buffers: BufferPool::default(),
+            outlet: OnceLock::new(),
             cfg: config,
         });
         let engine = Threaded {
@@ -959,9 +974,59 @@ impl Threaded {
         }
     }
 
+    /// Send packets whose destination port has no device in this engine to `outlet` (the
+    /// fabric between processes: another process hosts that port), with the delay this
+    /// engine's fabric computed for them. Set once.
+    pub fn set_outlet(&self, outlet: Arc<dyn Outlet>) -> Result<(), EngineError> {
+        self.shared
+            .outlet
+            .set(outlet)
+            .map_err(|_| EngineError::Setup("the engine already has an outlet".into()))
+    }
+
+    /// The handle through which packets from other processes enter this engine: one due
+    /// now is delivered inline in the calling thread (behind deferred work, as a host
+    /// access's packets are); one due later goes to the timer heap.
+    pub fn arrivals(&self) -> Arc<dyn Arrivals> {
+        Arc::new(EngineArrivals(Arc::downgrade(&self.shared)))
+    }
+
     /// Run `f` with the fabric locked.
     pub fn with_fabric<R>(&self, f: impl FnOnce(&mut Fabric) -> R) -> R {
         f(&mut lock(&self.shared.net).fabric)
+    }
+}
+
+/// [`Threaded::arrivals`]. Holds the engine weakly: the engine holds the outlet, which
+/// holds this.
+struct EngineArrivals(std::sync::Weak<Shared>);
+
+impl Arrivals for EngineArrivals {
+    fn now(&self) -> SimTime {
+        self.0.upgrade().map_or(SimTime::ZERO, |s| s.now())
+    }
+
+    fn arrive(&self, at: SimTime, pkt: Packet) {
+        let Some(s) = self.0.upgrade() else {
+            return;
+        };
+        if s.down.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = s.now();
+        if at > now {
+            s.schedule(at, Work::Deliver(pkt));
+            return;
+        }
+        let mut sc = Scratch::take();
+        sc.q.push_back(Work::Deliver(pkt));
+        if s.backlog.load(Ordering::Acquire) > 0 {
+            s.defer(&mut sc.q);
+        } else {
+            let _loop = InlineLoop::enter(&s.inline_loops);
+            s.run(&mut sc, s.cfg.inline_budget, true, now);
+        }
+        sc.give();
     }
 }
 

@@ -7,6 +7,8 @@
 //! - [`faults`]: the seeded fault sites ([`FaultConfig`]).
 //! - [`Fabric`]: all of it together; engines call [`Fabric::inject`] for every packet sent.
 //! - [`pool`]: a free list of packet buffers that engines lend to devices.
+//! - [`remote`]: the fabric between processes (shared-memory rings on one host, TCP
+//!   between hosts) when each process hosts one node.
 //!
 //! The timing, priority and fault models are described in docs/emu-core-engines.md.
 
@@ -14,6 +16,7 @@ pub mod faults;
 pub mod link;
 mod network;
 pub mod pool;
+pub mod remote;
 pub mod topology;
 
 pub use faults::FaultConfig;

@@ -1,0 +1,597 @@
+//! Links between processes on one host: one inbound segment per process, a memfd holding one
+//! single-producer/single-consumer [`ring`](super::ring) per sending port.
+//!
+//! Segment layout (offsets in bytes):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `NICEMUS1` |
+//! | 8 | 4 | ports |
+//! | 12 | 4 | owner port |
+//! | 16 | 8 | ring data bytes `cap` |
+//! | 24 | 4 | owner pid |
+//! | 64 | 8 | owner heartbeat (atomic) |
+//! | 72 | 4 | owner state (atomic: 1 up, 2 closed) |
+//! | 80 | 4 | doorbell (atomic, a futex word) |
+//! | 84 | 4 | the owner's poller is asleep on the doorbell (atomic) |
+//! | 4096 + s × (192 + cap) | 192 + cap | the ring written by port `s` |
+//!
+//! No name is ever created in `/dev/shm`: the segment is an anonymous memfd; a peer opens it
+//! as `/proc/<owner pid>/fd/<fd>` (published through PMI) and maps it, and once every peer
+//! has (after the job's connect fence) the owner closes the fd ([`ShmSide::seal`]). The
+//! memory then lives exactly as long as some process maps it, so nothing is left behind
+//! whoever dies when.
+//!
+//! One poller thread per process drains every inbound ring into the engine, flushes the
+//! frames its senders could not push into a full ring, beats the heartbeats and watches the
+//! peers (pid gone, or heartbeat stale for the timeout). It spins briefly when idle, then
+//! yields, then sleeps on the segment's doorbell, a futex word in the shared mapping
+//! (woken by a producer that pushed a frame, or after a heartbeat period). Lost wake-ups
+//! are excluded Dekker-style: the poller announces it sleeps, then (after a SeqCst fence)
+//! looks at the rings once more before waiting; a producer stores its ring's tail, then
+//! (after a SeqCst fence) looks whether the poller sleeps before ringing. One of the two
+//! sees the other.
+
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use memmap2::{MmapMut, MmapOptions};
+
+use super::frame::{self, Header};
+use super::ring::{self, Consumer, Producer, RingState};
+use super::{Core, LinkKind, PeerLink, PeerState, RemoteError, pid_alive};
+use crate::fabric::Packet;
+use crate::time::{SimDuration, SimTime};
+
+const MAGIC: &[u8; 8] = b"NICEMUS1";
+const SEG_HEADER: usize = 4096;
+const OWNER_BEAT: usize = 64;
+const OWNER_STATE: usize = 72;
+const BELL: usize = 80;
+const SLEEPING: usize = 84;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A mapped segment (ours or a peer's).
+struct Segment {
+    /// Keeps the mapping (which `base` points into) alive.
+    _map: MmapMut,
+    base: *mut u8,
+    ports: u32,
+    cap: usize,
+}
+
+// SAFETY: `base` points into `map`, which lives as long as the segment; every access to the
+// shared bytes goes through atomics or the ring protocol.
+unsafe impl Send for Segment {}
+// SAFETY: as for Send.
+unsafe impl Sync for Segment {}
+
+fn seg_len(ports: u32, cap: usize) -> usize {
+    SEG_HEADER + ports as usize * ring::ring_bytes(cap)
+}
+
+impl Segment {
+    fn map(file: &File, len: usize) -> Result<(MmapMut, *mut u8), RemoteError> {
+        // SAFETY: the file is a memfd of at least `len` bytes that no process truncates
+        // (owners never resize it after creation); the mapping is shared on purpose and
+        // accessed only through raw pointers under the ring protocol, never as `&mut`.
+        let mut map = unsafe { MmapOptions::new().len(len).map_mut(file) }
+            .map_err(|e| RemoteError::io("mapping the fabric segment", e))?;
+        let base = map.as_mut_ptr();
+        Ok((map, base))
+    }
+
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: `off` is an 8-aligned header offset inside the mapping (page aligned);
+        // the word is only accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(off).cast::<u64>()) }
+    }
+
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: as in `u64_at`.
+        unsafe { AtomicU32::from_ptr(self.base.add(off).cast::<u32>()) }
+    }
+
+    /// Wake the owner's poller if it sleeps (after a frame was pushed into one of the
+    /// segment's rings).
+    fn ring_bell(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.u32_at(SLEEPING).load(Ordering::Relaxed) != 0 {
+            let bell = self.u32_at(BELL);
+            bell.fetch_add(1, Ordering::Release);
+            let _ = rustix::thread::futex::wake(bell, rustix::thread::futex::Flags::empty(), 1);
+        }
+    }
+
+    fn ring_base(&self, sender: u32) -> *mut u8 {
+        debug_assert!(sender < self.ports);
+        // SAFETY: ring `sender` lies inside the mapping (`seg_len`).
+        unsafe {
+            self.base
+                .add(SEG_HEADER + sender as usize * ring::ring_bytes(self.cap))
+        }
+    }
+
+    /// Read the fixed header fields (written once by the owner before publication).
+    fn read_header(&self) -> ([u8; 8], u32, u32, u64, u32) {
+        let mut h = [0u8; 32];
+        // SAFETY: the first 32 bytes are inside the mapping and only written by the owner
+        // before it published the segment's address.
+        unsafe { std::ptr::copy_nonoverlapping(self.base, h.as_mut_ptr(), 32) };
+        let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
+        let mut magic = [0u8; 8];
+        magic.copy_from_slice(&h[0..8]);
+        let mut cap = [0u8; 8];
+        cap.copy_from_slice(&h[16..24]);
+        (
+            magic,
+            u32_at(8),
+            u32_at(12),
+            u64::from_le_bytes(cap),
+            u32_at(24),
+        )
+    }
+}
+
+/// One inbound ring and what the poller tracks of its producer.
+struct Inbound {
+    port: u32,
+    ring: Consumer,
+    flows: Box<[SimTime; 256]>,
+    beat: u64,
+    seen: Instant,
+}
+
+/// This process's shared-memory side: its segment, the poller, the outbound links.
+pub(crate) struct ShmSide {
+    seg: Arc<Segment>,
+    /// The memfd, open until [`ShmSide::seal`].
+    fd: Mutex<Option<File>>,
+    inbound: Arc<Mutex<Vec<Inbound>>>,
+    outbound: Arc<Mutex<Vec<Arc<ShmLink>>>>,
+    poller: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl ShmSide {
+    pub(crate) fn new(core: &Arc<Core>) -> Result<ShmSide, RemoteError> {
+        let cfg = &core.cfg;
+        let name = format!("nicemu-fabric-port{}", cfg.port.0);
+        let fd = rustix::fs::memfd_create(name.as_str(), rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| RemoteError::io("memfd_create", e.into()))?;
+        let file = File::from(fd);
+        let len = seg_len(cfg.ports, cfg.ring_bytes);
+        file.set_len(len as u64)
+            .map_err(|e| RemoteError::io("sizing the fabric segment", e))?;
+        let (map, base) = Segment::map(&file, len)?;
+        let seg = Arc::new(Segment {
+            _map: map,
+            base,
+            ports: cfg.ports,
+            cap: cfg.ring_bytes,
+        });
+        let mut h = [0u8; 32];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&cfg.ports.to_le_bytes());
+        h[12..16].copy_from_slice(&cfg.port.0.to_le_bytes());
+        h[16..24].copy_from_slice(&(cfg.ring_bytes as u64).to_le_bytes());
+        h[24..28].copy_from_slice(&std::process::id().to_le_bytes());
+        // SAFETY: the header is inside the fresh mapping nobody else has yet.
+        unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), seg.base, 32) };
+        seg.u32_at(OWNER_STATE).store(1, Ordering::Release);
+        let mut inbound = Vec::new();
+        for s in 0..cfg.ports {
+            let base = seg.ring_base(s);
+            // SAFETY: ring `s` of our segment: aligned (page + multiples of 64), inside the
+            // mapping that `seg` keeps alive as long as the consumer (both are owned by this
+            // side); we are its only consumer, and no producer can attach before the
+            // address is published.
+            unsafe { ring::init(base, cfg.ring_bytes) };
+            if s == cfg.port.0 {
+                continue;
+            }
+            inbound.push(Inbound {
+                port: s,
+                // SAFETY: as above.
+                ring: unsafe { Consumer::new(base, cfg.ring_bytes) },
+                flows: Box::new([SimTime::ZERO; 256]),
+                beat: 0,
+                seen: Instant::now(),
+            });
+        }
+        let side = ShmSide {
+            seg,
+            fd: Mutex::new(Some(file)),
+            inbound: Arc::new(Mutex::new(inbound)),
+            outbound: Arc::new(Mutex::new(Vec::new())),
+            poller: Mutex::new(None),
+        };
+        let (c, seg, inb, out) = (
+            Arc::clone(core),
+            Arc::clone(&side.seg),
+            Arc::clone(&side.inbound),
+            Arc::clone(&side.outbound),
+        );
+        let h = std::thread::Builder::new()
+            .name(format!("fabric-shm-{}", cfg.port.0))
+            .spawn(move || poll_loop(&c, &seg, &inb, &out))
+            .map_err(|e| RemoteError::io("spawning the shm poller", e))?;
+        *lock(&side.poller) = Some(h);
+        Ok(side)
+    }
+
+    pub(crate) fn address(&self) -> String {
+        let fd = lock(&self.fd).as_ref().map_or(-1, |f| f.as_raw_fd());
+        format!("{}:{}", std::process::id(), fd)
+    }
+
+    pub(crate) fn seal(&self) {
+        lock(&self.fd).take();
+    }
+
+    pub(crate) fn connect(
+        &self,
+        core: &Arc<Core>,
+        port: u32,
+        addr: &str,
+    ) -> Result<Arc<dyn PeerLink>, RemoteError> {
+        let bad = || RemoteError::Protocol(format!("bad shm address {addr:?} for port {port}"));
+        let (pid, fd) = addr.split_once(':').ok_or_else(bad)?;
+        let pid: u32 = pid.parse().map_err(|_| bad())?;
+        let fd: i32 = fd.parse().map_err(|_| bad())?;
+        let path = format!("/proc/{pid}/fd/{fd}");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| RemoteError::io(format!("opening port {port}'s segment {path}"), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| RemoteError::io("reading the segment size", e))?
+            .len() as usize;
+        if len < SEG_HEADER {
+            return Err(RemoteError::Protocol(format!(
+                "port {port}'s segment is only {len} bytes"
+            )));
+        }
+        let (map, base) = Segment::map(&file, len)?;
+        let mut seg = Segment {
+            _map: map,
+            base,
+            ports: 0,
+            cap: 0,
+        };
+        let (magic, ports, owner, cap, _) = seg.read_header();
+        let me = core.cfg.port.0;
+        if &magic != MAGIC
+            || owner != port
+            || ports != core.cfg.ports
+            || !(cap as usize).is_power_of_two()
+            || len < seg_len(ports, cap as usize)
+        {
+            return Err(RemoteError::Protocol(format!(
+                "{path} is not port {port}'s fabric segment of a {}-port fabric",
+                core.cfg.ports
+            )));
+        }
+        seg.ports = ports;
+        seg.cap = cap as usize;
+        let seg = Arc::new(seg);
+        // SAFETY: ring `me` of the peer's segment, inside the mapping `seg` keeps alive for
+        // the producer's lifetime (the link owns both); this process is the only one that
+        // writes as port `me`, and the owner initialised the header before publishing.
+        let producer = unsafe { Producer::new(seg.ring_base(me), seg.cap, std::process::id()) };
+        let link = Arc::new(ShmLink {
+            port,
+            core: Arc::clone(core),
+            inner: Mutex::new(LinkInner {
+                producer,
+                backlog: VecDeque::new(),
+                stalled: None,
+            }),
+            max: ring::max_frame(seg.cap) - frame::HEADER,
+            owner_beat: Mutex::new((0, Instant::now())),
+            seg,
+        });
+        lock(&self.outbound).push(Arc::clone(&link));
+        Ok(link)
+    }
+
+    /// Whether inbound frames wait in a ring, or the poller is handing some to the engine.
+    pub(crate) fn receiving(&self) -> bool {
+        match self.inbound.try_lock() {
+            Ok(inb) => inb.iter().any(|r| r.ring.pending()),
+            Err(_) => true,
+        }
+    }
+
+    /// Tell producers this segment's owner closed.
+    pub(crate) fn close(&self) {
+        self.seg.u32_at(OWNER_STATE).store(2, Ordering::Release);
+    }
+
+    pub(crate) fn join(&self) {
+        // Wake our poller so it sees the stop flag now.
+        self.seg.u32_at(BELL).fetch_add(1, Ordering::Release);
+        let _ = rustix::thread::futex::wake(
+            self.seg.u32_at(BELL),
+            rustix::thread::futex::Flags::empty(),
+            1,
+        );
+        if let Some(h) = lock(&self.poller).take() {
+            let _ = h.join();
+        }
+        lock(&self.outbound).clear();
+    }
+}
+
+struct LinkInner {
+    producer: Producer,
+    /// Frames that did not fit in the ring, oldest first.
+    backlog: VecDeque<Vec<u8>>,
+    /// Since when the backlog has not emptied.
+    stalled: Option<Instant>,
+}
+
+/// The link toward one peer on this host: the producer side of our ring in its segment.
+pub(crate) struct ShmLink {
+    port: u32,
+    core: Arc<Core>,
+    seg: Arc<Segment>,
+    inner: Mutex<LinkInner>,
+    max: usize,
+    /// The peer's heartbeat as last seen, and when it last moved.
+    owner_beat: Mutex<(u64, Instant)>,
+}
+
+impl ShmLink {
+    /// Push what the backlog holds; declare the peer gone if it has not drained for the
+    /// timeout. Returns whether anything moved.
+    fn flush(&self) -> bool {
+        let mut g = lock(&self.inner);
+        let LinkInner {
+            producer,
+            backlog,
+            stalled,
+        } = &mut *g;
+        let mut moved = false;
+        while let Some(f) = backlog.front() {
+            if !producer.try_push(&[f]) {
+                break;
+            }
+            backlog.pop_front();
+            moved = true;
+        }
+        if moved {
+            self.seg.ring_bell();
+        }
+        if backlog.is_empty() {
+            *stalled = None;
+        } else if moved {
+            *stalled = Some(Instant::now());
+        } else if stalled.is_some_and(|t| t.elapsed() > self.core.cfg.timeout) {
+            let n = backlog.len() as u64;
+            backlog.clear();
+            *stalled = None;
+            drop(g);
+            self.core.count_timeouts(n);
+            self.core.set_dead(
+                self.port,
+                format!(
+                    "it did not drain its shared-memory ring for {:?}",
+                    self.core.cfg.timeout
+                ),
+            );
+        }
+        moved
+    }
+
+    /// Beat our heartbeat, and check the peer's.
+    fn watch(&self) {
+        lock(&self.inner).producer.beat();
+        if self.seg.u32_at(OWNER_STATE).load(Ordering::Acquire) == 2 {
+            self.core.set_closed(self.port);
+            return;
+        }
+        let (_, _, _, _, pid) = self.seg.read_header();
+        if !pid_alive(pid) {
+            self.core
+                .set_dead(self.port, format!("its process (pid {pid}) exited"));
+            return;
+        }
+        let beat = self.seg.u64_at(OWNER_BEAT).load(Ordering::Relaxed);
+        let mut g = lock(&self.owner_beat);
+        if beat != g.0 {
+            *g = (beat, Instant::now());
+        } else if g.1.elapsed() > self.core.cfg.timeout {
+            drop(g);
+            self.core.set_dead(
+                self.port,
+                format!("no heartbeat for {:?}", self.core.cfg.timeout),
+            );
+        }
+    }
+}
+
+impl PeerLink for ShmLink {
+    fn send(&self, delay: SimDuration, pkt: &Packet) -> Result<(), RemoteError> {
+        if pkt.data.len() > self.max {
+            return Err(RemoteError::TooLarge {
+                len: pkt.data.len(),
+                max: self.max,
+            });
+        }
+        if matches!(
+            self.core.state(self.port),
+            PeerState::Dead | PeerState::Closed
+        ) {
+            return Err(self.core.gone(self.port));
+        }
+        let h = Header::packet(pkt, delay).encode();
+        let mut g = lock(&self.inner);
+        if g.backlog.is_empty() && g.producer.try_push(&[&h, &pkt.data]) {
+            drop(g);
+            self.seg.ring_bell();
+        } else {
+            let mut f = Vec::with_capacity(h.len() + pkt.data.len());
+            f.extend_from_slice(&h);
+            f.extend_from_slice(&pkt.data);
+            g.backlog.push_back(f);
+            g.stalled.get_or_insert_with(Instant::now);
+            drop(g);
+        }
+        self.core.count_sent(pkt.data.len());
+        Ok(())
+    }
+
+    fn close(&self) {
+        lock(&self.inner).producer.close();
+    }
+
+    fn kind(&self) -> LinkKind {
+        LinkKind::Shm
+    }
+
+    fn pending(&self) -> bool {
+        let mut g = lock(&self.inner);
+        !g.backlog.is_empty() || g.producer.in_use() > 0
+    }
+}
+
+/// The poller: drain inbound rings, flush outbound backlogs, heartbeats and liveness.
+fn poll_loop(
+    core: &Core,
+    seg: &Segment,
+    inbound: &Mutex<Vec<Inbound>>,
+    outbound: &Mutex<Vec<Arc<ShmLink>>>,
+) {
+    let beat = core.cfg.beat();
+    let mut last_beat = Instant::now() - beat;
+    let mut idle = 0u32;
+    while !core.stop.load(Ordering::Acquire) {
+        let mut work = false;
+        {
+            let mut inb = lock(inbound);
+            for r in inb.iter_mut() {
+                for _ in 0..256 {
+                    let got = r.ring.pop(|b| {
+                        Header::decode(b).map(|h| {
+                            let end = (frame::HEADER + h.len as usize).min(b.len());
+                            (h, b[frame::HEADER..end].to_vec())
+                        })
+                    });
+                    match got {
+                        None => break,
+                        Some(Ok((h, data))) if h.kind == frame::Kind::Packet => {
+                            core.deliver(h, data, &mut r.flows);
+                            work = true;
+                        }
+                        Some(_) => {
+                            core.set_dead(r.port, "its ring holds a malformed frame".into());
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let links: Vec<Arc<ShmLink>> = lock(outbound).clone();
+        for l in &links {
+            work |= l.flush();
+        }
+        if last_beat.elapsed() >= beat {
+            last_beat = Instant::now();
+            seg.u64_at(OWNER_BEAT).fetch_add(1, Ordering::Relaxed);
+            for l in &links {
+                l.watch();
+            }
+            let mut inb = lock(inbound);
+            for r in inb.iter_mut() {
+                watch_producer(core, r);
+            }
+        }
+        if work {
+            idle = 0;
+        } else {
+            idle = idle.saturating_add(1);
+            if idle < 200 {
+                std::hint::spin_loop();
+            } else if idle < 1000 {
+                std::thread::yield_now();
+            } else if links.iter().any(|l| !lock(&l.inner).backlog.is_empty()) {
+                // Waiting for a peer to make room: look again shortly.
+                std::thread::sleep(Duration::from_micros(20));
+            } else {
+                sleep_on_bell(core, seg, inbound, beat.saturating_sub(last_beat.elapsed()));
+            }
+        }
+    }
+    if !core.crashed.load(Ordering::Acquire) {
+        // A clean close: push what is still queued (bounded by the timeout).
+        let links: Vec<Arc<ShmLink>> = lock(outbound).clone();
+        let until = Instant::now() + core.cfg.timeout;
+        for l in &links {
+            while !lock(&l.inner).backlog.is_empty() && Instant::now() < until {
+                if !l.flush() {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+    }
+}
+
+/// Sleep until a producer rings the segment's doorbell, or `limit` passed.
+fn sleep_on_bell(core: &Core, seg: &Segment, inbound: &Mutex<Vec<Inbound>>, limit: Duration) {
+    let bell = seg.u32_at(BELL);
+    let sleeping = seg.u32_at(SLEEPING);
+    let v = bell.load(Ordering::Acquire);
+    sleeping.store(1, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let ready = core.stop.load(Ordering::Acquire) || lock(inbound).iter().any(|r| r.ring.pending());
+    if !ready && !limit.is_zero() {
+        let t = rustix::thread::futex::Timespec {
+            tv_sec: limit.as_secs() as i64,
+            tv_nsec: i64::from(limit.subsec_nanos()),
+        };
+        // Returns early when rung (or the word already moved, or a signal): all fine.
+        let _ =
+            rustix::thread::futex::wait(bell, rustix::thread::futex::Flags::empty(), v, Some(&t));
+    }
+    sleeping.store(0, Ordering::Relaxed);
+}
+
+/// Check the producer of an inbound ring: closed, pid gone, heartbeat stale.
+fn watch_producer(core: &Core, r: &mut Inbound) {
+    if core.state(r.port) != PeerState::Up {
+        // Not linked yet (it links once its own connect ran) or already judged.
+        return;
+    }
+    match r.ring.producer_state() {
+        RingState::Closed => {
+            core.set_closed(r.port);
+            return;
+        }
+        RingState::Empty => return,
+        RingState::Attached => {}
+    }
+    let pid = r.ring.producer_pid();
+    if !pid_alive(pid) {
+        core.set_dead(r.port, format!("its process (pid {pid}) exited"));
+        return;
+    }
+    let b = r.ring.producer_beat();
+    if b != r.beat {
+        r.beat = b;
+        r.seen = Instant::now();
+    } else if r.seen.elapsed() > core.cfg.timeout {
+        core.set_dead(r.port, format!("no heartbeat for {:?}", core.cfg.timeout));
+    }
+}

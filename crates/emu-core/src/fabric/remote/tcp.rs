@@ -1,0 +1,440 @@
+//! Links between hosts: one TCP stream per direction. The sending process connects to the
+//! receiver's listener and opens with a hello frame naming its port; after that it only
+//! writes packet frames, heartbeats when idle (every [`RemoteConfig::beat`]), and a goodbye
+//! when it closes. A writer thread per link takes frames from an unbounded queue, so an
+//! engine thread never blocks on a socket; a reader thread per inbound stream delivers into
+//! the engine.
+//!
+//! In flight: each side counts the packet frames it took from a stream and, when its reader
+//! runs out of buffered bytes, sends the count back as a credit frame on its own stream to
+//! that peer; a link is in flight while it sent more packets than the peer credited (bytes
+//! in the kernel's socket buffers included).
+//!
+//! Liveness: the receiver's read timeout is the fabric timeout (heartbeats keep a quiet
+//! stream alive); a stream that ends without a goodbye, a read that times out, or a write
+//! that fails or blocks longer than the timeout declares the peer gone.
+//!
+//! [`RemoteConfig::beat`]: super::RemoteConfig::beat
+
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::frame::{self, Header, Kind};
+use super::{Core, LinkKind, PeerLink, PeerState, RemoteError};
+use crate::fabric::Packet;
+use crate::time::{SimDuration, SimTime};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// This process's TCP side: the listener, its acceptor, the readers, the links.
+pub(crate) struct TcpSide {
+    addr: SocketAddr,
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// Every stream (inbound and outbound), to cut them at shutdown.
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    links: Arc<Mutex<Vec<Arc<TcpLink>>>>,
+    /// Reader threads handing a frame to the engine, or holding read-ahead frames.
+    busy: Arc<AtomicUsize>,
+}
+
+impl TcpSide {
+    pub(crate) fn new(core: &Arc<Core>) -> Result<TcpSide, RemoteError> {
+        let listener = TcpListener::bind(SocketAddr::new(core.cfg.tcp_bind, 0))
+            .map_err(|e| RemoteError::io("binding the fabric listener", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| RemoteError::io("reading the listener's address", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| RemoteError::io("configuring the listener", e))?;
+        let side = TcpSide {
+            addr,
+            threads: Arc::new(Mutex::new(Vec::new())),
+            streams: Arc::new(Mutex::new(Vec::new())),
+            links: Arc::new(Mutex::new(Vec::new())),
+            busy: Arc::new(AtomicUsize::new(0)),
+        };
+        let ctx = Readers {
+            core: Arc::clone(core),
+            threads: Arc::clone(&side.threads),
+            streams: Arc::clone(&side.streams),
+            busy: Arc::clone(&side.busy),
+            links: Arc::clone(&side.links),
+        };
+        let h = std::thread::Builder::new()
+            .name(format!("fabric-tcp-accept-{}", core.cfg.port.0))
+            .spawn(move || accept_loop(&ctx, &listener))
+            .map_err(|e| RemoteError::io("spawning the acceptor", e))?;
+        lock(&side.threads).push(h);
+        Ok(side)
+    }
+
+    pub(crate) fn address(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether a reader is handing frames to the engine or holds read-ahead bytes (what
+    /// still sits in the kernel's socket buffers is not seen).
+    pub(crate) fn receiving(&self) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
+    }
+
+    pub(crate) fn connect(
+        &self,
+        core: &Arc<Core>,
+        port: u32,
+        addr: SocketAddr,
+    ) -> Result<Arc<dyn PeerLink>, RemoteError> {
+        let what = |e| RemoteError::io(format!("connecting to port {port} at {addr}"), e);
+        let s = TcpStream::connect_timeout(&addr, core.cfg.timeout).map_err(what)?;
+        s.set_nodelay(true).map_err(what)?;
+        s.set_write_timeout(Some(core.cfg.timeout)).map_err(what)?;
+        let mut w = s.try_clone().map_err(what)?;
+        w.write_all(&Header::control(Kind::Hello, core.cfg.port.0).encode())
+            .map_err(what)?;
+        lock(&self.streams).push(s.try_clone().map_err(what)?);
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let c = Arc::clone(core);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicU64::new(0));
+        let (q, t) = (Arc::clone(&queued), Arc::clone(&taken));
+        let h = std::thread::Builder::new()
+            .name(format!("fabric-tcp-w{}-{port}", core.cfg.port.0))
+            .spawn(move || write_loop(&c, port, w, &rx, &q, &t))
+            .map_err(|e| RemoteError::io("spawning a writer", e))?;
+        lock(&self.threads).push(h);
+        let link = Arc::new(TcpLink {
+            port,
+            core: Arc::clone(core),
+            tx: Mutex::new(Some(tx)),
+            queued: Arc::clone(&queued),
+            sent: AtomicU64::new(0),
+            credited: AtomicU64::new(0),
+            taken: Arc::clone(&taken),
+        });
+        lock(&self.links).push(Arc::clone(&link));
+        Ok(link)
+    }
+
+    /// Stop every thread. Clean close: writers say goodbye, readers are unblocked by
+    /// cutting the read side of every stream. Crash: every stream is cut first, so the
+    /// peers see their connections end without a goodbye.
+    pub(crate) fn shutdown(&self, crashed: bool) {
+        if crashed {
+            for s in lock(&self.streams).iter() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+        for l in lock(&self.links).drain(..) {
+            lock(&l.tx).take();
+        }
+        for s in lock(&self.streams).iter() {
+            let _ = s.shutdown(Shutdown::Read);
+        }
+        let threads: Vec<JoinHandle<()>> = lock(&self.threads).drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+        for s in lock(&self.streams).drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// The link toward one peer on another host (or forced TCP).
+pub(crate) struct TcpLink {
+    port: u32,
+    core: Arc<Core>,
+    tx: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// Frames queued and not yet written to the socket.
+    queued: Arc<AtomicUsize>,
+    /// Packet frames sent, and how many of them the peer credited.
+    sent: AtomicU64,
+    credited: AtomicU64,
+    /// Packet frames our reader took from the peer's stream (sent back as credits).
+    taken: Arc<AtomicU64>,
+}
+
+impl TcpLink {
+    /// Ask the writer to send a credit (an empty frame in the queue means "credit").
+    fn credit(&self) {
+        if let Some(tx) = lock(&self.tx).as_ref() {
+            let _ = tx.send(Vec::new());
+        }
+    }
+}
+
+impl PeerLink for TcpLink {
+    fn send(&self, delay: SimDuration, pkt: &Packet) -> Result<(), RemoteError> {
+        if matches!(
+            self.core.state(self.port),
+            PeerState::Dead | PeerState::Closed
+        ) {
+            return Err(self.core.gone(self.port));
+        }
+        let h = Header::packet(pkt, delay).encode();
+        let mut f = Vec::with_capacity(h.len() + pkt.data.len());
+        f.extend_from_slice(&h);
+        f.extend_from_slice(&pkt.data);
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.sent.fetch_add(1, Ordering::AcqRel);
+        let sent = lock(&self.tx).as_ref().is_some_and(|tx| tx.send(f).is_ok());
+        if !sent {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.sent.fetch_sub(1, Ordering::AcqRel);
+            return Err(self.core.gone(self.port));
+        }
+        self.core.count_sent(pkt.data.len());
+        Ok(())
+    }
+
+    fn close(&self) {
+        lock(&self.tx).take();
+    }
+
+    fn kind(&self) -> LinkKind {
+        LinkKind::Tcp
+    }
+
+    fn pending(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0
+            || self.credited.load(Ordering::Acquire) < self.sent.load(Ordering::Acquire)
+    }
+}
+
+fn write_loop(
+    core: &Core,
+    port: u32,
+    stream: TcpStream,
+    rx: &mpsc::Receiver<Vec<u8>>,
+    queued: &AtomicUsize,
+    taken: &AtomicU64,
+) {
+    // An empty frame from the queue asks for a credit: how many packets we took so far.
+    let credit = || {
+        let mut h = Header::control(Kind::Credit, me_of(core));
+        h.delay = SimDuration(taken.load(Ordering::Acquire));
+        h.encode()
+    };
+    let beat = core.cfg.beat();
+    let me = core.cfg.port.0;
+    let mut w = BufWriter::with_capacity(256 << 10, stream);
+    let fail = |e: std::io::Error, rx: &mpsc::Receiver<Vec<u8>>| {
+        core.set_dead(port, format!("writing to it failed: {e}"));
+        // Whatever is queued (and comes later) never arrives.
+        let mut n = 1;
+        while rx.recv().is_ok() {
+            n += 1;
+        }
+        queued.store(0, Ordering::Release);
+        core.count_timeouts(n);
+    };
+    loop {
+        if core.crashed.load(Ordering::Acquire) {
+            return;
+        }
+        let r = match rx.recv_timeout(beat) {
+            Ok(f) => {
+                let mut n = 0;
+                let mut next = Some(f);
+                let mut r = Ok(());
+                while let Some(f) = next.take() {
+                    r = if f.is_empty() {
+                        w.write_all(&credit())
+                    } else {
+                        n += 1;
+                        w.write_all(&f)
+                    };
+                    if r.is_err() {
+                        break;
+                    }
+                    next = rx.try_recv().ok();
+                }
+                let r = r.and_then(|()| w.flush());
+                queued.fetch_sub(n, Ordering::AcqRel);
+                r
+            }
+            Err(RecvTimeoutError::Timeout) => w
+                .write_all(&Header::control(Kind::Heartbeat, me).encode())
+                .and_then(|()| w.flush()),
+            Err(RecvTimeoutError::Disconnected) => {
+                if !core.crashed.load(Ordering::Acquire) {
+                    let _ = w
+                        .write_all(&Header::control(Kind::Bye, me).encode())
+                        .and_then(|()| w.flush());
+                }
+                let _ = w.get_ref().shutdown(Shutdown::Write);
+                return;
+            }
+        };
+        if let Err(e) = r {
+            if core.stop.load(Ordering::Acquire) {
+                return;
+            }
+            fail(e, rx);
+            return;
+        }
+    }
+}
+
+fn me_of(core: &Core) -> u32 {
+    core.cfg.port.0
+}
+
+/// What the acceptor hands every reader thread.
+#[derive(Clone)]
+struct Readers {
+    core: Arc<Core>,
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    busy: Arc<AtomicUsize>,
+    links: Arc<Mutex<Vec<Arc<TcpLink>>>>,
+}
+
+impl Readers {
+    fn link(&self, port: u32) -> Option<Arc<TcpLink>> {
+        lock(&self.links).iter().find(|l| l.port == port).cloned()
+    }
+}
+
+fn accept_loop(ctx: &Readers, listener: &TcpListener) {
+    let core = &ctx.core;
+    while !core.stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((s, _)) => {
+                let Ok(clone) = s.try_clone() else { continue };
+                lock(&ctx.streams).push(clone);
+                let c = ctx.clone();
+                if let Ok(h) = std::thread::Builder::new()
+                    .name(format!("fabric-tcp-r{}", core.cfg.port.0))
+                    .spawn(move || read_loop(&c, s))
+                {
+                    lock(&ctx.threads).push(h);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+/// Counts a reader as busy while it lives.
+struct Busy<'a>(&'a AtomicUsize, bool);
+
+impl Busy<'_> {
+    fn set(&mut self, on: bool) {
+        if on != self.1 {
+            self.1 = on;
+            if on {
+                self.0.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.set(false);
+    }
+}
+
+fn read_loop(ctx: &Readers, s: TcpStream) {
+    let core = &*ctx.core;
+    let mut busy = Busy(&ctx.busy, false);
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(core.cfg.timeout));
+    let mut r = BufReader::with_capacity(256 << 10, s);
+    let mut hb = [0u8; frame::HEADER];
+    let port = match r
+        .read_exact(&mut hb)
+        .map_err(|e| e.to_string())
+        .and_then(|()| Header::decode(&hb).map_err(|e| e.to_string()))
+    {
+        Ok(h) if h.kind == Kind::Hello && h.src < core.cfg.ports => h.src,
+        _ => return,
+    };
+    let mut flows = Box::new([SimTime::ZERO; 256]);
+    let mut link = None;
+    let mut taken = 0u64;
+    let mut credited = 0u64;
+    loop {
+        // Idle only when no read-ahead bytes are buffered (the next read blocks); then
+        // tell the peer how many of its packets we took.
+        let idle = r.buffer().is_empty();
+        if idle && taken != credited {
+            if link.is_none() {
+                link = ctx.link(port);
+            }
+            if let Some(l) = &link {
+                l.taken.store(taken, Ordering::Release);
+                l.credit();
+                credited = taken;
+            }
+        }
+        busy.set(!idle);
+        let res = r.read_exact(&mut hb);
+        busy.set(true);
+        if core.stop.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(e) = res {
+            let why = match e.kind() {
+                ErrorKind::WouldBlock | ErrorKind::TimedOut => {
+                    format!("nothing arrived from it for {:?}", core.cfg.timeout)
+                }
+                ErrorKind::UnexpectedEof => "its connection closed without a goodbye".into(),
+                _ => format!("reading from it failed: {e}"),
+            };
+            core.set_dead(port, why);
+            return;
+        }
+        let h = match Header::decode(&hb) {
+            Ok(h) => h,
+            Err(e) => {
+                core.set_dead(port, e.to_string());
+                return;
+            }
+        };
+        match h.kind {
+            Kind::Packet => {
+                let mut data = vec![0u8; h.len as usize];
+                if let Err(e) = r.read_exact(&mut data) {
+                    if !core.stop.load(Ordering::Acquire) {
+                        core.set_dead(port, format!("a frame from it was cut short: {e}"));
+                    }
+                    return;
+                }
+                core.deliver(h, data, &mut flows);
+                taken += 1;
+            }
+            Kind::Credit => {
+                if link.is_none() {
+                    link = ctx.link(port);
+                }
+                if let Some(l) = &link {
+                    l.credited.fetch_max(h.delay.0, Ordering::AcqRel);
+                }
+            }
+            Kind::Heartbeat => {}
+            Kind::Bye => {
+                core.set_closed(port);
+                return;
+            }
+            Kind::Hello => {
+                core.set_dead(port, "it sent a second hello".into());
+                return;
+            }
+        }
+    }
+}
