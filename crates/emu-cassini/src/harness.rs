@@ -444,6 +444,11 @@ impl Node {
         use f::c_ee_cfg_eq_descriptor as d;
         let md = self.map(bytes, true, true)?;
         self.csr_write(
+            csr::C_CQ_CFG_EQ_RGID_TABLE,
+            u32::from(n),
+            &[(f::c_cq_cfg_eq_rgid_table::RGID, u64::from(RGID))],
+        )?;
+        self.csr_write(
             csr::C_EE_CFG_EQ_DESCRIPTOR,
             u32::from(n),
             &[
