@@ -421,3 +421,181 @@ fn cassini_adversarial_clients_are_refused_counted_and_change_nothing() {
     assert_eq!(a.wait(EventType::Ack).return_code(), ReturnCode::Ok);
     assert_eq!(v.wait(EventType::Put).return_code(), ReturnCode::Ok);
 }
+
+mod gemini {
+    use super::*;
+    use driver::gemini::{CqId, JobConfig, KgniClient, Request};
+    use firmware_spec::gemini::gni::{JobLimits, job_create_cookie};
+    use platform::gemini::GeminiCluster;
+    use std::sync::Arc;
+    use userlib::gni::amo;
+    use userlib::gni::post::put_desc;
+    use userlib::gni::{
+        Cdm, CdmMode, Cq, CqEventMode, CqMode, Ep, MemFlags, MemHandle, Nic, PostType, ReturnCode,
+    };
+
+    /// The NIC's counter of request packets the target refused (ptag, bounds, permission):
+    /// index 15 of the counter block (`emu_gemini::regs::counter::REMOTE_REJECTS`). Every
+    /// attack below is one 64-byte (or one AMO) request, so one count each.
+    const REMOTE_REJECTS: u32 = 15;
+
+    struct Side {
+        pe: u32,
+        inst: u32,
+        buf: UserMemory,
+        mh: MemHandle,
+        ro: UserMemory,
+        ro_mh: MemHandle,
+        tx: Cq,
+        rx: Cq,
+        nic: Nic,
+        _cdm: Cdm,
+        client: Arc<KgniClient>,
+    }
+
+    fn side(c: &GeminiCluster, pe: usize, inst: u32, ptag: u8, cookie: u32) -> Side {
+        let client = Arc::new(c.node(pe).expect("node").open());
+        let cdm = Cdm::create(&client, inst, ptag, cookie, CdmMode::empty()).expect("cdm");
+        let nic = cdm.attach(-1).expect("attach");
+        let tx = nic.cq_create(64, 1, CqMode::NOBLOCK).expect("tx cq");
+        let rx = nic.cq_create(64, 1, CqMode::NOBLOCK).expect("rx cq");
+        let buf = nic.space().alloc(64 << 10).expect("buffer");
+        buf.fill(0, buf.len(), 0x5A).expect("fill");
+        let mh = nic
+            .mem_register(buf.va(), buf.len(), Some(&rx), MemFlags::READWRITE)
+            .expect("register");
+        let ro = nic.space().alloc(4096).expect("buffer");
+        ro.fill(0, ro.len(), 0xC3).expect("fill");
+        let ro_mh = nic
+            .mem_register(ro.va(), ro.len(), Some(&rx), MemFlags::READ_ONLY)
+            .expect("register read-only");
+        Side {
+            pe: pe as u32,
+            inst,
+            buf,
+            mh,
+            ro,
+            ro_mh,
+            tx,
+            rx,
+            nic,
+            _cdm: cdm,
+            client,
+        }
+    }
+
+    fn bound(a: &Side, b: &Side) -> Ep {
+        let ep = a.nic.ep_create(Some(&a.tx)).expect("ep");
+        ep.bind(b.pe, b.inst).expect("bind");
+        ep
+    }
+
+    fn state(v: &Side) -> (u64, u64) {
+        (hash_mem(&v.buf), hash_mem(&v.ro))
+    }
+
+    fn rejects(c: &GeminiCluster, pe: usize) -> u64 {
+        c.node(pe)
+            .expect("node")
+            .kgni()
+            .hw()
+            .counter(REMOTE_REJECTS)
+            .expect("counter")
+    }
+
+    /// The post's local completion: an error, never success.
+    fn refused(c: &GeminiCluster, a: &Side) {
+        c.run(u64::MAX);
+        let ev = a.tx.poll_event(T).expect("a completion");
+        assert_ne!(ev.rc, ReturnCode::Success, "{:?}", ev.cqe);
+    }
+
+    #[test]
+    fn gemini_adversarial_clients_are_refused_counted_and_change_nothing() {
+        let c = GeminiCluster::builder().build().expect("cluster");
+        let job = c.job().clone();
+        let v = side(&c, 1, 20, job.ptag, job.cookie);
+        let a = side(&c, 0, 10, job.ptag, job.cookie);
+        let before = state(&v);
+
+        // 1. Wrong cookie, or a ptag with no job: the CDM never attaches.
+        let client = Arc::new(c.node(0).expect("node").open());
+        for (ptag, cookie) in [(job.ptag, job.cookie ^ 0x1_0000), (77, job.cookie)] {
+            let attached = Cdm::create(&client, 3, ptag, cookie, CdmMode::empty())
+                .and_then(|cdm| cdm.attach(-1).map(|_| ()));
+            assert!(attached.is_err(), "ptag {ptag} cookie {cookie:#x} attached");
+        }
+
+        // 2. Another job (its own ptag) writing the victim's memory: the target's MDD check
+        //    refuses the foreign ptag.
+        let other = JobConfig {
+            ptag: 50,
+            cookie: job_create_cookie(0x3000, 0),
+            limits: JobLimits::default(),
+            ntt: vec![],
+        };
+        c.node(0)
+            .expect("node")
+            .launcher()
+            .expect("launcher")
+            .configure_job(other.clone())
+            .expect("second job");
+        let e = side(&c, 0, 30, other.ptag, other.cookie);
+        let r0 = rejects(&c, 1);
+        let ep = bound(&e, &v);
+        let mut d = put_desc(PostType::FmaPut, e.buf.va(), e.mh, v.buf.va(), v.mh, 64);
+        d.cq_mode = CqEventMode::GLOBAL_EVENT | CqEventMode::REMOTE_EVENT;
+        ep.post_fma(&d).expect("post");
+        refused(&c, &e);
+        assert_eq!(rejects(&c, 1), r0 + 1);
+
+        // 3. An AMO on the victim's read-only region, and 4. a PUT running past the end of
+        //    its registration: refused by the target, counted.
+        let ep = bound(&a, &v);
+        let mut d = amo::add(v.ro.va(), v.ro_mh, 1);
+        d.local_mem_hndl = a.mh;
+        ep.post_fma(&d).expect("post");
+        refused(&c, &a);
+        assert_eq!(rejects(&c, 1), r0 + 2);
+        let d = put_desc(
+            PostType::FmaPut,
+            a.buf.va(),
+            a.mh,
+            v.buf.va() + v.buf.len() - 8,
+            v.mh,
+            64,
+        );
+        ep.post_fma(&d).expect("post");
+        refused(&c, &a);
+        assert_eq!(rejects(&c, 1), r0 + 3);
+
+        // 5. Another client's handles: a process beside the victim names the victim's CQ and
+        //    memory handle; kgni finds neither among its objects.
+        let b = side(&c, 1, 40, job.ptag, job.cookie);
+        assert!(
+            b.client
+                .request(Request::CqDestroy {
+                    cq: CqId(v.rx.id())
+                })
+                .is_err()
+        );
+        assert!(b.nic.mem_deregister(&v.mh).is_err());
+        assert!(
+            b.client
+                .request(Request::CqWait {
+                    cq: CqId(v.tx.id()),
+                    timeout: Some(Duration::ZERO),
+                })
+                .is_err()
+        );
+
+        c.run(u64::MAX);
+        assert!(
+            v.rx.poll_event(Some(Duration::ZERO)).is_err(),
+            "no remote event reached the victim"
+        );
+        assert_eq!(state(&v), before, "the victim's memory is untouched");
+        drop(b);
+        drop(client);
+    }
+}
