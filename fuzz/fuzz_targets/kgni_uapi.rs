@@ -115,11 +115,11 @@ fn request(b: &mut Bytes<'_>, job: &JobConfig, va: u64, handles: &[MemHandle]) -
                 d.remote_addr = va + (d.remote_addr & 0xFFFF);
                 d.length &= 0xFFFF;
             }
-            if flags & 2 != 0 {
-                if let Some(h) = handles.first() {
-                    d.local_mem_hndl = *h;
-                    d.remote_mem_hndl = *h;
-                }
+            if flags & 2 != 0
+                && let Some(h) = handles.first()
+            {
+                d.local_mem_hndl = *h;
+                d.remote_mem_hndl = *h;
             }
             Request::PostRdma {
                 ep: e,
