@@ -269,6 +269,14 @@ impl CxiTransport {
         if self.ux_data.get(&t.start).is_some_and(Vec::is_empty) {
             self.ux_data.remove(&t.start);
         }
+        let mut data = data;
+        if self.cfg.inject_ux_bug
+            && let Some(last) = data.as_mut().and_then(|d| d.last_mut())
+        {
+            // The deliberate bug of `Config::inject_ux_bug` (once per transport).
+            *last ^= 0xFF;
+            self.cfg.inject_ux_bug = false;
+        }
         let known = data.is_some();
         if known {
             self.ux_consumed(t.start)?;
