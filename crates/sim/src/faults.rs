@@ -209,10 +209,10 @@ impl FaultSpec {
         p("reorder", self.reorder);
         p("corrupt", self.corrupt);
         p("linkflap", self.linkflap);
-        if self.reorder > 0.0 && self.reorder_max_us != DEFAULT_REORDER_MAX_US {
+        if self.reorder_max_us != DEFAULT_REORDER_MAX_US {
             parts.push(format!("reorder-max={}", self.reorder_max_us));
         }
-        if self.linkflap > 0.0 && self.flap_down_us != DEFAULT_FLAP_DOWN_US {
+        if self.flap_down_us != DEFAULT_FLAP_DOWN_US {
             parts.push(format!("flap-down={}", self.flap_down_us));
         }
         if parts.is_empty() {
@@ -250,7 +250,7 @@ mod tests {
         let t =
             FaultSpec::parse("duplicate=0.2, flap-down=7.5 ,linkflap=0.01,reorder-max=3").unwrap();
         assert_eq!((t.dup, t.flap_down_us, t.reorder_max_us), (0.2, 7.5, 3.0));
-        assert_eq!(FaultSpec::parse(&t.to_arg()).unwrap().config(), t.config());
+        assert_eq!(FaultSpec::parse(&t.to_arg()).unwrap(), t);
         assert_eq!(FaultSpec::parse("none").unwrap(), FaultSpec::none());
         assert!(!FaultSpec::none().any());
         assert_eq!(FaultSpec::none().to_arg(), "none");

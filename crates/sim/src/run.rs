@@ -119,7 +119,13 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
         job = job.env(&k, &v);
     }
     let (w, seed) = (cfg.workload, cfg.seed);
-    let res = job.run_with_digest(move |u| workload::run_rank(w, seed, u));
+    // A rank that finds a wrong value panics, which ends the job at once with its message
+    // (a rank that merely returned would leave its peers waiting for it: a deadlock that
+    // hides the reason).
+    let res = job.run_with_digest(move |u| match workload::run_rank(w, seed, u) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    });
     let wall = start.elapsed();
     match res {
         Err(e) => SimOutcome {
@@ -131,18 +137,13 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
             wall,
         },
         Ok(report) => {
-            let mut digest = report.digest.unwrap_or(0);
-            let mut failure = None;
-            for (rank, r) in report.results.iter().enumerate() {
-                match r {
-                    Ok(h) => digest = fold(digest, *h),
-                    Err(e) if failure.is_none() => failure = Some(format!("rank {rank}: {e}")),
-                    Err(_) => {}
-                }
-            }
+            let digest = report
+                .results
+                .iter()
+                .fold(report.digest.unwrap_or(0), |d, &h| fold(d, h));
             SimOutcome {
-                digest: failure.is_none().then_some(digest),
-                failure,
+                digest: Some(digest),
+                failure: None,
                 virtual_time: report.virtual_time,
                 events: report.events,
                 fabric: report.fabric,

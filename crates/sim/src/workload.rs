@@ -72,7 +72,7 @@ pub fn run_rank(w: Workload, seed: u64, u: Universe) -> Result<u64, String> {
     let world = u.world();
     match w {
         Workload::Semantics => {
-            tests::mpi_semantics::run(&world);
+            ::tests::mpi_semantics::run(&world);
             Ok(fold(0, world.rank() as u64))
         }
         Workload::Collectives => collectives(&world, seed),
