@@ -73,6 +73,28 @@ fn the_semantics_suite_survives_reordering_on_gemini() {
 }
 
 #[test]
+fn duplicated_amo_requests_are_executed_once_on_gemini() {
+    // Regression: the Gemini target executed an AMO request the fabric delivered twice
+    // twice (fetch-and-add tickets and accumulates of the semantics suite came out wrong).
+    // These seeds failed that way.
+    let faults = FaultSpec::parse("reorder=0.1,dup=0.02").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
+    let mut dups = 0;
+    for seed in [401, 404, 405] {
+        c.seed = seed;
+        let o = sim::run(&c);
+        assert!(
+            o.passed(),
+            "seed {seed}: {:?}\n  replay: {}",
+            o.failure,
+            c.replay_command()
+        );
+        dups += o.fabric.expect("counters").duplicated;
+    }
+    assert!(dups > 0);
+}
+
+#[test]
 fn lost_packets_on_gemini_end_the_job_with_a_transaction_error_not_a_hang_or_bad_data() {
     // Known limitation (docs/RELIABILITY.md): the gni transport does not re-post failed
     // transactions, so a lost packet fails the job. It must fail loudly, with the NIC's
