@@ -285,7 +285,7 @@ pub fn payload_byte(seed: u64, ph: usize, m: usize, i: usize) -> u8 {
 impl Program {
     /// The program of `seed` for `ranks` ranks.
     pub fn generate(seed: u64, ranks: u32) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_0F_9A0D);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005E_ED0F_9A0D);
         let n_phases = rng.random_range(3..7usize);
         let mut phases = Vec::with_capacity(n_phases);
         for _ in 0..n_phases {
