@@ -46,7 +46,7 @@ fn campaign(base: SimConfig, seed_base: u64, count: u64) {
 
 #[test]
 fn the_semantics_suite_survives_a_lossy_fabric_on_cassini() {
-    campaign(cfg(Nic::Cassini, Workload::Semantics, mix()), 100, 6);
+    campaign(cfg(Nic::Cassini, Workload::Semantics, mix()), 100, 10);
 }
 
 #[test]
