@@ -67,6 +67,9 @@ pub(crate) struct Counters {
     pub(crate) num_tx_cmd_op_errors: u64,
     pub(crate) num_tx_cmd_arg_errors: u64,
     pub(crate) num_tgt_cmd_arg_errors: u64,
+    /// Commands naming an EQ, CT or PtlTE of another resource group.
+    pub(crate) num_tx_cmd_perm_errors: u64,
+    pub(crate) num_tgt_cmd_perm_errors: u64,
     pub(crate) num_idc_cmds: u64,
     pub(crate) num_dma_cmds: u64,
     pub(crate) num_cq_cmds: u64,

@@ -61,6 +61,12 @@ pub(crate) const COUNTERS: &[(&str, &str, Getter)] = &[
     ("c_cq_cntrs", "num_tgt_cmd_arg_errors", |h| {
         h.counters.num_tgt_cmd_arg_errors
     }),
+    ("c_cq_cntrs", "num_tx_cmd_perm_errors", |h| {
+        h.counters.num_tx_cmd_perm_errors
+    }),
+    ("c_cq_cntrs", "num_tgt_cmd_perm_errors", |h| {
+        h.counters.num_tgt_cmd_perm_errors
+    }),
     ("c_cq_cntrs", "num_idc_cmds", |h| h.counters.num_idc_cmds),
     ("c_cq_cntrs", "num_dma_cmds", |h| h.counters.num_dma_cmds),
     ("c_cq_cntrs", "num_cq_cmds", |h| h.counters.num_cq_cmds),

@@ -557,12 +557,17 @@ pub(crate) trait CqOps: CqCtx {
         let eq = r.eq;
         if tgt {
             self.counters().fail_tgt_cntr += 1;
-            self.counters().num_tgt_cmd_arg_errors += 1;
+            if rc == ReturnCode::PermViolation {
+                self.counters().num_tgt_cmd_perm_errors += 1;
+            } else {
+                self.counters().num_tgt_cmd_arg_errors += 1;
+            }
         } else {
             self.counters().fail_tx_cntr += 1;
             match rc {
                 ReturnCode::CmdAlignError => self.counters().num_tx_cmd_align_errors += 1,
                 ReturnCode::IllegalOp => self.counters().num_tx_cmd_op_errors += 1,
+                ReturnCode::PermViolation => self.counters().num_tx_cmd_perm_errors += 1,
                 _ => self.counters().num_tx_cmd_arg_errors += 1,
             }
         }

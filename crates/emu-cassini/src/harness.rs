@@ -144,8 +144,20 @@ impl Cluster {
         seed: u64,
         node_mem: u64,
     ) -> Result<Cluster, HarnessError> {
+        Self::deterministic_with_ports(n, n.max(2), seed, node_mem)
+    }
+
+    /// `n` NICs (on ports `0..n`) on a single switch of `ports` ports, so that ports
+    /// `n..ports` stay free for other devices (a test's packet source), on the deterministic
+    /// engine with `node_mem` bytes of host memory per node.
+    pub fn deterministic_with_ports(
+        n: u32,
+        ports: u32,
+        seed: u64,
+        node_mem: u64,
+    ) -> Result<Cluster, HarnessError> {
         let fabric = Fabric::new(FabricConfig::new(Topology::SingleSwitch {
-            ports: n.max(2),
+            ports: ports.max(n).max(2),
         }))
         .map_err(EngineError::from)?;
         let det = Deterministic::new(seed, fabric);
@@ -431,6 +443,11 @@ impl Node {
     pub fn alloc_eq(&mut self, n: u16, bytes: u64, opts: EqOpts) -> Result<EqRing, HarnessError> {
         use f::c_ee_cfg_eq_descriptor as d;
         let md = self.map(bytes, true, true)?;
+        self.csr_write(
+            csr::C_CQ_CFG_EQ_RGID_TABLE,
+            u32::from(n),
+            &[(f::c_cq_cfg_eq_rgid_table::RGID, u64::from(RGID))],
+        )?;
         self.csr_write(
             csr::C_EE_CFG_EQ_DESCRIPTOR,
             u32::from(n),

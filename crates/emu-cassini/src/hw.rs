@@ -206,6 +206,14 @@ impl Hw {
             if let Some(s) = self.tables.ptlte_rgid.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_ptlte_rgid_table::RGID) as u8;
             }
+        } else if is(c, csr::C_CQ_CFG_EQ_RGID_TABLE) {
+            if let Some(s) = self.tables.eq_rgid.get_mut(n as usize) {
+                *s = csrs.field(c, n, f::c_cq_cfg_eq_rgid_table::RGID) as u8;
+            }
+        } else if is(c, csr::C_CQ_CFG_CT_RGID_TABLE) {
+            if let Some(s) = self.tables.ct_rgid.get_mut(n as usize) {
+                *s = csrs.field(c, n, f::c_cq_cfg_ct_rgid_table::RGID) as u8;
+            }
         } else if is(c, csr::C_CQ_CFG_CQ_POLICY) {
             let qw = csrs.entry_qword(c, 0, 0);
             for (i, p) in self.tables.policy.iter_mut().enumerate() {
@@ -470,6 +478,9 @@ impl TgtCtx for Hw {
     fn tgt(&mut self) -> &mut Tgt {
         &mut self.tgt
     }
+    fn tgq_rgid(&self, n: u32) -> u8 {
+        self.cqs.tgt.get(n as usize).map_or(0, |q| q.rgid)
+    }
     fn counters(&mut self) -> &mut Counters {
         &mut self.counters
     }
@@ -554,6 +565,10 @@ impl TouCtx for Hw {
     }
     fn cq_tle_pool(&mut self, n: u32) -> u8 {
         self.cqs.tx.get(n as usize).map_or(0, |q| q.tle_pool)
+    }
+    fn cq_may_use(&mut self, n: u32, eq: u16, ct: u16) -> bool {
+        let rgid = self.cqs.tx.get(n as usize).map_or(0, |q| q.ring.rgid);
+        self.tables.handles_in_rgid(rgid, eq, ct)
     }
     fn cq_read_ptr(&mut self, n: u32) -> u64 {
         self.cqs.tx.get(n as usize).map_or(0, |q| q.ring.rd32)

@@ -590,6 +590,11 @@ pub(crate) trait IxeOps: IxeCtx {
     /// Send the request described by `l` from CQ `n`.
     fn launch(&mut self, io: &mut DeviceIo<'_>, n: u32, l: &Launch<'_>) -> Result<Exec, Fail> {
         let q = self.tx_cqs()[n as usize];
+        // The EQ and CT the command names must be the queue's resource group's
+        // (`c_cq_cfg_{eq,ct}_rgid_table`): no events or counts into another process's objects.
+        if !self.tables().handles_in_rgid(q.ring.rgid, l.eq, l.ct) {
+            return Err(ReturnCode::PermViolation);
+        }
         let cp = match q.cp_cache {
             Some((g, cp)) if g == self.tables().cp_gen => cp,
             _ => {

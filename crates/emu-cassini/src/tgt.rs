@@ -76,6 +76,8 @@ struct PendingGet {
 pub(crate) trait TgtCtx {
     /// The target's state between packets.
     fn tgt(&mut self) -> &mut Tgt;
+    /// Resource group of target CQ `n` (`mem_q_rgid`).
+    fn tgq_rgid(&self, n: u32) -> u8;
     /// The NIC-wide counters.
     fn counters(&mut self) -> &mut Counters;
     /// This NIC's NID.
@@ -893,10 +895,21 @@ pub(crate) trait TgtOps: TgtCtx {
     }
 
     /// Execute one target command of target CQ `n`.
-    fn exec_target(&mut self, io: &mut DeviceIo<'_>, _n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
+    fn exec_target(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
         self.counters().num_tgt_cmds += 1;
         let cmd = TargetCommand::decode(bytes).map_err(|e| format_rc(&e))?;
         cmd.validate().map_err(|e| format_rc(&e))?;
+        // The PtlTE (and an LE's counting event) must be in the queue's resource group
+        // (`c_cq_cfg_ptlte_rgid_table`, `c_cq_cfg_ct_rgid_table`): a process cannot list,
+        // unlink or change the state of another's portal.
+        let (pt, ct) = match &cmd {
+            TargetCommand::List(t) => (t.ptlte_index, t.ct),
+            TargetCommand::SetState(s) => (s.ptlte_index, 0),
+        };
+        let rgid = self.tgq_rgid(n);
+        if !self.tables().ptlte_in_rgid(rgid, pt) || !self.tables().handles_in_rgid(rgid, 0, ct) {
+            return Err(ReturnCode::PermViolation);
+        }
         let out = match cmd {
             TargetCommand::List(t) => {
                 let le = Le {

@@ -59,6 +59,9 @@ pub(crate) trait TouCtx {
     ) -> bool;
     /// TLE pool of transmit CQ `n` (`mem_q_pfq`).
     fn cq_tle_pool(&mut self, n: u32) -> u8;
+    /// Whether transmit CQ `n` may name EQ `eq` and counting event `ct` (same resource
+    /// group, `c_cq_cfg_{eq,ct}_rgid_table`; 0 names none).
+    fn cq_may_use(&mut self, n: u32, eq: u16, ct: u16) -> bool;
     /// Read pointer of transmit CQ `n` in 32 B half-slots.
     fn cq_read_ptr(&mut self, n: u32) -> u64;
     /// Transmit CQs stalled at a CT command (no free triggered-list entry).
@@ -168,6 +171,12 @@ pub(crate) trait TouOps: TouCtx {
     fn ct_command(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
         let cmd = CtCommand::decode(bytes)
             .map_err(|_| firmware_spec::cassini::rc::ReturnCode::CmdInvalidArg)?;
+        let c = match &cmd {
+            CtCommand::Ct(c) | CtCommand::TrigDma { ct: c, .. } => *c,
+        };
+        if !(self.cq_may_use(n, c.eq, c.ct) && self.cq_may_use(n, 0, c.trig_ct)) {
+            return Err(firmware_spec::cassini::rc::ReturnCode::PermViolation);
+        }
         // CQ `n` is running, so it is not waiting to be woken: a wake-up from the effects of
         // this very command must not run its ring again from inside.
         self.stalled_cqs().retain(|&c| c != n);

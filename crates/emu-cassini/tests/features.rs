@@ -341,6 +341,12 @@ fn nomatch_put_and_get_and_counting_events() {
     )
     .unwrap();
     n.csr_write(
+        csr::C_CQ_CFG_CT_RGID_TABLE,
+        5,
+        &[(f::c_cq_cfg_ct_rgid_table::RGID, u64::from(RGID))],
+    )
+    .unwrap();
+    n.csr_write(
         csr::C_CQ_CFG_CT_ENABLE,
         5,
         &[(f::c_cq_cfg_ct_enable::CT_ENABLE, 1)],

@@ -94,6 +94,7 @@ fn ten_thousand_puts_arrive_intact_and_exactly_once_over_a_faulty_fabric() {
             reorder: 0.05,
             reorder_max_delay: SimDuration::from_us(3),
             corrupt: 0.05,
+            ..FaultConfig::none()
         },
     );
     let mut acks = vec![0u32; N];

@@ -660,6 +660,38 @@ mod tests {
         assert!(m.load_u64_acquire(GuestAddress(m.size())).is_err());
     }
 
+    /// The hand-over the rings rely on: one thread fills a buffer with plain copies (both
+    /// the volatile small path and the `memcpy` path) and publishes it with a release store;
+    /// another waits for it with acquire loads and reads the bytes. Under Miri this checks
+    /// the raw accesses for data races and undefined behaviour (docs/testing.md).
+    #[test]
+    fn release_acquire_hands_a_buffer_between_threads() {
+        let m = HostMemory::new(64 * 1024).unwrap();
+        let flag = GuestAddress(0x1000);
+        let small = GuestAddress(0x2000);
+        let big = GuestAddress(0x3000);
+        let writer = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                m.write(small, &[1, 2, 3, 4, 5]).unwrap();
+                m.write(big, &[0x5A; 100]).unwrap();
+                m.store_u64_release(flag, 7).unwrap();
+                m.store_u32_release(GuestAddress(0x1008), 9).unwrap();
+            })
+        };
+        while m.load_u32_acquire(GuestAddress(0x1008)).unwrap() != 9 {
+            std::thread::yield_now();
+        }
+        assert_eq!(m.load_u64_acquire(flag).unwrap(), 7);
+        let mut s = [0u8; 5];
+        m.read(small, &mut s).unwrap();
+        assert_eq!(s, [1, 2, 3, 4, 5]);
+        let mut b = [0u8; 100];
+        m.read(big, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 0x5A));
+        writer.join().unwrap();
+    }
+
     #[test]
     fn fill_and_copy_within() {
         let m = mem();

@@ -22,7 +22,7 @@ use emu_core::dma::DmaPort;
 use emu_core::fabric::Packet;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Largest GET one request may ask for.
 pub const MAX_GET_BYTES: u32 = 1 << 20;
@@ -66,7 +66,28 @@ struct OrderRx {
 #[derive(Debug, Default)]
 pub(crate) struct Responder {
     order_rx: HashMap<(u32, u16), OrderRx>,
+    /// AMO requests executed lately, by (source port, request tag): the CRC of their frame
+    /// and when they arrived. An identical frame (same source, tag and bytes) within
+    /// [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice and is not executed again.
+    /// Initiators number their requests consecutively, so a tag names one request.
+    amo_seen: HashMap<(u32, u32), (u32, SimTime)>,
+    /// The keys of `amo_seen`, oldest first (at most [`AMO_SEEN`]).
+    amo_order: VecDeque<(u32, u32)>,
 }
+
+/// A hash of a frame's bytes (FNV-1a, folded to 32 bits), to tell a duplicate from a new
+/// request that reuses a tag (after the initiator's NIC was reset).
+fn frame_hash(data: &[u8]) -> u32 {
+    let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (h ^ (h >> 32)) as u32
+}
+
+/// AMO requests remembered for duplicate suppression.
+const AMO_SEEN: usize = 1 << 16;
+/// How long after an AMO request an identical frame counts as its duplicate.
+const AMO_DUP_WINDOW: SimDuration = SimDuration::from_us(1000);
 
 impl Responder {
     /// Streams holding requests whose gap has not filled for `after`, ascending.
@@ -107,12 +128,38 @@ impl Responder {
         if hdr.kind.is_answer() {
             return Self::on_answer(p, &hdr, payload);
         }
+        if hdr.kind == Kind::AmoReq && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now())
+        {
+            // A duplicate: executing it again would apply a non-idempotent update twice.
+            return None;
+        }
         if hdr.flags & flag::ORDERED != 0 {
             self.on_ordered(p, src, hdr, pkt);
         } else {
             Self::on_request(p, src, &hdr, payload);
         }
         None
+    }
+
+    /// Whether the AMO request frame `(src, tag, hash)` arriving at `now` is not a recent
+    /// duplicate (and remember it).
+    fn first_amo(&mut self, src: u32, tag: u32, crc: u32, now: SimTime) -> bool {
+        let key = (src, tag);
+        if let Some(&(c, t)) = self.amo_seen.get(&key)
+            && c == crc
+            && now.since(t) <= AMO_DUP_WINDOW
+        {
+            return false;
+        }
+        if self.amo_seen.insert(key, (crc, now)).is_none() {
+            self.amo_order.push_back(key);
+            if self.amo_order.len() > AMO_SEEN
+                && let Some(old) = self.amo_order.pop_front()
+            {
+                self.amo_seen.remove(&old);
+            }
+        }
+        true
     }
 
     fn on_ordered(&mut self, p: &mut impl TargetPort, src: u32, hdr: Header, pkt: Packet) {

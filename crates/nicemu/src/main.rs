@@ -5,7 +5,8 @@
 //! measurement tables; `stat`, `dump-csrs` and the `*-lat` / `*-bw` tools ([`cxi_tools`])
 //! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
 //! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job; `job`
-//! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine); `run`
+//! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine);
+//! `sim` ([`sim`]) runs MPI jobs over a faulty fabric, one seed or a campaign; `run`
 //! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md).
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ mod gni_tools;
 mod job;
 mod mpi_check;
 mod osu;
+mod sim;
 mod spec;
 
 use std::process::ExitCode;
@@ -82,6 +84,10 @@ enum Command {
     /// An MPI job of N ranks (allreduce, barrier, alltoall of 8 B, checked): wall time,
     /// virtual time, peak RSS and the replay digest.
     Job(job::JobArgs),
+    /// An MPI job on the deterministic engine over a fabric with seeded faults (drop,
+    /// reorder, corrupt, link flaps, ...), checked; the same seed replays it bit for bit.
+    /// `--campaign K` runs K seeds and prints the replay command of every failure.
+    Sim(sim::SimArgs),
     /// Start N processes of PROGRAM as one job, with a PMI-1 server (PMI_PORT, PMI_RANK,
     /// PMI_SIZE); end the job when a rank fails.
     Run(launch::cli::RunArgs),
@@ -134,6 +140,7 @@ fn main() -> ExitCode {
         Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
         Command::Osu(args) => osu::run_args(args, &mut out),
         Command::Job(args) => job::run(args, &mut out),
+        Command::Sim(args) => sim::run(args, &mut out),
         Command::Run(args) => {
             drop(out);
             return run_job(&args);

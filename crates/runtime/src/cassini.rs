@@ -39,6 +39,9 @@ pub fn run_cassini_report<R: Send>(
     let cluster = builder
         .build()
         .map_err(|e| JobError::Machine(e.to_string()))?;
+    if job.faults.any() {
+        cluster.engine().set_faults(job.faults);
+    }
     let make = |rank: u32, pmi| {
         let node = (rank / job.ranks_per_node) as usize;
         let devices = cluster

@@ -50,6 +50,9 @@ pub fn run_gemini_report<R: Send>(
     let cluster = builder
         .build()
         .map_err(|e| JobError::Machine(e.to_string()))?;
+    if job.faults.any() {
+        cluster.engine().set_faults(job.faults);
+    }
     let mut env = job.env.clone();
     let creds = cluster.job();
     env.set("PMI_GNI_PTAG", &creds.ptag.to_string());

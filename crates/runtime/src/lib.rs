@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
 use mpi::{Env, Universe};
-use platform::EngineKind;
+use platform::{EngineKind, FabricCounters, FaultConfig};
 use thiserror::Error;
 
 pub use pmi::{InProcessPmi, Shared};
@@ -120,6 +120,9 @@ pub struct JobReport<R> {
     pub events: u64,
     /// Deterministic engine: scheduling rounds.
     pub rounds: u64,
+    /// Deterministic engine: the fabric's counters at the end of the job (packets injected,
+    /// delivered, lost to each fault site).
+    pub fabric: Option<FabricCounters>,
 }
 
 /// Fold `w` into the running digest `h` (order sensitive).
@@ -149,6 +152,7 @@ pub(crate) fn threaded_report<R>(
         digest: None,
         events: 0,
         rounds: 0,
+        fabric: None,
     })
 }
 
@@ -167,6 +171,8 @@ pub struct Job {
     pub env: Env,
     /// Host memory per node, bytes.
     pub memory_per_node: u64,
+    /// Fabric faults, switched on once the machine is built (default none).
+    pub faults: FaultConfig,
 }
 
 impl Job {
@@ -179,6 +185,7 @@ impl Job {
             engine: EngineKind::Threaded,
             env: Env::new(),
             memory_per_node: 256 << 20,
+            faults: FaultConfig::none(),
         }
     }
 
@@ -190,6 +197,13 @@ impl Job {
     /// This job on `engine`.
     pub fn engine(mut self, engine: EngineKind) -> Self {
         self.engine = engine;
+        self
+    }
+
+    /// This job on a fabric with `faults` (drops, reordering, corruption, link flaps, ...),
+    /// drawn from the engine's seed on the deterministic engine.
+    pub fn faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = faults;
         self
     }
 

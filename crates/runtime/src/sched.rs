@@ -244,6 +244,7 @@ where
         digest: Some(digest),
         events: m.engine.counters().events,
         rounds: sched.rounds,
+        fabric: Some(platform::Engine::fabric_counters(m.engine)),
     })
 }
 

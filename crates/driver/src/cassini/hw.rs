@@ -137,6 +137,9 @@ pub struct CqConfig {
 /// Settings of one event queue.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EqConfig {
+    /// Resource group of the owning LNI (`c_cq_cfg_eq_rgid_table`): commands of queues of
+    /// other groups may not name this EQ.
+    pub rgid: u32,
     /// Buffer address (IOVA in `acid`, 4 KiB aligned).
     pub addr: u64,
     /// Buffer size in bytes (whole 4 KiB pages).
@@ -722,6 +725,11 @@ impl CassHw {
         d::BUFFER_A_EN.set(&mut bytes, 1);
         d::ACID.set(&mut bytes, u64::from(c.acid));
         d::EQ_ENABLE.set(&mut bytes, 0);
+        self.write_fields(
+            csr::C_CQ_CFG_EQ_RGID_TABLE,
+            n,
+            &[(f::c_cq_cfg_eq_rgid_table::RGID, u64::from(c.rgid))],
+        )?;
         self.set_long_format(n, c.init_long, c.tgt_long)?;
         // The software read pointer starts at the first event (byte 64, `rd_ptr` in 64 B units).
         self.write_fields(
@@ -763,6 +771,7 @@ impl CassHw {
         )?;
         self.reset_entry(csr::C_EE_CFG_EQ_DESCRIPTOR, n)?;
         self.reset_entry(csr::C_EE_CFG_EQ_SW_STATE, n)?;
+        self.reset_entry(csr::C_CQ_CFG_EQ_RGID_TABLE, n)?;
         self.set_long_format(n, false, false)
     }
 

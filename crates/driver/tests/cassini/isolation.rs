@@ -339,3 +339,31 @@ fn busy_objects_are_not_freed() {
     });
     assert_eq!(eth.unwrap_err(), Errno::Eperm);
 }
+
+/// An LCID a resource group was not given reads CP 0 (the reset value of
+/// `c_cq_cfg_cid_array`), so CP 0 must never be a live profile: otherwise a process could
+/// switch its queue to such an LCID and send with another process's profile (its VNI).
+#[test]
+fn cp_0_is_never_handed_out() {
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let admin = d.open_admin();
+    let csrs = As::<{ Opcode::MapCsrs as u32 }, _>(NoArgCmd::default());
+    let tok = admin.call(&csrs).unwrap().csr;
+    let win = admin.mmap_token(&tok).unwrap().mmio().unwrap();
+    let table = firmware_spec::cassini::csr::C_CQ_CFG_CP_TABLE;
+    let valid = firmware_spec::cassini::csr::fields::c_cq_cfg_cp_table::VALID;
+    let cp_valid = |n: u32| {
+        let at = table.offset + u64::from(n) * u64::from(table.size);
+        valid.get(&win.read_u64(at).unwrap().to_le_bytes()) != 0
+    };
+    let clients: Vec<Client> = (0..3).map(|_| d.open()).collect();
+    for c in &clients {
+        let l = lni(c).unwrap();
+        cp(c, l).unwrap();
+    }
+    // The three clients share one profile (same VNI and traffic class): the first free
+    // number, which is 1, not 0.
+    let live: Vec<u32> = (0..8).filter(|&n| cp_valid(n)).collect();
+    assert_eq!(live, vec![1], "one CP went out, and it is not CP 0");
+}

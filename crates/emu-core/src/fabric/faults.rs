@@ -2,8 +2,13 @@
 //!
 //! Every site draws from the engine's [`SimRng`] only when its probability is above zero, so
 //! switching a site off leaves the random stream (and thus the rest of the run) unchanged.
-//! Per injected packet the draws happen in this order: drop; duplicate; then for each copy
-//! delivered: reorder (and its delay), corrupt (and the bit).
+//! Per injected packet the draws happen in this order: drop; link flap (and the link); duplicate;
+//! then for each copy delivered: reorder (and its delay), corrupt (and the bit).
+//!
+//! A link flap takes one link of the packet's route down for a window of virtual time
+//! ([`FaultConfig::link_flap_down`]) starting at the packet's injection: that packet and every
+//! packet routed over the link before the window ends are lost (counted as
+//! `dropped_link_down`); then the link is up again by itself.
 
 use super::Packet;
 use crate::rng::SimRng;
@@ -25,6 +30,11 @@ pub struct FaultConfig {
     /// One random bit of the copy is flipped after its CRC was computed, so the receiver's
     /// [`Packet::crc_ok`] is false. A packet without data gets a bit of its CRC flipped.
     pub corrupt: f64,
+    /// Per injected packet (that was not dropped), one link of its route, drawn uniformly,
+    /// goes down for [`FaultConfig::link_flap_down`]; the packet is lost with it.
+    pub link_flap: f64,
+    /// How long a flapped link stays down (a zero window disables link flaps).
+    pub link_flap_down: SimDuration,
 }
 
 impl FaultConfig {
@@ -36,7 +46,13 @@ impl FaultConfig {
             reorder: 0.0,
             reorder_max_delay: SimDuration::ZERO,
             corrupt: 0.0,
+            link_flap: 0.0,
+            link_flap_down: SimDuration::ZERO,
         }
+    }
+    /// Whether the link-flap site can fire.
+    pub fn flaps(&self) -> bool {
+        self.link_flap > 0.0 && self.link_flap_down.0 > 0
     }
     /// Whether any site can fire.
     pub fn any(&self) -> bool {
@@ -44,6 +60,7 @@ impl FaultConfig {
             || self.duplicate > 0.0
             || (self.reorder > 0.0 && self.reorder_max_delay.0 > 0)
             || self.corrupt > 0.0
+            || self.flaps()
     }
 }
 
@@ -118,6 +135,19 @@ mod tests {
             FaultConfig {
                 drop: 0.1,
                 ..FaultConfig::none()
+            }
+            .any()
+        );
+        // A flap needs both a probability and a window.
+        let flap = FaultConfig {
+            link_flap: 0.5,
+            ..FaultConfig::none()
+        };
+        assert!(!flap.any());
+        assert!(
+            FaultConfig {
+                link_flap_down: SimDuration::from_us(1),
+                ..flap
             }
             .any()
         );

@@ -62,8 +62,11 @@ pub struct FabricCounters {
     pub dropped: u64,
     /// Dropped by the drop fault site.
     pub dropped_fault: u64,
-    /// Dropped because a link on their route was down.
+    /// Dropped because a link on their route was down (taken down by
+    /// [`Fabric::set_link_up`], or by a link flap, including the packet that flapped it).
     pub dropped_link_down: u64,
+    /// Link flaps: a link of a packet's route went down for a window of time.
+    pub link_flaps: u64,
     /// Dropped because the source or destination port does not exist.
     pub dropped_bad_port: u64,
     /// Packets delivered twice.
@@ -167,12 +170,15 @@ pub struct Fabric {
     tc: Box<[TcCounters; 256]>,
     route: Vec<Hop>,
     crc_elision: bool,
+    /// Per link: until when it is down after a link flap (up from that time on).
+    flap_until: Vec<SimTime>,
 }
 
 impl Fabric {
     /// Build a fabric.
     pub fn new(config: FabricConfig) -> Result<Self, FabricError> {
         let graph = config.topology.build()?;
+        let graph_links = graph.links().len();
         let mut priority = [0u8; 256];
         for (tc, p) in priority.iter_mut().enumerate() {
             *p = tc.min(NUM_PRIORITIES - 1) as u8;
@@ -188,6 +194,7 @@ impl Fabric {
             tc: Box::new([TcCounters::default(); 256]),
             route: Vec::new(),
             crc_elision: false,
+            flap_until: vec![SimTime::ZERO; graph_links],
         })
     }
 
@@ -254,9 +261,18 @@ impl Fabric {
         l.up = up;
         Ok(())
     }
-    /// Whether a link is up (false for a link that does not exist).
+    /// Whether a link is up (false for a link that does not exist). A link down after a link
+    /// flap is still up here (see [`Fabric::link_flapped_until`]).
     pub fn link_is_up(&self, link: LinkId) -> bool {
         self.links.get(link.0 as usize).is_some_and(|l| l.up)
+    }
+    /// Until when a link is down after a link flap (`None` if it never flapped or does not
+    /// exist). It carries traffic again from that time on.
+    pub fn link_flapped_until(&self, link: LinkId) -> Option<SimTime> {
+        self.flap_until
+            .get(link.0 as usize)
+            .copied()
+            .filter(|&t| t > SimTime::ZERO)
     }
     /// Fabric-wide counters.
     pub fn counters(&self) -> FabricCounters {
@@ -328,8 +344,24 @@ impl Fabric {
             self.counters.dropped_link_down += 1;
             return self.drop_packet(tci, out);
         }
+        if self
+            .route
+            .iter()
+            .any(|h| self.flap_until[h.link.0 as usize] > now)
+        {
+            self.counters.dropped_link_down += 1;
+            return self.drop_packet(tci, out);
+        }
         if rng.chance(self.faults.drop) {
             self.counters.dropped_fault += 1;
+            return self.drop_packet(tci, out);
+        }
+        if self.faults.flaps() && !self.route.is_empty() && rng.chance(self.faults.link_flap) {
+            let hop = self.route[rng.below(self.route.len() as u64) as usize];
+            self.flap_until[hop.link.0 as usize] = now + self.faults.link_flap_down;
+            self.links[hop.link.0 as usize].counters.dropped_down += 1;
+            self.counters.link_flaps += 1;
+            self.counters.dropped_link_down += 1;
             return self.drop_packet(tci, out);
         }
 
@@ -537,6 +569,104 @@ mod tests {
             f.inject(SimTime::ZERO, pkt(0, 1, 0, 10), &mut rng);
         }
         assert_eq!(rng.next_u64(), SimRng::new(5).next_u64());
+    }
+
+    #[test]
+    fn a_link_flap_takes_one_route_link_down_for_its_window_then_it_is_up_again() {
+        let down = SimDuration::from_us(10);
+        let cfg = FabricConfig {
+            faults: FaultConfig {
+                link_flap: 1.0,
+                link_flap_down: down,
+                ..FaultConfig::none()
+            },
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 3 })
+        };
+        let mut f = Fabric::new(cfg).unwrap();
+        let mut rng = SimRng::new(21);
+        let t0 = SimTime::from_us(1);
+        // The packet that flaps a link is lost with it.
+        assert!(f.inject(t0, pkt(0, 1, 0, 10), &mut rng).is_empty());
+        let c = f.counters();
+        assert_eq!((c.link_flaps, c.dropped_link_down, c.dropped), (1, 1, 1));
+        let flapped: Vec<u32> = (0..f.graph().links().len() as u32)
+            .filter(|&l| f.link_flapped_until(LinkId(l)).is_some())
+            .collect();
+        assert_eq!(flapped.len(), 1, "exactly one link flapped");
+        let l = LinkId(flapped[0]);
+        assert_eq!(f.link_flapped_until(l), Some(t0 + down));
+        assert!(f.link_is_up(l), "a flap is not an administrative down");
+        // Within the window, traffic over that link is lost without any draw.
+        f.set_faults(FaultConfig::none());
+        let before = rng.clone().next_u64();
+        let mut lost = 0;
+        for (s, d) in [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)] {
+            lost += u64::from(
+                f.inject(t0 + SimDuration::from_us(5), pkt(s, d, 0, 8), &mut rng)
+                    .is_empty(),
+            );
+        }
+        assert_eq!(rng.next_u64(), before);
+        // The flapped link is on the route of 4 of the 6 pairs of a 3-port switch.
+        assert_eq!(lost, 4);
+        assert_eq!(f.counters().dropped_link_down, 5);
+        // After the window the link carries traffic again.
+        for (s, d) in [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)] {
+            assert_eq!(f.inject(t0 + down, pkt(s, d, 0, 8), &mut rng).len(), 1);
+        }
+        assert_eq!(f.counters().link_flaps, 1);
+    }
+
+    #[test]
+    fn link_flaps_are_seeded_and_off_by_default() {
+        let run = |seed: u64| {
+            let cfg = FabricConfig {
+                faults: FaultConfig {
+                    link_flap: 0.05,
+                    link_flap_down: SimDuration::from_us(2),
+                    ..FaultConfig::none()
+                },
+                ..FabricConfig::new(Topology::SingleSwitch { ports: 4 })
+            };
+            let mut f = Fabric::new(cfg).unwrap();
+            let mut rng = SimRng::new(seed);
+            let mut got = Vec::new();
+            for i in 0..2000u64 {
+                let t = SimTime(i * 100_000);
+                let d = f.inject(
+                    t,
+                    pkt((i % 4) as u32, ((i + 1) % 4) as u32, 0, 16),
+                    &mut rng,
+                );
+                got.push(d.len());
+            }
+            (got, f.counters())
+        };
+        let (a, ca) = run(3);
+        let (b, cb) = run(3);
+        assert_eq!(a, b);
+        assert_eq!(ca, cb);
+        assert!(ca.link_flaps > 0);
+        assert!(
+            ca.dropped_link_down > ca.link_flaps,
+            "windows also drop later packets"
+        );
+        assert_eq!(ca.dropped, ca.dropped_link_down);
+        let (c, _) = run(4);
+        assert_ne!(a, c, "another seed flaps other links at other times");
+        // A probability without a window flaps nothing (and draws nothing).
+        let mut f = Fabric::new(FabricConfig {
+            faults: FaultConfig {
+                link_flap: 1.0,
+                ..FaultConfig::none()
+            },
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 2 })
+        })
+        .unwrap();
+        let mut rng = SimRng::new(5);
+        assert_eq!(f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng).len(), 1);
+        assert_eq!(rng.next_u64(), SimRng::new(5).next_u64());
+        assert_eq!(f.counters().link_flaps, 0);
     }
 
     #[test]

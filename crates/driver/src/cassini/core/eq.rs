@@ -13,7 +13,7 @@ impl Op<'_> {
     }
 
     pub(crate) fn eq_alloc(&mut self, c: &EqAllocCmd) -> Result<EqAllocResp, Errno> {
-        self.lni(c.lni)?;
+        let rgid = self.lni(c.lni)?.rgid;
         let a = &c.attr;
         let flags = EqFlags(a.flags);
         if flags.unknown_bits() != 0 {
@@ -65,6 +65,7 @@ impl Op<'_> {
             a.ec_delay
         };
         let cfg = EqConfig {
+            rgid,
             addr,
             len: a.queue_len,
             acid,

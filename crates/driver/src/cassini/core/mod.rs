@@ -425,7 +425,10 @@ impl DevState {
             ptn: IdAllocator::new(1, lim::C_NUM_PTLTES as u32),
             rgid: IdAllocator::new(1, lim::C_NUM_RGIDS as u32),
             acid: IdAllocator::new(PHYS_ACID + 1, lim::C_NUM_ACS as u32),
-            cpn: IdAllocator::new(0, lim::C_CQ_CFG_CP_TABLE_ENTRIES as u32),
+            // CP 0 is never handed out: an LCID a resource group has not been given reads
+            // CP 0 (the reset value of `c_cq_cfg_cid_array`), which must stay invalid, or a
+            // process could send with another's profile (its VNI) by switching LCID.
+            cpn: IdAllocator::new(1, lim::C_CQ_CFG_CP_TABLE_ENTRIES as u32),
             portal: IdAllocator::new(0, 2560),
             vni_list: IdAllocator::new(0, lim::C_RMU_VNI_LIST_ENTRIES as u32),
             wait_vec: IdAllocator::new(0, wait_vectors),

@@ -57,6 +57,11 @@ pub struct Config {
     pub traffic_class: TrafficClass,
     /// How long a blocking step inside the transport may wait (`NICEMU_CXI_TIMEOUT`, s).
     pub timeout: Duration,
+    /// `NICEMU_CXI_INJECT_BUG=ux-flip`: a deliberate bug for checking that fault campaigns
+    /// find bugs (`nicemu sim --inject-bug`, docs/RELIABILITY.md): the first unexpected
+    /// eager message matched in hardware mode is delivered with its last byte flipped.
+    /// Off unless set; never set it otherwise.
+    pub inject_ux_bug: bool,
 }
 
 impl Config {
@@ -159,6 +164,8 @@ impl Config {
             nic_verbose,
             traffic_class,
             timeout: Duration::from_secs(timeout.max(1)),
+            inject_ux_bug: env.choice("NICEMU_CXI_INJECT_BUG", &["none", "ux-flip"], "none")?
+                == "ux-flip",
         })
     }
 

@@ -277,7 +277,14 @@ impl CxiTransport {
             self.send_notice(source, t.header_data)?;
         }
         let key = (t.initiator, t.match_bits, t.rlength);
-        let data = take_at(&mut self.ux_data, t.start, key);
+        let mut data = take_at(&mut self.ux_data, t.start, key);
+        if self.cfg.inject_ux_bug
+            && let Some(last) = data.as_mut().and_then(|d| d.last_mut())
+        {
+            // The deliberate bug of `Config::inject_ux_bug` (once per transport).
+            *last ^= 0xFF;
+            self.cfg.inject_ux_bug = false;
+        }
         let known = data.is_some();
         if known {
             self.ux_consumed(t.start)?;

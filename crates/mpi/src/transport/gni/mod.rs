@@ -67,6 +67,15 @@ const CQ_ENTRIES: u32 = 4096;
 /// Idle progress calls between polls of the wildcard datagram without mailbox traffic.
 const WILDCARD_POLL: u32 = 64;
 
+/// Empty `map` in key order: teardown deregisters memory (MMIO writes to the NIC) in an
+/// order that does not depend on the hasher's random state, so a deterministic run replays
+/// bit for bit.
+pub(super) fn sorted_drain<K: Ord + Copy, V>(map: &mut HashMap<K, V>) -> Vec<(K, V)> {
+    let mut v: Vec<(K, V)> = map.drain().collect();
+    v.sort_unstable_by_key(|(k, _)| *k);
+    v
+}
+
 fn tr(e: GniError) -> Error {
     Error::Transport(format!("gni: {e}"))
 }
@@ -700,7 +709,7 @@ impl Drop for GniTransport {
         for s in self.rma.drain() {
             let _ = self.nic.mem_deregister(&s.mh);
         }
-        for (_, v) in self.cache.drain() {
+        for (_, v) in sorted_drain(&mut self.cache) {
             for s in v {
                 let _ = self.nic.mem_deregister(&s.mh);
             }

@@ -421,24 +421,24 @@ impl GniTransport {
     /// Give every registration held by protocols in flight back (at drop).
     pub(super) fn drain_registrations(&mut self) -> Vec<Staged> {
         let mut out = Vec::new();
-        for (_, h) in self.held.drain() {
+        for (_, h) in super::sorted_drain(&mut self.held) {
             match h {
                 Held::Bounce(s) | Held::Staged { stage: s, .. } => out.push(s),
                 Held::Bytes { .. } => {}
             }
         }
-        for (_, p) in self.puts.drain() {
+        for (_, p) in super::sorted_drain(&mut self.puts) {
             out.extend(p.chunk);
         }
-        for (_, p) in self.incoming.drain() {
+        for (_, p) in super::sorted_drain(&mut self.incoming) {
             out.extend(p.granted.into_iter().map(|(_, s)| s));
         }
-        for (_, g) in self.gets.drain() {
+        for (_, g) in super::sorted_drain(&mut self.gets) {
             if let GetFor::Rndv(g) = g {
                 out.push(g.stage);
             }
         }
-        for (_, b) in self.bounces.drain() {
+        for (_, b) in super::sorted_drain(&mut self.bounces) {
             out.extend(b.into_stage());
         }
         out

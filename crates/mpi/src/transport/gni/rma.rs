@@ -255,8 +255,15 @@ impl Rma {
     }
 
     pub(super) fn drain(&mut self) -> Vec<Staged> {
-        let mut v: Vec<Staged> = self.windows.drain().map(|(_, w)| w.local).collect();
-        v.extend(self.inflight.drain().map(|(_, (_, s, _))| s));
+        let mut v: Vec<Staged> = super::sorted_drain(&mut self.windows)
+            .into_iter()
+            .map(|(_, w)| w.local)
+            .collect();
+        v.extend(
+            super::sorted_drain(&mut self.inflight)
+                .into_iter()
+                .map(|(_, (_, s, _))| s),
+        );
         v
     }
 }

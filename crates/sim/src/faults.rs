@@ -1,0 +1,281 @@
+//! The `--faults` language: a comma-separated list of fault sites of the fabric, each
+//! `name` or `name=value`, turned into an [`emu_core::fabric::FaultConfig`].
+//!
+//! | site | value | default | meaning |
+//! |---|---|---|---|
+//! | `drop` | probability | 0.05 | a packet is lost |
+//! | `dup` (`duplicate`) | probability | 0.01 | a packet is delivered twice |
+//! | `reorder` | probability | 0.05 | a packet is held back (up to `reorder-max`) |
+//! | `reorder-max` | microseconds | 2 | the longest hold-back |
+//! | `corrupt` | probability | 0.01 | one bit of a packet is flipped (its CRC then fails) |
+//! | `linkflap` | probability | 0.001 | per packet, a link of its route goes down for `flap-down` |
+//! | `flap-down` | microseconds | 20 | how long a flapped link stays down |
+//! | `none` | — | — | no faults (alone) |
+//!
+//! Probabilities are in `0..=1`; a site given twice is an error.
+
+use emu_core::fabric::FaultConfig;
+use emu_core::time::SimDuration;
+use thiserror::Error;
+
+/// Why a `--faults` string was refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum FaultSpecError {
+    /// An unknown site name.
+    #[error(
+        "unknown fault {0:?} (known: drop, dup, reorder, reorder-max, corrupt, linkflap, flap-down, none)"
+    )]
+    Unknown(String),
+    /// A value that is not a number.
+    #[error("fault {site}: {value:?} is not a number")]
+    NotANumber {
+        /// The site.
+        site: String,
+        /// What was given.
+        value: String,
+    },
+    /// A probability outside 0..=1 or a negative / too long duration.
+    #[error("fault {site}: {value} is out of range ({range})")]
+    OutOfRange {
+        /// The site.
+        site: String,
+        /// What was given.
+        value: f64,
+        /// The allowed range.
+        range: &'static str,
+    },
+    /// A site named twice.
+    #[error("fault {0} is given twice")]
+    Twice(String),
+    /// An empty item (`drop=0.1,,corrupt`) or an empty string.
+    #[error("empty fault list item in {0:?}")]
+    Empty(String),
+    /// `none` together with other sites.
+    #[error("`none` cannot be combined with other faults")]
+    NoneWithOthers,
+    /// A value given to `none`.
+    #[error("`none` takes no value")]
+    NoneWithValue,
+}
+
+/// Parsed fault sites, in a canonical form that prints back to an equivalent `--faults`
+/// string ([`FaultSpec::to_arg`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaultSpec {
+    /// Per-packet drop probability.
+    pub drop: f64,
+    /// Per-packet duplication probability.
+    pub dup: f64,
+    /// Per-copy reorder probability.
+    pub reorder: f64,
+    /// Longest reorder hold-back, microseconds.
+    pub reorder_max_us: f64,
+    /// Per-copy corruption probability.
+    pub corrupt: f64,
+    /// Per-packet link-flap probability.
+    pub linkflap: f64,
+    /// Link-flap window, microseconds.
+    pub flap_down_us: f64,
+}
+
+const DEFAULT_REORDER_MAX_US: f64 = 2.0;
+const DEFAULT_FLAP_DOWN_US: f64 = 20.0;
+/// The longest duration accepted (1 s of virtual time; the NIC layers give up long before).
+const MAX_US: f64 = 1e6;
+
+impl Default for FaultSpec {
+    fn default() -> Self {
+        FaultSpec::none()
+    }
+}
+
+impl FaultSpec {
+    /// No faults.
+    pub const fn none() -> Self {
+        FaultSpec {
+            drop: 0.0,
+            dup: 0.0,
+            reorder: 0.0,
+            reorder_max_us: DEFAULT_REORDER_MAX_US,
+            corrupt: 0.0,
+            linkflap: 0.0,
+            flap_down_us: DEFAULT_FLAP_DOWN_US,
+        }
+    }
+
+    /// Parse a `--faults` string (see the module doc).
+    pub fn parse(s: &str) -> Result<Self, FaultSpecError> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(FaultSpecError::Empty(s.into()));
+        }
+        let mut spec = FaultSpec::none();
+        let mut seen: Vec<&str> = Vec::new();
+        let items: Vec<&str> = s.split(',').map(str::trim).collect();
+        for item in &items {
+            if item.is_empty() {
+                return Err(FaultSpecError::Empty(s.into()));
+            }
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (*item, None),
+            };
+            let canonical = match name {
+                "duplicate" => "dup",
+                n => n,
+            };
+            if canonical == "none" {
+                if value.is_some() {
+                    return Err(FaultSpecError::NoneWithValue);
+                }
+                if items.len() > 1 {
+                    return Err(FaultSpecError::NoneWithOthers);
+                }
+                return Ok(FaultSpec::none());
+            }
+            let (slot, default, range_max, range): (&mut f64, f64, f64, &'static str) =
+                match canonical {
+                    "drop" => (&mut spec.drop, 0.05, 1.0, "0..=1"),
+                    "dup" => (&mut spec.dup, 0.01, 1.0, "0..=1"),
+                    "reorder" => (&mut spec.reorder, 0.05, 1.0, "0..=1"),
+                    "reorder-max" => (
+                        &mut spec.reorder_max_us,
+                        DEFAULT_REORDER_MAX_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    "corrupt" => (&mut spec.corrupt, 0.01, 1.0, "0..=1"),
+                    "linkflap" => (&mut spec.linkflap, 0.001, 1.0, "0..=1"),
+                    "flap-down" => (
+                        &mut spec.flap_down_us,
+                        DEFAULT_FLAP_DOWN_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    other => return Err(FaultSpecError::Unknown(other.into())),
+                };
+            if seen.contains(&canonical) {
+                return Err(FaultSpecError::Twice(canonical.into()));
+            }
+            seen.push(canonical);
+            let v = match value {
+                None => default,
+                Some(v) => v.parse::<f64>().map_err(|_| FaultSpecError::NotANumber {
+                    site: canonical.into(),
+                    value: v.into(),
+                })?,
+            };
+            if !(0.0..=range_max).contains(&v) {
+                return Err(FaultSpecError::OutOfRange {
+                    site: canonical.into(),
+                    value: v,
+                    range,
+                });
+            }
+            *slot = v;
+        }
+        Ok(spec)
+    }
+
+    /// The fabric's fault configuration.
+    pub fn config(&self) -> FaultConfig {
+        let ps = |us: f64| SimDuration((us * 1e6).round() as u64);
+        FaultConfig {
+            drop: self.drop,
+            duplicate: self.dup,
+            reorder: self.reorder,
+            reorder_max_delay: ps(self.reorder_max_us),
+            corrupt: self.corrupt,
+            link_flap: self.linkflap,
+            link_flap_down: ps(self.flap_down_us),
+        }
+    }
+
+    /// Whether any site can fire.
+    pub fn any(&self) -> bool {
+        self.config().any()
+    }
+
+    /// A `--faults` string that parses back to this spec.
+    pub fn to_arg(&self) -> String {
+        let mut parts = Vec::new();
+        let mut p = |name: &str, v: f64| {
+            if v > 0.0 {
+                parts.push(format!("{name}={v}"));
+            }
+        };
+        p("drop", self.drop);
+        p("dup", self.dup);
+        p("reorder", self.reorder);
+        p("corrupt", self.corrupt);
+        p("linkflap", self.linkflap);
+        if self.reorder_max_us != DEFAULT_REORDER_MAX_US {
+            parts.push(format!("reorder-max={}", self.reorder_max_us));
+        }
+        if self.flap_down_us != DEFAULT_FLAP_DOWN_US {
+            parts.push(format!("flap-down={}", self.flap_down_us));
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+impl std::str::FromStr for FaultSpec {
+    type Err = FaultSpecError;
+    fn from_str(s: &str) -> Result<Self, FaultSpecError> {
+        FaultSpec::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_values_and_round_trip() {
+        let s = FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap").unwrap();
+        assert_eq!(s.drop, 0.05);
+        assert_eq!(s.reorder, 0.05);
+        assert_eq!(s.corrupt, 0.01);
+        assert_eq!(s.linkflap, 0.001);
+        assert_eq!(s.dup, 0.0);
+        let c = s.config();
+        assert_eq!(c.reorder_max_delay, SimDuration::from_us(2));
+        assert_eq!(c.link_flap_down, SimDuration::from_us(20));
+        assert!(c.any());
+        assert_eq!(FaultSpec::parse(&s.to_arg()).unwrap(), s);
+        let t =
+            FaultSpec::parse("duplicate=0.2, flap-down=7.5 ,linkflap=0.01,reorder-max=3").unwrap();
+        assert_eq!((t.dup, t.flap_down_us, t.reorder_max_us), (0.2, 7.5, 3.0));
+        assert_eq!(FaultSpec::parse(&t.to_arg()).unwrap(), t);
+        assert_eq!(FaultSpec::parse("none").unwrap(), FaultSpec::none());
+        assert!(!FaultSpec::none().any());
+        assert_eq!(FaultSpec::none().to_arg(), "none");
+    }
+
+    #[test]
+    fn bad_strings_are_clear_errors() {
+        let e = |s: &str| FaultSpec::parse(s).unwrap_err();
+        assert_eq!(e("drip=0.1"), FaultSpecError::Unknown("drip".into()));
+        assert!(matches!(e("drop=abc"), FaultSpecError::NotANumber { .. }));
+        assert!(matches!(e("drop=1.5"), FaultSpecError::OutOfRange { .. }));
+        assert!(matches!(e("drop=-0.1"), FaultSpecError::OutOfRange { .. }));
+        assert!(matches!(e("drop=NaN"), FaultSpecError::OutOfRange { .. }));
+        assert!(matches!(
+            e("flap-down=1e9"),
+            FaultSpecError::OutOfRange { .. }
+        ));
+        assert_eq!(e("drop,drop=0.2"), FaultSpecError::Twice("drop".into()));
+        assert_eq!(e("dup,duplicate"), FaultSpecError::Twice("dup".into()));
+        assert!(matches!(e(""), FaultSpecError::Empty(_)));
+        assert!(matches!(e("drop,,corrupt"), FaultSpecError::Empty(_)));
+        assert_eq!(e("none,drop"), FaultSpecError::NoneWithOthers);
+        assert_eq!(e("none=1"), FaultSpecError::NoneWithValue);
+        // The messages name what was wrong.
+        assert!(e("drip").to_string().contains("drip"));
+        assert!(e("corrupt=2").to_string().contains("corrupt"));
+    }
+}

@@ -1,0 +1,145 @@
+//! MPI jobs over a faulty fabric on the deterministic engine: small campaigns of the MPI
+//! semantics suite and of the random program under drops, reordering, corruption and link
+//! flaps (nothing lost, duplicated or wrong), replay by seed, and what Gemini does today
+//! when packets are lost (docs/RELIABILITY.md).
+
+use runtime::Nic;
+use sim::{Campaign, FaultSpec, SimConfig, Workload};
+
+/// The fault mix of the brief: 5 % drop, reordering, 1 % corruption, link flaps (with a
+/// flap rate high enough that every run of a few thousand packets sees some).
+fn mix() -> FaultSpec {
+    FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002").unwrap()
+}
+
+fn cfg(nic: Nic, workload: Workload, faults: FaultSpec) -> SimConfig {
+    SimConfig {
+        seed: 0,
+        nodes: 4,
+        nic,
+        faults,
+        workload,
+        inject_bug: false,
+    }
+}
+
+fn campaign(base: SimConfig, seed_base: u64, count: u64) {
+    let c = Campaign {
+        base,
+        seed_base,
+        count,
+    };
+    let rep = c.run(|_, _, _| {});
+    let fails: Vec<String> = rep
+        .failures
+        .iter()
+        .map(|(c, why)| format!("{why}\n  replay: {}", c.replay_command()))
+        .collect();
+    assert!(fails.is_empty(), "failures:\n{}", fails.join("\n"));
+    assert_eq!(rep.passed, count);
+    // The faults did happen.
+    assert!(rep.dropped > 0, "no packet dropped");
+    assert!(rep.reordered > 0, "no packet reordered");
+    assert!(rep.corrupted > 0, "no packet corrupted");
+    assert!(rep.link_flaps > 0, "no link flapped");
+}
+
+#[test]
+fn the_semantics_suite_survives_a_lossy_fabric_on_cassini() {
+    campaign(cfg(Nic::Cassini, Workload::Semantics, mix()), 100, 10);
+}
+
+#[test]
+fn random_programs_deliver_every_byte_once_over_a_lossy_fabric_on_cassini() {
+    campaign(cfg(Nic::Cassini, Workload::Random, mix()), 200, 12);
+}
+
+#[test]
+fn collectives_survive_a_lossy_fabric_on_cassini() {
+    campaign(cfg(Nic::Cassini, Workload::Collectives, mix()), 300, 4);
+}
+
+#[test]
+fn the_semantics_suite_survives_reordering_on_gemini() {
+    let faults = FaultSpec::parse("reorder=0.1").unwrap();
+    let c = Campaign {
+        base: cfg(Nic::Gemini, Workload::Semantics, faults),
+        seed_base: 400,
+        count: 6,
+    };
+    let rep = c.run(|_, _, _| {});
+    assert!(rep.failures.is_empty(), "{:?}", rep.failures);
+    assert!(rep.reordered > 0);
+}
+
+#[test]
+fn duplicated_amo_requests_are_executed_once_on_gemini() {
+    // Regression: the Gemini target executed an AMO request the fabric delivered twice
+    // twice (fetch-and-add tickets and accumulates of the semantics suite came out wrong).
+    // These seeds failed that way.
+    let faults = FaultSpec::parse("reorder=0.1,dup=0.02").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
+    let mut dups = 0;
+    for seed in [401, 404, 405] {
+        c.seed = seed;
+        let o = sim::run(&c);
+        assert!(
+            o.passed(),
+            "seed {seed}: {:?}\n  replay: {}",
+            o.failure,
+            c.replay_command()
+        );
+        dups += o.fabric.expect("counters").duplicated;
+    }
+    assert!(dups > 0);
+}
+
+#[test]
+fn lost_packets_on_gemini_end_the_job_with_a_transaction_error_not_a_hang_or_bad_data() {
+    // Known limitation (docs/RELIABILITY.md): the gni transport does not re-post failed
+    // transactions, so a lost packet fails the job. It must fail loudly, with the NIC's
+    // REQUEST_TIMEOUT, and never deliver wrong data.
+    let mut c = cfg(Nic::Gemini, Workload::Random, mix());
+    let mut failed = 0;
+    for seed in 500..506 {
+        c.seed = seed;
+        let o = sim::run(&c);
+        if let Some(why) = &o.failure {
+            failed += 1;
+            assert!(
+                why.contains("REQUEST_TIMEOUT") || why.contains("transaction"),
+                "seed {seed}: {why}"
+            );
+            assert!(!why.contains("expected"), "seed {seed}: wrong data: {why}");
+        }
+    }
+    assert!(failed > 0, "no seed lost a packet that mattered");
+}
+
+#[test]
+fn a_faulty_seed_replays_bit_for_bit() {
+    for nic in [Nic::Cassini, Nic::Gemini] {
+        let faults = match nic {
+            Nic::Cassini => mix(),
+            Nic::Gemini => FaultSpec::parse("reorder=0.2").unwrap(),
+        };
+        let mut c = cfg(nic, Workload::Random, faults);
+        c.seed = 77;
+        let a = sim::run(&c);
+        let b = sim::run(&c);
+        assert!(a.passed(), "{nic:?}: {:?}", a.failure);
+        assert!(a.digest.is_some());
+        assert_eq!(a.digest, b.digest, "{nic:?}: same seed, different digest");
+        assert_eq!(a.virtual_time, b.virtual_time);
+        assert_eq!(a.fabric, b.fabric);
+        let f = a.fabric.expect("fabric counters");
+        assert!(f.dropped + f.reordered > 0, "{nic:?}: no fault fired");
+        c.seed = 78;
+        let other = sim::run(&c);
+        assert!(other.passed(), "{nic:?}: {:?}", other.failure);
+        assert_ne!(
+            a.digest, other.digest,
+            "{nic:?}: another seed, the same digest"
+        );
+    }
+}
