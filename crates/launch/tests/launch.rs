@@ -22,7 +22,7 @@ const PROBE: &str = env!("CARGO_BIN_EXE_pmi-probe");
 const JOB_TIMEOUT: &str = "60";
 /// Beyond this, a test calls the job hung and fails.
 const TEST_DEADLINE: Duration = Duration::from_secs(120);
-const MPIEXEC: &str = "/usr/bin/mpiexec";
+const MPIEXEC: &str = "/usr/bin/mpiexec.hydra";
 
 #[derive(Parser)]
 struct Cli {

@@ -1,20 +1,16 @@
 //! World startup: the one place where `MPI_Init` finds out how this process was launched and
 //! builds the MPI environment of its rank.
 //!
-//! Today one launch mode exists: the **singleton** (a program started directly, no process
-//! manager). It builds a one-node emulated machine inside the process (`NICEMU_NIC=cassini`,
-//! the default, or `gemini`), with the in-process runtime's pieces (platform cluster on the
-//! threaded engine, in-process PMI), opens the NIC's transport as rank 0 of 1 and keeps the
-//! machine alive until `MPI_Finalize`.
+//! Two launch modes exist:
 //!
-//! A process started by a process manager carries PMI variables (`PMI_RANK`, `PMI_FD`,
-//! `PMI_PORT`). Its path — `mpi::pmi::from_env()` for the PMI-1 client and
-//! `runtime::process::init(pmi, nic)` for its node — is not in this build, so such a process
-//! fails `MPI_Init` with a message saying so instead of running as a wrong singleton. Once
-//! those exist, `process_manager` (called by `start_world` for `Launch::ProcessManager`)
-//! gets the PMI client with `mpi::pmi::from_env()`, this rank's node with
-//! `runtime::process::init(pmi, nic)`, and returns the world of its universe, keeping the
-//! node in a new `Machine` variant.
+//! - **singleton** (a program started directly, no process manager): a one-node emulated
+//!   machine inside the process (`NICEMU_NIC=cassini`, the default, or `gemini`), with the
+//!   in-process runtime's pieces (platform cluster on the threaded engine, in-process PMI),
+//!   the NIC's transport opened as rank 0 of 1, the machine kept alive until `MPI_Finalize`;
+//! - **process manager** (`nicemu run`, hydra's `mpiexec`: the PMI variables `PMI_RANK`,
+//!   `PMI_FD` or `PMI_PORT` are set): the PMI-1 client (`mpi::pmi::from_env`) and this rank's
+//!   own node on the fabric between processes (`runtime::process::init`, configured by
+//!   `NICEMU_NIC` and the `NICEMU_FABRIC*` variables, docs/fabric-between-processes.md).
 
 #![forbid(unsafe_code)]
 
@@ -25,6 +21,7 @@ use mpi::transport::cxi::CxiTransport;
 use mpi::transport::gni::GniTransport;
 use mpi::{Env, Universe};
 use platform::{Cluster, EngineKind, GeminiCluster};
+use runtime::process::{self, ProcessConfig, ProcessGuard};
 use runtime::{InProcessPmi, Nic, Shared};
 
 use crate::consts::MPI_ERR_OTHER;
@@ -45,6 +42,8 @@ pub(crate) enum Machine {
     Gemini(GeminiCluster),
     /// A machine the caller owns (a rank of an in-process job, see `testing`).
     Hosted,
+    /// This rank's node of a multi-process job and its fabric links.
+    Process(ProcessGuard),
 }
 
 /// The MPI environment of this process's rank. Fields drop in order: the universe (the
@@ -77,6 +76,12 @@ impl World {
         let World {
             universe, _machine, ..
         } = self;
+        if let Machine::Process(guard) = _machine {
+            return guard
+                .finish(universe)
+                .map(|_| ())
+                .map_err(|e| other("finalizing", e));
+        }
         let r = universe
             .finalize()
             .map_err(|e| other("finalizing the transport", e));
@@ -124,26 +129,28 @@ pub(crate) fn start_world() -> AResult<World> {
     }
 }
 
-/// A rank of a multi-process job started by a process manager. The PMI-1 client and the
-/// per-process node host are not in this build: a clear error rather than a wrong
-/// singleton. With them, the body becomes (see the module doc):
-///
-/// ```text
-/// let pmi = mpi::pmi::from_env()?;
-/// let node = runtime::process::init(pmi, nic)?;
-/// Ok(World { universe: node.universe(), node: node.index(), nic, _machine: Machine::Process(node) })
-/// ```
+/// A rank of a multi-process job started by a process manager: the PMI-1 client, then this
+/// rank's node on the fabric between processes. `vars` are the PMI variables that were set
+/// (named in the error when the launcher's variables are unusable).
 fn process_manager(nic: Nic, env: Env, vars: &[&str]) -> AResult<World> {
-    let _ = (nic, env);
-    Err(AbiError::new(
-        MPI_ERR_OTHER,
-        format!(
-            "this process was started by a process manager ({} set), but this build of \
-             libmpi_abi has no multi-process launch support; run the program directly for a \
-             one-rank job (see docs/c-abi.md)",
-            vars.join(", ")
-        ),
-    ))
+    let mut cfg = ProcessConfig::from_env(&env).map_err(|e| other("the job's settings", e))?;
+    cfg.nic = nic;
+    let pmi = mpi::pmi::from_env()
+        .map_err(|e| other("connecting to the process manager", e))?
+        .ok_or_else(|| {
+            other(
+                "connecting to the process manager",
+                format!("{} set but no PMI connection found", vars.join(", ")),
+            )
+        })?;
+    let (universe, guard) =
+        process::init(pmi, &cfg).map_err(|e| other("joining the job's fabric", e))?;
+    Ok(World {
+        universe,
+        node: guard.rank(),
+        nic,
+        _machine: Machine::Process(guard),
+    })
 }
 
 fn other(what: &str, e: impl std::fmt::Display) -> AbiError {

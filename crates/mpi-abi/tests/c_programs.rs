@@ -1,10 +1,11 @@
 //! The C test programs of `tests/c`, compiled with `nicemu-mpicc` against `libmpi_abi.so.1`
-//! and run as singletons on both emulated NICs; plus the wrapper's `-show`, the default
+//! and run as singletons and as jobs of four processes (under `nicemu run`'s launcher) on
+//! both emulated NICs; plus the wrapper's `-show`, the default
 //! error handler, and the launch errors of `MPI_Init`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The programs and the line each prints on success.
@@ -148,19 +149,78 @@ fn a_bad_nic_name_fails_init_clearly() {
 }
 
 #[test]
-fn a_process_manager_launch_is_refused_until_supported() {
-    for var in ["PMI_RANK", "PMI_FD", "PMI_PORT"] {
-        let out = run(&binaries().join("hello"), &[(var, "0")]);
+fn a_broken_process_manager_launch_fails_init_clearly() {
+    // The launch variables are set, but no process manager answers on them.
+    for (var, value) in [
+        ("PMI_RANK", "0"),
+        ("PMI_FD", "0"),
+        ("PMI_PORT", "127.0.0.1:1"),
+    ] {
+        let out = run(&binaries().join("hello"), &[(var, value)]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success(),
             "{var}: the program ran as a singleton"
         );
+        assert!(stderr.contains("process manager"), "{var}: {stderr}");
+    }
+}
+
+/// Run `prog` as a job of `ranks` processes under the PMI-1 launcher of `nicemu run`;
+/// its combined output, or the launcher's error.
+fn run_job(prog: &Path, ranks: u32, nic: &str) -> Result<String, String> {
+    let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let sink = SharedBuf(Arc::clone(&buf));
+    let out_sink: launch::job::Sink = Arc::new(Mutex::new(sink.clone()));
+    let err_sink: launch::job::Sink = Arc::new(Mutex::new(sink));
+    let mut spec = launch::job::JobSpec::new(ranks, vec![prog.display().to_string()]);
+    spec.env.push(("NICEMU_NIC".into(), nic.into()));
+    spec.timeout = Some(RUN_LIMIT);
+    let r = launch::job::run(&spec, out_sink, err_sink);
+    let text = String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
+    r.map(|()| text.clone()).map_err(|e| format!("{e}\n{text}"))
+}
+
+/// A writer into a shared buffer.
+#[derive(Clone)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every C program as a job of 4 processes (one rank and one emulated node each, meeting on
+/// the fabric between processes), started by `nicemu run`'s launcher.
+fn run_all_multi_process(nic: &str) {
+    let dir = binaries();
+    for name in PROGRAMS {
+        let text = run_job(&dir.join(name), 4, nic)
+            .unwrap_or_else(|e| panic!("{name} on 4 {nic} processes failed: {e}"));
         assert!(
-            stderr.contains("process manager") && stderr.contains(var),
-            "{var}: {stderr}"
+            text.matches(&format!("{name}: OK")).count() >= 1,
+            "{name} on 4 {nic} processes:\n{text}"
         );
     }
+    let text = run_job(&dir.join("hello"), 4, nic).expect("hello");
+    for r in 0..4 {
+        assert!(text.contains(&format!("rank {r} of 4")), "{text}");
+    }
+}
+
+#[test]
+fn c_programs_pass_as_four_processes_on_cassini() {
+    run_all_multi_process("cassini");
+}
+
+#[test]
+fn c_programs_pass_as_four_processes_on_gemini() {
+    run_all_multi_process("gemini");
 }
 
 #[test]

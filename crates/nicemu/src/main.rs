@@ -16,6 +16,7 @@ mod demo;
 mod devices;
 mod gni_tools;
 mod job;
+mod mpi_check;
 mod osu;
 mod sim;
 mod spec;
@@ -90,6 +91,10 @@ enum Command {
     /// Start N processes of PROGRAM as one job, with a PMI-1 server (PMI_PORT, PMI_RANK,
     /// PMI_SIZE); end the job when a rank fails.
     Run(launch::cli::RunArgs),
+    /// One rank of a multi-process MPI job that checks itself: messages of 0 B to 4 MiB around
+    /// a ring and an allreduce, each rank on its own emulated NIC (`nicemu run -n 4 -- nicemu
+    /// mpi-check`, or under mpiexec); prints each rank's NIC and fabric counters.
+    MpiCheck(mpi_check::MpiCheckArgs),
     /// Check a PMI launch: put, fence, get every rank's values (`nicemu run -n 4 -- nicemu
     /// pmi-probe`, or under mpiexec).
     #[command(hide = true)]
@@ -139,6 +144,10 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             drop(out);
             return run_job(&args);
+        }
+        Command::MpiCheck(args) => {
+            drop(out);
+            mpi_check::run(&args)
         }
         Command::PmiProbe(args) => {
             drop(out);

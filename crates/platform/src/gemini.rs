@@ -16,6 +16,7 @@ use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
 use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
+use emu_core::time::SimDuration;
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
 
@@ -96,6 +97,7 @@ pub struct GeminiClusterBuilder {
     faults: FaultConfig,
     wrap: Option<ProgressWrap>,
     hosted: Option<u32>,
+    request_timeout: Option<SimDuration>,
 }
 
 impl fmt::Debug for GeminiClusterBuilder {
@@ -126,6 +128,7 @@ impl Default for GeminiClusterBuilder {
             faults: FaultConfig::none(),
             wrap: None,
             hosted: None,
+            request_timeout: None,
         }
     }
 }
@@ -192,6 +195,13 @@ impl GeminiClusterBuilder {
     /// through the engine's outlet (`emu_core::fabric::remote`).
     pub fn hosted_node(mut self, pe: u32) -> Self {
         self.hosted = Some(pe);
+        self
+    }
+
+    /// How long a request may go unanswered before the NIC fails it with `REQUEST_TIMEOUT`
+    /// (default the model's 100 ms, `GeminiConfig::request_timeout`).
+    pub fn request_timeout(mut self, t: SimDuration) -> Self {
+        self.request_timeout = Some(t);
         self
     }
 
@@ -270,11 +280,13 @@ impl GeminiClusterBuilder {
         job: &JobConfig,
     ) -> Result<GeminiNode, GeminiClusterError> {
         let index = pe as usize;
-        let model = emu_gemini::Gemini::new(emu_gemini::GeminiConfig::new(pe)).map_err(|e| {
-            GeminiClusterError::Device {
-                node: index,
-                reason: e.to_string(),
-            }
+        let mut model_cfg = emu_gemini::GeminiConfig::new(pe);
+        if let Some(t) = self.request_timeout {
+            model_cfg.request_timeout = t;
+        }
+        let model = emu_gemini::Gemini::new(model_cfg).map_err(|e| GeminiClusterError::Device {
+            node: index,
+            reason: e.to_string(),
         })?;
         let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
         let (host, mut bus, address, device) = (nic.host, nic.bus, nic.address, nic.device);

@@ -29,7 +29,7 @@ pub use emu_core::engine::threaded::ThreadedConfig;
 pub use emu_core::engine::{DeviceId, Engine, Progress};
 pub use emu_core::fabric::remote;
 pub use emu_core::fabric::{FabricCounters, FaultConfig, Topology};
-pub use emu_core::time::SimTime;
+pub use emu_core::time::{SimDuration, SimTime};
 pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;
 pub use gemini::{GeminiCluster, GeminiClusterBuilder, GeminiClusterError, GeminiNode};

@@ -162,6 +162,19 @@ pub fn nic_from_env(env: &Env) -> Result<Nic, ProcessError> {
     ProcessConfig::from_env(env).map(|c| c.nic)
 }
 
+/// Gemini's request watchdog in a multi-process job. Inside one process the threaded engine
+/// holds due timers while a request's answer is still being worked on by any node, so the
+/// model's 100 ms only ever measures modelled time. Across processes this process cannot
+/// see whether the peer has handled a request it already took from its ring: a peer that
+/// the host has not scheduled for 100 ms (four ranks on two loaded cores do that) would
+/// make a BTE transfer fail with `REQUEST_TIMEOUT`, turning the emulator's slowness into a
+/// hardware error. So the watchdog waits as long as the dead-peer timeout: a lost peer is
+/// still reported, by the fabric, within that timeout.
+fn gemini_request_timeout(dead_peer: Duration) -> platform::SimDuration {
+    let ns = u64::try_from(dead_peer.as_nanos()).unwrap_or(u64::MAX);
+    platform::SimDuration::from_ns(ns).max(platform::SimDuration::from_us(100_000))
+}
+
 const KEY_HOST: &str = "nicemu-fabric-host";
 const KEY_PORT: &str = "nicemu-fabric-port";
 const KEY_SHM: &str = "nicemu-fabric-shm";
@@ -227,6 +240,9 @@ impl Pmi for FabricPmi {
         self.inner
             .aborted()
             .or_else(|| self.fabric.check().err().map(|e| e.to_string()))
+    }
+    fn finalize(&mut self) {
+        self.inner.finalize();
     }
 }
 
@@ -305,6 +321,7 @@ fn init_inner(
                     .engine(engine)
                     .memory_per_node(cfg.memory)
                     .hosted_node(rank)
+                    .request_timeout(gemini_request_timeout(cfg.timeout))
                     .build()
                     .map_err(|e| ProcessError::Machine(e.to_string()))?,
             )

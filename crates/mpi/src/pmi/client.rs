@@ -318,6 +318,8 @@ pub struct WireClient {
     kvsname: String,
     maxes: Maxes,
     aborted: Mutex<Option<String>>,
+    /// `cmd=finalize` was sent (at `MPI_Finalize`, else on drop).
+    finalized: bool,
 }
 
 impl WireClient {
@@ -405,6 +407,7 @@ impl WireClient {
             kvsname,
             maxes,
             aborted: Mutex::new(None),
+            finalized: false,
         })
     }
 
@@ -695,13 +698,19 @@ impl Pmi for WireClient {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    fn finalize(&mut self) {
+        self.finalize_once();
+    }
 }
 
-impl Drop for WireClient {
-    fn drop(&mut self) {
-        if self.aborted().is_some() {
+impl WireClient {
+    /// Send `cmd=finalize` once (bounded wait for the answer), unless the job was aborted.
+    fn finalize_once(&mut self) {
+        if self.finalized || self.aborted().is_some() {
             return;
         }
+        self.finalized = true;
         let mut conn = self.conn();
         // Bounded: a launcher that never answers must not hang the exit.
         let _ = conn
@@ -711,6 +720,12 @@ impl Drop for WireClient {
         if let Err(e) = conn.call(&Message::new("finalize"), "finalize_ack") {
             tracing::warn!("PMI finalize: {e}");
         }
+    }
+}
+
+impl Drop for WireClient {
+    fn drop(&mut self) {
+        self.finalize_once();
     }
 }
 

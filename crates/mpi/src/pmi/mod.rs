@@ -32,4 +32,9 @@ pub trait Pmi: Send {
 
     /// Why the job was aborted, if it was.
     fn aborted(&self) -> Option<String>;
+
+    /// Tell the launcher this process is done with the job (`PMI_Finalize`); called by the
+    /// transports at the end of `MPI_Finalize`. Idempotent; a launcher that sees a process
+    /// exit without it counts the process as failed.
+    fn finalize(&mut self) {}
 }

@@ -478,7 +478,9 @@ impl Transport for CxiTransport {
             }
             self.progress()?;
         }
-        self._pmi.fence()
+        self._pmi.fence()?;
+        self._pmi.finalize();
+        Ok(())
     }
 
     fn rank(&self) -> Rank {

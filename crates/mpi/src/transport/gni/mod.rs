@@ -676,7 +676,9 @@ impl Transport for GniTransport {
             }
         }
         // Nobody writes into this rank's mailboxes once every rank got here.
-        self.pmi.fence()
+        self.pmi.fence()?;
+        self.pmi.finalize();
+        Ok(())
     }
 }
 
