@@ -2,6 +2,8 @@
 //! `fi_addr_t`. `FI_AV_MAP` and `FI_AV_TABLE` both hand out indices in insertion order
 //! (for `FI_AV_MAP` an `fi_addr_t` is opaque, so an index is a valid choice).
 
+#![forbid(unsafe_code)]
+
 use std::sync::Mutex;
 
 /// Length of an endpoint address.

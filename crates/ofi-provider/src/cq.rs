@@ -2,6 +2,8 @@
 //! shapes by the FFI layer. Progress is manual: reading a CQ progresses every endpoint
 //! bound to it.
 
+#![forbid(unsafe_code)]
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 

@@ -5,6 +5,8 @@
 //! The transport names peers by rank: this endpoint is rank 0 (a one-rank job), and the
 //! address vector's entries become ranks as they are learnt ([`CxiTransport::add_peer`]).
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 

@@ -1,5 +1,7 @@
 //! Errors of the provider and their libfabric error numbers.
 
+#![forbid(unsafe_code)]
+
 use crate::ffi::types::{FI_EINVAL, FI_EMSGSIZE, FI_ENOSYS, FI_EOPBADSTATE, FI_EOTHER};
 
 /// An error of a provider call.

@@ -5,6 +5,8 @@
 //! of the same process can talk. [`open`] is the one place that decides where the NIC comes
 //! from: joining a fabric shared between processes replaces its body, not its callers.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use driver::cassini::CxiDevice;

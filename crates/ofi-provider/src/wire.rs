@@ -10,6 +10,8 @@
 //! The real CXI provider also spends match bits on its protocol beside a 48-bit tag
 //! (cassini.md §4); here the transport's bits come first, so the tag gets 46.
 
+#![forbid(unsafe_code)]
+
 /// The tag bits a user may set.
 pub const TAG_MASK: u64 = (1 << 46) - 1;
 /// The message carries 8 bytes of remote CQ data in front of its payload.
