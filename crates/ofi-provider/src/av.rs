@@ -6,6 +6,8 @@
 
 use std::sync::Mutex;
 
+use crate::error::{Error, Result};
+
 /// Length of an endpoint address.
 pub const ADDR_LEN: usize = 8;
 
@@ -13,6 +15,8 @@ pub const ADDR_LEN: usize = 8;
 #[derive(Default)]
 pub struct Av {
     entries: Mutex<Vec<[u8; ADDR_LEN]>>,
+    /// Removed indices: never handed out again, no longer found by `lookup`.
+    removed: Mutex<std::collections::BTreeSet<u64>>,
 }
 
 impl Av {
@@ -30,9 +34,31 @@ impl Av {
 
     /// The address of `fi_addr`.
     pub fn lookup(&self, fi_addr: u64) -> Option<[u8; ADDR_LEN]> {
+        if self
+            .removed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&fi_addr)
+        {
+            return None;
+        }
         usize::try_from(fi_addr)
             .ok()
             .and_then(|i| self.lock().get(i).copied())
+    }
+
+    /// `fi_av_remove`: forget `fi_addrs` (an unknown or already removed one is an error and
+    /// removes nothing). Endpoints that already learnt a removed peer keep it.
+    pub fn remove(&self, fi_addrs: &[u64]) -> Result<()> {
+        let n = self.lock().len() as u64;
+        let mut removed = self.removed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(bad) = fi_addrs.iter().find(|&&a| a >= n || removed.contains(&a)) {
+            return Err(Error::Invalid(format!(
+                "fi_av_remove: {bad:#x} is not in the address vector"
+            )));
+        }
+        removed.extend(fi_addrs.iter().copied());
+        Ok(())
     }
 
     /// The entries from index `from` on.
@@ -69,5 +95,10 @@ mod tests {
         assert_eq!(av.lookup(2), None);
         assert_eq!(av.since(1), vec![b]);
         assert_eq!(straddr(&b), "nicemu://0x3:0x4");
+        av.remove(&[0]).unwrap();
+        assert_eq!(av.lookup(0), None);
+        assert!(av.remove(&[0]).is_err(), "removed twice");
+        assert!(av.remove(&[7]).is_err(), "never inserted");
+        assert_eq!(av.lookup(1), Some(b));
     }
 }

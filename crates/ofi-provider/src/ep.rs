@@ -97,9 +97,20 @@ struct State {
     failed: bool,
 }
 
+/// The endpoint's default operation flags (`tx_attr->op_flags`, `rx_attr->op_flags` of its
+/// `fi_info`): whether operations without flags report under `FI_SELECTIVE_COMPLETION`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpDefaults {
+    /// `FI_COMPLETION` in `tx_attr->op_flags`.
+    pub tx_completion: bool,
+    /// `FI_COMPLETION` in `rx_attr->op_flags`.
+    pub rx_completion: bool,
+}
+
 /// An RDM endpoint.
 pub struct Ep {
     caps: u64,
+    defaults: OpDefaults,
     state: Mutex<State>,
     _nic: Arc<Nic>,
 }
@@ -133,7 +144,7 @@ pub struct Send<'a> {
 
 impl Ep {
     /// Open an endpoint on `nic` (its own LNI, domain, PtlTEs and queues).
-    pub fn open(nic: Arc<Nic>, caps: u64) -> Result<Ep> {
+    pub fn open(nic: Arc<Nic>, caps: u64, defaults: OpDefaults) -> Result<Ep> {
         let t = CxiTransport::new(
             nic.devices(),
             Box::new(Solo(HashMap::new())),
@@ -141,6 +152,7 @@ impl Ep {
         )?;
         Ok(Ep {
             caps,
+            defaults,
             state: Mutex::new(State {
                 t,
                 av: None,
@@ -234,7 +246,9 @@ impl Ep {
             }
             None => s.t.send(dest, bits, op.data, SendMode::Standard)?,
         };
-        let report = op.completion.unwrap_or(!s.tx_selective);
+        let report = op
+            .completion
+            .unwrap_or(!s.tx_selective || self.defaults.tx_completion);
         s.ops.insert(
             id,
             Op {
@@ -277,7 +291,7 @@ impl Ep {
             },
             buf.len() + wire::DATA_LEN,
         )?;
-        let report = completion.unwrap_or(!s.rx_selective);
+        let report = completion.unwrap_or(!s.rx_selective || self.defaults.rx_completion);
         s.ops.insert(
             id,
             Op {

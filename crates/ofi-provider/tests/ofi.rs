@@ -198,3 +198,44 @@ fn two_endpoints_exchange_tagged_and_untagged_messages_from_c() {
         "{t}"
     );
 }
+
+/// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank (each process
+/// has its own NIC until the process fabric lands, so more ranks cannot meet yet).
+#[test]
+fn open_mpi_runs_one_rank_over_the_mtl_ofi() {
+    if Command::new("mpicc.openmpi")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: mpicc.openmpi not found (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-mpi-self");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(c_dir().join("mpi_self.c"))
+        .output()
+        .expect("running mpicc.openmpi");
+    assert!(o.status.success(), "{}", text(&o));
+    // Run as a singleton (no mpirun: no daemons, nothing left behind), selecting the MTL
+    // through the environment as `--mca` would.
+    let out = Command::new(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("OMPI_MCA_pml", "cm")
+        .env("OMPI_MCA_mtl", "ofi")
+        .env("OMPI_MCA_mtl_ofi_provider_include", "nicemu")
+        .env("OMPI_MCA_mtl_base_verbose", "100")
+        .output()
+        .expect("running the MPI program");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("mpi_self: ok (rank 0 of 1)"),
+        "{t}"
+    );
+    // The OFI MTL was selected, and on this provider (it names the domain).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mtl:ofi:provider: cxi0"), "{t}");
+}

@@ -61,12 +61,20 @@ fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) -> fid {
     }
 }
 
+unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
+    -FI_ENOSYS
+}
+
+unsafe extern "C" fn no_control(_f: *mut fid, _command: c_int, _arg: *mut c_void) -> c_int {
+    -FI_ENOSYS
+}
+
 const fn base_ops(close: unsafe extern "C" fn(*mut fid) -> c_int) -> fi_ops {
     fi_ops {
         size: size_of::<fi_ops>(),
         close: Some(close),
-        bind: None,
-        control: None,
+        bind: Some(no_bind),
+        control: Some(no_control),
         ops_open: None,
         tostr: None,
         ops_set: None,
@@ -183,7 +191,7 @@ static AV_OPS: fi_ops_av = fi_ops_av {
     insert: Some(av_insert),
     insertsvc: None,
     insertsym: None,
-    remove: None,
+    remove: Some(av_remove),
     lookup: Some(av_lookup),
     straddr: Some(av_straddr),
     av_set: None,
@@ -260,6 +268,30 @@ unsafe extern "C" fn av_insert(
         out.copy_from_slice(&ids);
     }
     count as c_int
+}
+
+unsafe extern "C" fn av_remove(
+    av: *mut fid_av,
+    fi_addr: *mut fi_addr_t,
+    count: usize,
+    flags: u64,
+) -> c_int {
+    // SAFETY: libfabric passes the AV it got from us.
+    let Some(a) = (unsafe { obj::<AvObj>(av.cast(), &AV_FI_OPS) }) else {
+        return -FI_EINVAL;
+    };
+    if flags != 0 {
+        return -FI_EBADFLAGS;
+    }
+    if count == 0 {
+        return 0;
+    }
+    if fi_addr.is_null() {
+        return -FI_EINVAL;
+    }
+    // SAFETY: `fi_addr` holds `count` addresses (fi_av_remove contract).
+    let addrs = unsafe { std::slice::from_raw_parts(fi_addr, count) };
+    a.av.remove(addrs).map_or_else(|e| fail(&e), |()| 0)
 }
 
 unsafe extern "C" fn av_lookup(
@@ -343,7 +375,7 @@ static CQ_OPS: fi_ops_cq = fi_ops_cq {
     readerr: Some(cq_readerr),
     sread: Some(cq_sread),
     sreadfrom: Some(cq_sreadfrom),
-    signal: None,
+    signal: Some(cq_signal),
     strerror: Some(cq_strerror),
 };
 
@@ -383,6 +415,11 @@ unsafe extern "C" fn cq_open(
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
+    0
+}
+
+/// Nothing blocks in this provider (`sread` polls), so there is no one to wake.
+unsafe extern "C" fn cq_signal(_cq: *mut fid_cq) -> c_int {
     0
 }
 
@@ -562,8 +599,8 @@ static EP_OPS: fi_ops_ep = fi_ops_ep {
     setopt: Some(ep_setopt),
     tx_ctx: None,
     rx_ctx: None,
-    rx_size_left: None,
-    tx_size_left: None,
+    rx_size_left: Some(ep_size_left),
+    tx_size_left: Some(ep_size_left),
 };
 static EP_CM: fi_ops_cm = fi_ops_cm {
     size: size_of::<fi_ops_cm>(),
@@ -580,10 +617,10 @@ static EP_CM: fi_ops_cm = fi_ops_cm {
 static EP_MSG: fi_ops_msg = fi_ops_msg {
     size: size_of::<fi_ops_msg>(),
     recv: Some(msg_recv),
-    recvv: None,
+    recvv: Some(msg_recvv),
     recvmsg: Some(msg_recvmsg),
     send: Some(msg_send),
-    sendv: None,
+    sendv: Some(msg_sendv),
     sendmsg: Some(msg_sendmsg),
     inject: Some(msg_inject),
     senddata: Some(msg_senddata),
@@ -592,10 +629,10 @@ static EP_MSG: fi_ops_msg = fi_ops_msg {
 static EP_TAGGED: fi_ops_tagged = fi_ops_tagged {
     size: size_of::<fi_ops_tagged>(),
     recv: Some(t_recv),
-    recvv: None,
+    recvv: Some(t_recvv),
     recvmsg: Some(t_recvmsg),
     send: Some(t_send),
-    sendv: None,
+    sendv: Some(t_sendv),
     sendmsg: Some(t_sendmsg),
     inject: Some(t_inject),
     senddata: Some(t_senddata),
@@ -616,22 +653,31 @@ unsafe extern "C" fn ep_open(
         return -FI_EINVAL;
     }
     // SAFETY: `info` is null or valid, its `ep_attr` too.
-    let (caps, ty) = unsafe { info.as_ref() }.map_or((super::prov::CAPS, FI_EP_RDM), |i| {
-        // SAFETY: as above.
-        let ty = unsafe { i.ep_attr.as_ref() }.map_or(FI_EP_RDM, |a| a.type_);
-        (
-            if i.caps == 0 {
+    let (caps, ty, tx_flags, rx_flags) =
+        unsafe { info.as_ref() }.map_or((super::prov::CAPS, FI_EP_RDM, 0, 0), |i| {
+            // SAFETY: as above: the attributes are null or valid.
+            let (ty, tx, rx) = unsafe {
+                (
+                    i.ep_attr.as_ref().map_or(FI_EP_RDM, |a| a.type_),
+                    i.tx_attr.as_ref().map_or(0, |a| a.op_flags),
+                    i.rx_attr.as_ref().map_or(0, |a| a.op_flags),
+                )
+            };
+            let caps = if i.caps == 0 {
                 super::prov::CAPS
             } else {
                 i.caps
-            },
-            ty,
-        )
-    });
+            };
+            (caps, ty, tx, rx)
+        });
     if ty != FI_EP_RDM && ty != FI_EP_UNSPEC {
         return -FI_EINVAL;
     }
-    let ep = match Ep::open(Arc::clone(&d.nic), caps) {
+    let defaults = crate::ep::OpDefaults {
+        tx_completion: tx_flags & FI_COMPLETION != 0,
+        rx_completion: rx_flags & FI_COMPLETION != 0,
+    };
+    let ep = match Ep::open(Arc::clone(&d.nic), caps, defaults) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{e}");
@@ -712,6 +758,11 @@ unsafe extern "C" fn ep_cancel(f: fid_t, context: *mut c_void) -> ssize_t {
         Ok(false) => -(FI_ENOENT as ssize_t),
         Err(e) => -(e.errno() as ssize_t),
     }
+}
+
+/// Operations are not limited by queue space (`tx_attr->size`, `rx_attr->size` are advisory).
+unsafe extern "C" fn ep_size_left(_ep: *mut fid_ep) -> ssize_t {
+    1024
 }
 
 unsafe extern "C" fn ep_getopt(
@@ -1111,4 +1162,72 @@ unsafe extern "C" fn t_injectdata(
             Some(false),
         )
     }
+}
+
+unsafe extern "C" fn msg_recvv(
+    ep: *mut fid_ep,
+    iov: *const iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    src: fi_addr_t,
+    ctx: *mut c_void,
+) -> ssize_t {
+    // SAFETY: `iov` holds `count` entries (contract).
+    let Some((buf, len)) = (unsafe { one_iov(iov, count) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    // SAFETY: the caller's buffer, valid until completion.
+    unsafe { do_recv(ep, buf, len, src, None, ctx, None) }
+}
+
+unsafe extern "C" fn msg_sendv(
+    ep: *mut fid_ep,
+    iov: *const iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    dest: fi_addr_t,
+    ctx: *mut c_void,
+) -> ssize_t {
+    // SAFETY: `iov` holds `count` entries (contract).
+    let Some((buf, len)) = (unsafe { one_iov(iov, count) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    // SAFETY: the caller's buffer, read during the call.
+    unsafe { do_send(ep, buf, len, dest, None, None, ctx, None) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn t_recvv(
+    ep: *mut fid_ep,
+    iov: *const iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    src: fi_addr_t,
+    tag: u64,
+    ignore: u64,
+    ctx: *mut c_void,
+) -> ssize_t {
+    // SAFETY: `iov` holds `count` entries (contract).
+    let Some((buf, len)) = (unsafe { one_iov(iov, count) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    // SAFETY: the caller's buffer, valid until completion.
+    unsafe { do_recv(ep, buf, len, src, Some((tag, ignore)), ctx, None) }
+}
+
+unsafe extern "C" fn t_sendv(
+    ep: *mut fid_ep,
+    iov: *const iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    dest: fi_addr_t,
+    tag: u64,
+    ctx: *mut c_void,
+) -> ssize_t {
+    // SAFETY: `iov` holds `count` entries (contract).
+    let Some((buf, len)) = (unsafe { one_iov(iov, count) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    // SAFETY: the caller's buffer, read during the call.
+    unsafe { do_send(ep, buf, len, dest, Some(tag), None, ctx, None) }
 }

@@ -150,12 +150,23 @@ unsafe extern "C" fn getinfo(
             .as_ref()
             .and_then(|h| h.domain_attr.as_ref())
             .map_or(FI_AV_UNSPEC, |d| d.av_type);
+        // Default operation flags: only FI_COMPLETION means something here (with
+        // FI_SELECTIVE_COMPLETION, operations without flags report only if it is set).
+        let tx_flags = hints
+            .as_ref()
+            .and_then(|h| h.tx_attr.as_ref())
+            .map_or(0, |t| t.op_flags & FI_COMPLETION);
+        let rx_flags = hints
+            .as_ref()
+            .and_then(|h| h.rx_attr.as_ref())
+            .map_or(0, |r| r.op_flags & FI_COMPLETION);
         let i = &mut *i;
         i.caps = CAPS;
         i.mode = 0;
         i.addr_format = FI_FORMAT_UNSPEC;
         let tx = &mut *i.tx_attr;
         tx.caps = TX_CAPS;
+        tx.op_flags = tx_flags;
         tx.msg_order = FI_ORDER_SAS;
         tx.comp_order = 0;
         tx.inject_size = INJECT_SIZE;
@@ -163,6 +174,7 @@ unsafe extern "C" fn getinfo(
         tx.iov_limit = 1;
         let rx = &mut *i.rx_attr;
         rx.caps = RX_CAPS;
+        rx.op_flags = rx_flags;
         rx.msg_order = FI_ORDER_SAS;
         rx.size = 1024;
         rx.iov_limit = 1;
