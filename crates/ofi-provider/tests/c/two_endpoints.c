@@ -29,17 +29,19 @@
         CHECK(rc_ == 0, "%s = %ld (%s)", #expr, rc_, fi_strerror((int)-rc_));  \
     } while (0)
 
-static struct fid_cq *cq[2];
-static struct fid_ep *ep[2];
-static fi_addr_t addr[2];
+/* Endpoints 0 and 1, and 2 bound with FI_SELECTIVE_COMPLETION; one CQ each. */
+#define NEP 3
+static struct fid_cq *cq[NEP];
+static struct fid_ep *ep[NEP];
+static fi_addr_t addr[NEP];
 
 static unsigned char pattern(size_t i, size_t seed) { return (unsigned char)(i * 7 + seed * 13 + 1); }
 
 /* Completions read while waiting on the other CQ, with their sources. */
 #define STASH 64
-static struct fi_cq_tagged_entry stash[2][STASH];
-static fi_addr_t stash_src[2][STASH];
-static int stashed[2];
+static struct fi_cq_tagged_entry stash[NEP][STASH];
+static fi_addr_t stash_src[NEP][STASH];
+static int stashed[NEP];
 
 /* Poll cq[i] once, stashing a completion; an error completion fails the test. */
 static void poll_cq(int i) {
@@ -64,8 +66,9 @@ static void poll_cq(int i) {
 /* Wait for the next completion of cq[i], progressing both endpoints (progress is manual). */
 static void wait_one(int i, struct fi_cq_tagged_entry *e, fi_addr_t *src) {
     for (long spins = 0; stashed[i] == 0; spins++) {
-        poll_cq(i);
-        poll_cq(1 - i);
+        for (int j = 0; j < NEP; j++)
+            if (cq[j])
+                poll_cq(j);
         CHECK(spins < 100000000L, "no completion on CQ %d", i);
     }
     *e = stash[i][0];
@@ -224,11 +227,56 @@ int main(void) {
           "truncation: err %d olen %zu len %zu", err.err, err.olen, err.len);
     wait_one(0, &e, NULL);
 
+    /* Cancelling a posted receive: an FI_ECANCELED error completion with its context. */
+    int cctx;
+    CALL(fi_trecv(ep[1], tiny, sizeof tiny, NULL, FI_ADDR_UNSPEC, 0x999, 0, &cctx));
+    CALL(fi_cancel(&ep[1]->fid, &cctx));
+    do
+        r = fi_cq_read(cq[1], &e, 1);
+    while (r == -FI_EAGAIN);
+    CHECK(r == -FI_EAVAIL, "cancel: fi_cq_read = %zd", r);
+    memset(&err, 0, sizeof err);
+    CHECK(fi_cq_readerr(cq[1], &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == &cctx,
+          "cancel: err %d", err.err);
+
+    /* Selective completion: endpoint 2's plain sends report nothing (its op_flags lack
+     * FI_COMPLETION), a sendmsg with FI_COMPLETION does. */
+    {
+        struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+        CALL(fi_cq_open(domain, &cq_attr, &cq[2], NULL));
+        CALL(fi_endpoint(domain, info, &ep[2], NULL));
+        CALL(fi_ep_bind(ep[2], &av->fid, 0));
+        CALL(fi_ep_bind(ep[2], &cq[2]->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
+        CALL(fi_enable(ep[2]));
+        char name[8];
+        size_t len = sizeof name;
+        CALL(fi_getname(&ep[2]->fid, name, &len));
+        CHECK(fi_av_insert(av, name, 1, &addr[2], 0, NULL) == 1, "fi_av_insert");
+        int silent, loud;
+        CALL(fi_tsend(ep[2], small, 4, NULL, addr[1], 0x77, &silent));
+        CALL(fi_trecv(ep[1], rbuf, sizeof rbuf, NULL, addr[2], 0x77, 0, NULL));
+        fi_addr_t src;
+        wait_one(1, &e, &src);
+        CHECK(e.tag == 0x77 && e.len == 4 && src == addr[2], "from the selective endpoint");
+        struct iovec iov = {.iov_base = small, .iov_len = 6};
+        struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = addr[1], .tag = 0x78,
+                                  .context = &loud};
+        CALL(fi_tsendmsg(ep[2], &m, FI_COMPLETION));
+        CALL(fi_trecv(ep[1], rbuf, sizeof rbuf, NULL, FI_ADDR_UNSPEC, 0x78, 0, NULL));
+        wait_one(1, &e, NULL);
+        CHECK(e.tag == 0x78 && e.len == 6, "second message from the selective endpoint");
+        wait_one(2, &e, NULL);
+        CHECK(e.op_context == &loud, "the first completion on the selective CQ is the FI_COMPLETION one");
+        for (int i = 0; i < 1000; i++)
+            poll_cq(2);
+        CHECK(stashed[2] == 0, "the plain send reported a completion under selective completion");
+    }
+
     /* Above max_msg_size: a clear error, nothing sent. */
     CHECK(fi_tsend(ep[0], big, max + 1, NULL, addr[1], 1, NULL) == -FI_EMSGSIZE, "send above max");
     CHECK(fi_tsend(ep[0], big, 1, NULL, 99, 1, NULL) == -FI_EINVAL, "unknown fi_addr");
 
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NEP; i++) {
         CALL(fi_close(&ep[i]->fid));
         CALL(fi_close(&cq[i]->fid));
     }
