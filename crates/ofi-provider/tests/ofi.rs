@@ -164,6 +164,21 @@ fn fi_info_lists_the_provider() {
     assert!(s.contains("fabric: nicemu"), "{t}");
     assert!(s.contains("domain: cxi0"), "{t}");
     assert!(s.contains("FI_EP_RDM"), "{t}");
+    // What it does not implement, it does not offer.
+    for (flag, what) in [("-c", "FI_RMA"), ("-t", "FI_EP_MSG")] {
+        let out = Command::new("fi_info")
+            .args(["-p", "nicemu", flag, what])
+            .env("FI_PROVIDER_PATH", provider_dir())
+            .output()
+            .expect("running fi_info");
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !s.contains("provider: nicemu"),
+            "{what} offered:\n{}",
+            text(&out)
+        );
+        assert!(s.contains("-61") || !out.status.success(), "{}", text(&out));
+    }
     // Without the path, libfabric does not know the provider.
     let out = Command::new("fi_info")
         .args(["-p", "nicemu"])
