@@ -271,6 +271,32 @@ impl CxiTransport {
         Ok(t)
     }
 
+    /// This endpoint's address as published to peers (NID and PID, `Addr::encode`).
+    pub fn address(&self) -> Vec<u8> {
+        self.ep.addr().encode()
+    }
+
+    /// Make the endpoint at `addr` (bytes of [`CxiTransport::address`]) a peer after
+    /// initialization, for users that learn addresses on their own (a libfabric address
+    /// vector) rather than through PMI. Returns its rank: the rank it already had if its
+    /// NIC address is known (this endpoint itself is rank 0 of a one-rank PMI job), else the
+    /// next one.
+    pub fn add_peer(&mut self, addr: &[u8]) -> Result<Rank> {
+        let a = Addr::decode(addr).ok_or_else(|| {
+            Error::Transport(format!("cxi: a bad peer address of {} bytes", addr.len()))
+        })?;
+        let id = self.ep.match_id_of(a);
+        if let Some(&r) = self.by_match_id.get(&id) {
+            return Ok(r);
+        }
+        let r = self.size;
+        self.peers.push(a);
+        self.match_ids.push(id);
+        self.by_match_id.insert(id, r);
+        self.size += 1;
+        Ok(r)
+    }
+
     /// The control LE and the overflow (hardware) or request (software) buffers.
     fn setup_rx(&mut self) -> Result<()> {
         let ctrl = self.ep.buf(4096)?;

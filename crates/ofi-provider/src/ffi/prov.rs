@@ -1,0 +1,266 @@
+//! The entry point libfabric looks up (`fi_prov_ini`), `getinfo` and `fi_fabric`.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr;
+
+use super::objects;
+use super::types::*;
+use crate::ep::{INJECT_SIZE, MAX_MSG_SIZE};
+use crate::wire;
+
+/// Provider version 0.1.
+const VERSION: u32 = fi_version(0, 1);
+/// The libfabric API the provider is written against (the 1.17 headers).
+const API_VERSION: u32 = fi_version(1, 17);
+
+const NAME: &CStr = c"nicemu";
+const FABRIC_NAME: &CStr = c"nicemu";
+const DOMAIN_NAME: &CStr = c"cxi0";
+
+/// Primary and secondary capabilities.
+pub const CAPS: u64 = FI_MSG
+    | FI_TAGGED
+    | FI_SEND
+    | FI_RECV
+    | FI_SOURCE
+    | FI_DIRECTED_RECV
+    | FI_REMOTE_CQ_DATA
+    | FI_LOCAL_COMM
+    | FI_REMOTE_COMM;
+const TX_CAPS: u64 = FI_MSG | FI_TAGGED | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM;
+const RX_CAPS: u64 = FI_MSG
+    | FI_TAGGED
+    | FI_RECV
+    | FI_SOURCE
+    | FI_DIRECTED_RECV
+    | FI_REMOTE_CQ_DATA
+    | FI_LOCAL_COMM
+    | FI_REMOTE_COMM;
+
+/// Mutable because libfabric's core writes its bookkeeping into `context`.
+static mut PROVIDER: fi_provider = fi_provider {
+    version: VERSION,
+    fi_version: API_VERSION,
+    context: fi_context {
+        internal: [ptr::null_mut(); 4],
+    },
+    name: NAME.as_ptr(),
+    getinfo: Some(getinfo),
+    fabric: Some(fabric),
+    cleanup: Some(cleanup),
+};
+
+/// The provider entry point (`FI_EXT_INI`): called once by libfabric after `dlopen`.
+#[unsafe(no_mangle)]
+pub extern "C" fn fi_prov_ini() -> *mut fi_provider {
+    // Only the address is taken: libfabric owns the structure's use from here on (it writes
+    // `context`), and the provider itself never reads or writes it.
+    &raw mut PROVIDER
+}
+
+extern "C" fn cleanup() {}
+
+/// Whether `hints` ask for anything this provider cannot give.
+///
+/// # Safety
+/// `hints` and the attribute pointers in it are null or valid (libfabric's contract).
+unsafe fn unsupported(hints: &fi_info) -> Option<&'static str> {
+    if hints.caps & !CAPS != 0 {
+        return Some("capabilities");
+    }
+    if hints.addr_format != FI_FORMAT_UNSPEC {
+        return Some("address format");
+    }
+    // SAFETY: per the function's contract each attribute is null or valid.
+    let (ep, dom, fab, tx, rx) = unsafe {
+        (
+            hints.ep_attr.as_ref(),
+            hints.domain_attr.as_ref(),
+            hints.fabric_attr.as_ref(),
+            hints.tx_attr.as_ref(),
+            hints.rx_attr.as_ref(),
+        )
+    };
+    if let Some(ep) = ep {
+        if ep.type_ != FI_EP_UNSPEC && ep.type_ != FI_EP_RDM {
+            return Some("endpoint type");
+        }
+        if ep.max_msg_size > MAX_MSG_SIZE {
+            return Some("max_msg_size");
+        }
+        if ep.mem_tag_format & !wire::TAG_MASK != 0 {
+            return Some("mem_tag_format");
+        }
+    }
+    if let Some(d) = dom {
+        if ![FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE].contains(&d.av_type) {
+            return Some("av_type");
+        }
+        if ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.data_progress)
+            || ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.control_progress)
+        {
+            return Some("progress");
+        }
+        // SAFETY: a non-null name is a C string (contract).
+        if !d.name.is_null() && unsafe { CStr::from_ptr(d.name) } != DOMAIN_NAME {
+            return Some("domain name");
+        }
+    }
+    if let Some(f) = fab {
+        // SAFETY: as above.
+        if !f.name.is_null() && unsafe { CStr::from_ptr(f.name) } != FABRIC_NAME {
+            return Some("fabric name");
+        }
+    }
+    if tx.is_some_and(|t| t.caps & !TX_CAPS != 0) || rx.is_some_and(|r| r.caps & !RX_CAPS != 0) {
+        return Some("tx/rx capabilities");
+    }
+    None
+}
+
+unsafe extern "C" fn getinfo(
+    _version: u32,
+    _node: *const c_char,
+    _service: *const c_char,
+    _flags: u64,
+    hints: *const fi_info,
+    info: *mut *mut fi_info,
+) -> c_int {
+    if info.is_null() {
+        return -FI_EINVAL;
+    }
+    // SAFETY: libfabric passes null or a valid `fi_info`.
+    if let Some(h) = unsafe { hints.as_ref() }
+        // SAFETY: its attributes are null or valid.
+        && unsafe { unsupported(h) }.is_some()
+    {
+        return -FI_ENODATA;
+    }
+    let i = alloc_info();
+    if i.is_null() {
+        return -FI_ENOMEM;
+    }
+    // SAFETY: `i` is the fresh allocation above; all its attribute pointers are valid,
+    // zeroed structures, and `hints` is null or valid. `strdup`ed names are freed by
+    // `fi_freeinfo`.
+    unsafe {
+        let av_type = hints
+            .as_ref()
+            .and_then(|h| h.domain_attr.as_ref())
+            .map_or(FI_AV_UNSPEC, |d| d.av_type);
+        // Default operation flags: only FI_COMPLETION means something here (with
+        // FI_SELECTIVE_COMPLETION, operations without flags report only if it is set).
+        let tx_flags = hints
+            .as_ref()
+            .and_then(|h| h.tx_attr.as_ref())
+            .map_or(0, |t| t.op_flags & FI_COMPLETION);
+        let rx_flags = hints
+            .as_ref()
+            .and_then(|h| h.rx_attr.as_ref())
+            .map_or(0, |r| r.op_flags & FI_COMPLETION);
+        let i = &mut *i;
+        i.caps = CAPS;
+        i.mode = 0;
+        i.addr_format = FI_FORMAT_UNSPEC;
+        let tx = &mut *i.tx_attr;
+        tx.caps = TX_CAPS;
+        tx.op_flags = tx_flags;
+        tx.msg_order = FI_ORDER_SAS;
+        tx.comp_order = 0;
+        tx.inject_size = INJECT_SIZE;
+        tx.size = 1024;
+        tx.iov_limit = 1;
+        let rx = &mut *i.rx_attr;
+        rx.caps = RX_CAPS;
+        rx.op_flags = rx_flags;
+        rx.msg_order = FI_ORDER_SAS;
+        rx.size = 1024;
+        rx.iov_limit = 1;
+        let ep = &mut *i.ep_attr;
+        ep.type_ = FI_EP_RDM;
+        ep.max_msg_size = MAX_MSG_SIZE;
+        ep.mem_tag_format = wire::TAG_MASK;
+        ep.tx_ctx_cnt = 1;
+        ep.rx_ctx_cnt = 1;
+        let d = &mut *i.domain_attr;
+        d.name = libc::strdup(DOMAIN_NAME.as_ptr());
+        d.threading = FI_THREAD_SAFE;
+        d.control_progress = FI_PROGRESS_MANUAL;
+        d.data_progress = FI_PROGRESS_MANUAL;
+        d.resource_mgmt = FI_RM_ENABLED;
+        d.av_type = av_type;
+        d.mr_mode = 0;
+        d.cq_data_size = wire::DATA_LEN;
+        d.cq_cnt = 64;
+        d.ep_cnt = 64;
+        d.tx_ctx_cnt = 1;
+        d.rx_ctx_cnt = 1;
+        d.max_ep_tx_ctx = 1;
+        d.max_ep_rx_ctx = 1;
+        let f = &mut *i.fabric_attr;
+        f.name = libc::strdup(FABRIC_NAME.as_ptr());
+        f.prov_version = VERSION;
+        f.api_version = API_VERSION;
+        *info = i;
+    }
+    0
+}
+
+/// A zeroed `fi_info` with zeroed attribute structures, allocated as `fi_allocinfo` does
+/// (`calloc` each), so that the core's `fi_freeinfo` (`free` of each) releases it.
+fn alloc_info() -> *mut fi_info {
+    // SAFETY: `calloc` returns null or zeroed memory of the size asked; every field of these
+    // structures is an integer or a pointer, for which all-zero is valid (null / 0).
+    unsafe {
+        let i = libc::calloc(1, size_of::<fi_info>()).cast::<fi_info>();
+        if i.is_null() {
+            return i;
+        }
+        let r = &mut *i;
+        r.tx_attr = libc::calloc(1, size_of::<fi_tx_attr>()).cast();
+        r.rx_attr = libc::calloc(1, size_of::<fi_rx_attr>()).cast();
+        r.ep_attr = libc::calloc(1, size_of::<fi_ep_attr>()).cast();
+        r.domain_attr = libc::calloc(1, size_of::<fi_domain_attr>()).cast();
+        r.fabric_attr = libc::calloc(1, size_of::<fi_fabric_attr>()).cast();
+        if r.tx_attr.is_null()
+            || r.rx_attr.is_null()
+            || r.ep_attr.is_null()
+            || r.domain_attr.is_null()
+            || r.fabric_attr.is_null()
+        {
+            for p in [
+                r.tx_attr.cast::<c_void>(),
+                r.rx_attr.cast(),
+                r.ep_attr.cast(),
+                r.domain_attr.cast(),
+                r.fabric_attr.cast(),
+                i.cast(),
+            ] {
+                libc::free(p);
+            }
+            return ptr::null_mut();
+        }
+        i
+    }
+}
+
+unsafe extern "C" fn fabric(
+    attr: *mut fi_fabric_attr,
+    out: *mut *mut fid_fabric,
+    context: *mut c_void,
+) -> c_int {
+    if attr.is_null() || out.is_null() {
+        return -FI_EINVAL;
+    }
+    // SAFETY: libfabric passes a valid attribute structure whose name is null or a C string.
+    let name_ok = unsafe { (*attr).name.is_null() || CStr::from_ptr((*attr).name) == FABRIC_NAME };
+    if !name_ok {
+        return -FI_EINVAL;
+    }
+    let f = objects::new_fabric(context);
+    // SAFETY: `out` is valid for a write (checked non-null; libfabric's contract).
+    unsafe { *out = f };
+    0
+}

@@ -1,0 +1,18 @@
+//! `libnicemu-fi.so`: a libfabric provider named `nicemu` over the cxi transport
+//! (`mpi::transport::cxi`, itself over `userlib::cxi`) on an emulated Cassini hosted in the
+//! process. `FI_EP_RDM` endpoints with tagged and untagged messages, address vectors, and
+//! completion queues with manual progress. See docs/ofi-provider.md.
+//!
+//! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
+//! bits). The C interface and every `unsafe` block: [`ffi`].
+
+pub mod av;
+pub mod cq;
+pub mod ep;
+pub mod error;
+pub mod ffi;
+pub mod nic;
+pub mod wire;
+
+/// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).
+pub const PROVIDER_NAME: &str = "nicemu";

@@ -1,0 +1,27 @@
+/* Prints the size and selected field offsets of the libfabric structures the provider
+ * declares in Rust, for tests/ofi.rs to compare. */
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define SIZE(t) printf("%s %zu\n", #t, sizeof(struct t))
+#define OFF(t, f) printf("%s.%s %zu\n", #t, #f, offsetof(struct t, f))
+
+int main(void) {
+    SIZE(fi_info); SIZE(fi_tx_attr); SIZE(fi_rx_attr); SIZE(fi_ep_attr); SIZE(fi_domain_attr);
+    SIZE(fi_fabric_attr); SIZE(fi_provider); SIZE(fid); SIZE(fi_ops); SIZE(fid_fabric);
+    SIZE(fid_domain); SIZE(fid_av); SIZE(fid_cq); SIZE(fid_ep); SIZE(fi_ops_fabric); SIZE(fi_ops_domain);
+    SIZE(fi_ops_av); SIZE(fi_ops_cq); SIZE(fi_ops_ep); SIZE(fi_ops_cm); SIZE(fi_ops_msg);
+    SIZE(fi_ops_tagged); SIZE(fi_av_attr); SIZE(fi_cq_attr); SIZE(fi_cq_tagged_entry);
+    SIZE(fi_cq_err_entry); SIZE(fi_msg); SIZE(fi_msg_tagged);
+    OFF(fi_info, nic); OFF(fi_info, fabric_attr); OFF(fi_domain_attr, tclass);
+    OFF(fi_domain_attr, mr_mode); OFF(fi_ep_attr, mem_tag_format); OFF(fi_provider, getinfo);
+    OFF(fi_provider, cleanup); OFF(fi_ops_domain, query_collective); OFF(fid_ep, collective);
+    OFF(fi_cq_err_entry, err_data_size); OFF(fi_msg_tagged, data);
+    return 0;
+}

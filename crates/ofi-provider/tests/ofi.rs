@@ -1,0 +1,256 @@
+//! The provider as libfabric sees it: structure layouts against the C headers, `fi_info -p
+//! nicemu`, and the C program `tests/c/two_endpoints.c` linked with `-lfabric`. Each test
+//! prints why and returns early when gcc, libfabric-dev or libfabric-bin is missing.
+
+use std::mem::{offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use nicemu_fi::ffi::types::*;
+
+fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
+}
+
+/// Why the C side cannot be built here, if it cannot.
+fn missing_c_toolchain() -> Option<String> {
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return Some("gcc not found".into());
+    }
+    if !Path::new("/usr/include/rdma/fabric.h").exists() {
+        return Some("libfabric headers not found (apt-get install libfabric-dev)".into());
+    }
+    None
+}
+
+/// A directory holding the provider as `libnicemu-fi.so` (libfabric's naming), for
+/// `FI_PROVIDER_PATH`.
+fn provider_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // The test binary is target/<profile>/deps/ofi-*; the cdylib target/<profile>/.
+        let exe = std::env::current_exe().expect("test executable path");
+        let lib = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target directory")
+            .join("libnicemu_fi.so");
+        assert!(lib.exists(), "{} was not built", lib.display());
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-provider");
+        std::fs::create_dir_all(&dir).expect("creating the provider directory");
+        let link = dir.join("libnicemu-fi.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&lib, &link).expect("linking the provider");
+        dir
+    })
+}
+
+fn gcc(src: &str, out: &Path, libs: &[&str]) {
+    let o = Command::new("gcc")
+        .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-o"])
+        .arg(out)
+        .arg(c_dir().join(src))
+        .args(libs)
+        .output()
+        .expect("running gcc");
+    assert!(
+        o.status.success(),
+        "compiling {src} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn layouts_match_the_c_headers() {
+    if let Some(why) = missing_c_toolchain() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-layouts");
+    gcc("layouts.c", &exe, &[]);
+    let out = Command::new(&exe).output().expect("running layouts");
+    assert!(out.status.success(), "{}", text(&out));
+    let c: std::collections::HashMap<String, usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect();
+    let rust: Vec<(&str, usize)> = vec![
+        ("fi_info", size_of::<fi_info>()),
+        ("fi_tx_attr", size_of::<fi_tx_attr>()),
+        ("fi_rx_attr", size_of::<fi_rx_attr>()),
+        ("fi_ep_attr", size_of::<fi_ep_attr>()),
+        ("fi_domain_attr", size_of::<fi_domain_attr>()),
+        ("fi_fabric_attr", size_of::<fi_fabric_attr>()),
+        ("fi_provider", size_of::<fi_provider>()),
+        ("fid", size_of::<fid>()),
+        ("fi_ops", size_of::<fi_ops>()),
+        ("fid_fabric", size_of::<fid_fabric>()),
+        ("fid_domain", size_of::<fid_domain>()),
+        ("fid_av", size_of::<fid_av>()),
+        ("fid_cq", size_of::<fid_cq>()),
+        ("fid_ep", size_of::<fid_ep>()),
+        ("fi_ops_fabric", size_of::<fi_ops_fabric>()),
+        ("fi_ops_domain", size_of::<fi_ops_domain>()),
+        ("fi_ops_av", size_of::<fi_ops_av>()),
+        ("fi_ops_cq", size_of::<fi_ops_cq>()),
+        ("fi_ops_ep", size_of::<fi_ops_ep>()),
+        ("fi_ops_cm", size_of::<fi_ops_cm>()),
+        ("fi_ops_msg", size_of::<fi_ops_msg>()),
+        ("fi_ops_tagged", size_of::<fi_ops_tagged>()),
+        ("fi_av_attr", size_of::<fi_av_attr>()),
+        ("fi_cq_attr", size_of::<fi_cq_attr>()),
+        ("fi_cq_tagged_entry", size_of::<fi_cq_tagged_entry>()),
+        ("fi_cq_err_entry", size_of::<fi_cq_err_entry>()),
+        ("fi_msg", size_of::<fi_msg>()),
+        ("fi_msg_tagged", size_of::<fi_msg_tagged>()),
+        ("fi_info.nic", offset_of!(fi_info, nic)),
+        ("fi_info.fabric_attr", offset_of!(fi_info, fabric_attr)),
+        ("fi_domain_attr.tclass", offset_of!(fi_domain_attr, tclass)),
+        (
+            "fi_domain_attr.mr_mode",
+            offset_of!(fi_domain_attr, mr_mode),
+        ),
+        (
+            "fi_ep_attr.mem_tag_format",
+            offset_of!(fi_ep_attr, mem_tag_format),
+        ),
+        ("fi_provider.getinfo", offset_of!(fi_provider, getinfo)),
+        ("fi_provider.cleanup", offset_of!(fi_provider, cleanup)),
+        (
+            "fi_ops_domain.query_collective",
+            offset_of!(fi_ops_domain, query_collective),
+        ),
+        ("fid_ep.collective", offset_of!(fid_ep, collective)),
+        (
+            "fi_cq_err_entry.err_data_size",
+            offset_of!(fi_cq_err_entry, err_data_size),
+        ),
+        ("fi_msg_tagged.data", offset_of!(fi_msg_tagged, data)),
+    ];
+    for (name, r) in rust {
+        assert_eq!(c.get(name), Some(&r), "{name}: C vs Rust");
+    }
+}
+
+#[test]
+fn fi_info_lists_the_provider() {
+    if Command::new("fi_info").arg("--version").output().is_err() {
+        eprintln!("skipped: fi_info not found (apt-get install libfabric-bin)");
+        return;
+    }
+    let out = Command::new("fi_info")
+        .args(["-p", "nicemu"])
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env_remove("FI_PROVIDER")
+        .output()
+        .expect("running fi_info");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("provider: nicemu"), "{t}");
+    assert!(s.contains("fabric: nicemu"), "{t}");
+    assert!(s.contains("domain: cxi0"), "{t}");
+    assert!(s.contains("FI_EP_RDM"), "{t}");
+    // What it does not implement, it does not offer.
+    for (flag, what) in [("-c", "FI_RMA"), ("-t", "FI_EP_MSG")] {
+        let out = Command::new("fi_info")
+            .args(["-p", "nicemu", flag, what])
+            .env("FI_PROVIDER_PATH", provider_dir())
+            .output()
+            .expect("running fi_info");
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !s.contains("provider: nicemu"),
+            "{what} offered:\n{}",
+            text(&out)
+        );
+        assert!(s.contains("-61") || !out.status.success(), "{}", text(&out));
+    }
+    // Without the path, libfabric does not know the provider.
+    let out = Command::new("fi_info")
+        .args(["-p", "nicemu"])
+        .env_remove("FI_PROVIDER_PATH")
+        .output()
+        .expect("running fi_info");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("provider: nicemu"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn two_endpoints_exchange_tagged_and_untagged_messages_from_c() {
+    if let Some(why) = missing_c_toolchain() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-two-endpoints");
+    gcc("two_endpoints.c", &exe, &["-lfabric"]);
+    let out = Command::new(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("FI_PROVIDER", "nicemu")
+        .output()
+        .expect("running two_endpoints");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("two_endpoints: ok (32 tagged exchanges up to 4194304 B)"),
+        "{t}"
+    );
+}
+
+/// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank (each process
+/// has its own NIC until the process fabric lands, so more ranks cannot meet yet).
+#[test]
+fn open_mpi_runs_one_rank_over_the_mtl_ofi() {
+    if Command::new("mpicc.openmpi")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: mpicc.openmpi not found (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-mpi-self");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(c_dir().join("mpi_self.c"))
+        .output()
+        .expect("running mpicc.openmpi");
+    assert!(o.status.success(), "{}", text(&o));
+    // Run as a singleton (no mpirun: no daemons, nothing left behind), selecting the MTL
+    // through the environment as `--mca` would.
+    let out = Command::new(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("OMPI_MCA_pml", "cm")
+        .env("OMPI_MCA_mtl", "ofi")
+        .env("OMPI_MCA_mtl_ofi_provider_include", "nicemu")
+        .env("OMPI_MCA_mtl_base_verbose", "100")
+        .output()
+        .expect("running the MPI program");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("mpi_self: ok (rank 0 of 1)"),
+        "{t}"
+    );
+    // The OFI MTL was selected, and on this provider (it names the domain).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mtl:ofi:provider: cxi0"), "{t}");
+}
