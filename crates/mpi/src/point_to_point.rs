@@ -481,7 +481,7 @@ impl<'c> Source<'c> {
             if let Some(s) = self.immediate_probe(tag)? {
                 return Ok(s);
             }
-            w.tick(&self.comm.core, "probe")?;
+            w.tick(&self.comm.core, &"probe")?;
         }
     }
 
@@ -506,7 +506,7 @@ impl<'c> Source<'c> {
             if let Some(m) = self.immediate_matched_probe(tag)? {
                 return Ok(m);
             }
-            w.tick(&self.comm.core, "matched probe")?;
+            w.tick(&self.comm.core, &"matched probe")?;
         }
     }
 }

@@ -169,7 +169,7 @@ impl<'a> Request<'a> {
             if let Some(st) = self.poll()? {
                 return Ok(st);
             }
-            w.tick(&self.comm.core, "immediate collective")?;
+            w.tick(&self.comm.core, &"immediate collective")?;
         }
     }
 
@@ -254,7 +254,7 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<Option<(usize, Status
                 return Ok(Some((i, st)));
             }
         }
-        w.tick(&requests[0].comm.core, "wait_any")?;
+        w.tick(&requests[0].comm.core, &"wait_any")?;
     }
 }
 

@@ -63,8 +63,9 @@ impl Waiter {
     }
 
     /// Called once per poll: advances the rank's pending immediate collectives; fails when
-    /// the job was aborted or the wait lasted too long.
-    pub(crate) fn tick(&mut self, core: &CoreRef, what: &str) -> Result<()> {
+    /// the job was aborted or the wait lasted too long. `what` is formatted only then (a
+    /// poll is on the latency path of every blocking call).
+    pub(crate) fn tick(&mut self, core: &CoreRef, what: &dyn std::fmt::Display) -> Result<()> {
         progress_pending(core);
         self.polls = self.polls.wrapping_add(1);
         if self.polls.is_multiple_of(4096) {
@@ -90,7 +91,7 @@ pub(crate) fn wait_op(core: &CoreRef, op: OpId) -> Result<Completion> {
             Ok(None) => {}
             Err(e) => return Err(fatal(core, e)),
         }
-        w.tick(core, &format!("operation {op:?}"))?;
+        w.tick(core, &format_args!("operation {op:?}"))?;
     }
 }
 

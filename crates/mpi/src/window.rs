@@ -412,7 +412,7 @@ impl<T: Equivalence> Window<T> {
                 self.locks.push((target, kind));
                 return Ok(());
             }
-            w.tick(&self.comm.core, "a window lock")?;
+            w.tick(&self.comm.core, &"a window lock")?;
             self.comm.core.borrow_mut().transport.progress()?;
         }
     }
@@ -561,7 +561,7 @@ impl Window<u8> {
                 return Ok(cur);
             }
             old = prev;
-            w.tick(&self.comm.core, "a compare-and-swap loop")?;
+            w.tick(&self.comm.core, &"a compare-and-swap loop")?;
         }
     }
 

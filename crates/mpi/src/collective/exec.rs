@@ -42,7 +42,7 @@ pub(crate) fn block_on<T>(
         if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
             return r;
         }
-        w.tick(core, what)?;
+        w.tick(core, &what)?;
     }
 }
 
