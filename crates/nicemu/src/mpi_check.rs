@@ -24,6 +24,10 @@ pub struct MpiCheckArgs {
     /// see how the others end.
     #[arg(long, value_name = "RANK")]
     die_rank: Option<u32>,
+    /// After the checks, time ranks 0 and 1: 8 B ping-pong latency (half the round trip)
+    /// and 4 MiB one-way bandwidth (rank 0 prints them).
+    #[arg(long)]
+    pingpong: bool,
 }
 
 /// The bytes rank `from` sends in round `round`.
@@ -114,6 +118,12 @@ pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
     world
         .barrier()
         .with_context(|| format!("rank {rank}: barrier"))?;
+    if args.pingpong {
+        pingpong(&world, rank).with_context(|| format!("rank {rank}: ping-pong"))?;
+        world
+            .barrier()
+            .with_context(|| format!("rank {rank}: barrier"))?;
+    }
     let nic = guard.nic_counters();
     let fabric = guard.fabric_counters();
     let counters: Vec<String> = nic.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -130,5 +140,53 @@ pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
         counters.join(" ")
     );
     guard.finish(universe)?;
+    Ok(())
+}
+
+/// 8 B latency and 4 MiB bandwidth between ranks 0 and 1 (the others wait at the barrier).
+fn pingpong(world: &mpi::SimpleCommunicator, rank: u32) -> anyhow::Result<()> {
+    const ITERS: usize = 2000;
+    const WARMUP: usize = 200;
+    const BIG: usize = 4 << 20;
+    const BIG_ITERS: usize = 10;
+    if rank > 1 {
+        return Ok(());
+    }
+    let peer = world.process_at_rank(1 - rank as i32);
+    let small = [7u8; 8];
+    let mut buf = [0u8; 8];
+    let mut start = std::time::Instant::now();
+    for i in 0..WARMUP + ITERS {
+        if i == WARMUP {
+            start = std::time::Instant::now();
+        }
+        if rank == 0 {
+            peer.send(&small[..])?;
+            peer.receive_into(&mut buf[..])?;
+        } else {
+            peer.receive_into(&mut buf[..])?;
+            peer.send(&small[..])?;
+        }
+    }
+    let lat_us = start.elapsed().as_secs_f64() * 1e6 / (2 * ITERS) as f64;
+    let big = vec![1u8; BIG];
+    let mut into = vec![0u8; BIG];
+    let start = std::time::Instant::now();
+    for _ in 0..BIG_ITERS {
+        if rank == 0 {
+            peer.send(&big[..])?;
+        } else {
+            peer.receive_into(&mut into[..])?;
+        }
+    }
+    if rank == 0 {
+        peer.receive_into(&mut buf[..])?;
+    } else {
+        peer.send(&small[..])?;
+    }
+    let mbs = (BIG * BIG_ITERS) as f64 / start.elapsed().as_secs_f64() / 1e6;
+    if rank == 0 {
+        println!("pingpong 0<->1: 8 B latency {lat_us:.2} us, 4 MiB bandwidth {mbs:.0} MB/s");
+    }
     Ok(())
 }
