@@ -50,8 +50,8 @@ impl Hosts {
         ip(&[
             "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
         ])?;
-        for i in 0..2 {
-            let (ns, dev) = (&hosts.ns[i], &veth[i]);
+        for (i, dev) in veth.iter().enumerate() {
+            let ns = &hosts.ns[i];
             ip(&["link", "set", dev, "netns", ns])?;
             ip(&[
                 "-n",
@@ -136,8 +136,8 @@ fn four_ranks_on_two_namespaces_over_the_tcp_fabric() {
             );
         }
         // Rank 1 sent 4 MiB to rank 2 and rank 3 to rank 0, across the veth pair.
-        for i in 0..2 {
-            let sent = hosts.tx_bytes(i) - before[i];
+        for (i, was) in before.iter().enumerate() {
+            let sent = hosts.tx_bytes(i) - was;
             assert!(
                 sent > 4 << 20,
                 "{nic}: namespace {i} sent {sent} bytes over the veth"
