@@ -6,7 +6,8 @@
 //! run the Cassini user tools over an emulated pair; the `gni-*` tools ([`gni_tools`]) the
 //! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job; `job`
 //! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine); `run`
-//! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md).
+//! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md); `trace`
+//! ([`trace`]) writes every fabric packet of a short job to a pcapng file (docs/trace.md).
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -17,6 +18,7 @@ mod gni_tools;
 mod job;
 mod osu;
 mod spec;
+mod trace;
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -81,6 +83,8 @@ enum Command {
     /// An MPI job of N ranks (allreduce, barrier, alltoall of 8 B, checked): wall time,
     /// virtual time, peak RSS and the replay digest.
     Job(job::JobArgs),
+    /// Run a short MPI job and write every fabric packet to a pcapng file (docs/trace.md).
+    Trace(trace::TraceArgs),
     /// Start N processes of PROGRAM as one job, with a PMI-1 server (PMI_PORT, PMI_RANK,
     /// PMI_SIZE); end the job when a rank fails.
     Run(launch::cli::RunArgs),
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
         Command::GniReadBw(args) => gni_tools::bw(gni_tools::Bw::Read, args, &mut out),
         Command::Osu(args) => osu::run_args(args, &mut out),
         Command::Job(args) => job::run(args, &mut out),
+        Command::Trace(args) => trace::run(args, &mut out),
         Command::Run(args) => {
             drop(out);
             return run_job(&args);

@@ -27,7 +27,7 @@ pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and
 pub use emu_core::engine::deterministic::Deterministic;
 pub use emu_core::engine::threaded::ThreadedConfig;
 pub use emu_core::engine::{DeviceId, Progress};
-pub use emu_core::fabric::{FaultConfig, Topology};
+pub use emu_core::fabric::{CaptureBuffer, CaptureSink, FaultConfig, Topology};
 pub use emu_core::time::SimTime;
 pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
 use mpi::{Env, Universe};
-use platform::EngineKind;
+use platform::{CaptureSink, EngineKind};
 use thiserror::Error;
 
 pub use pmi::{InProcessPmi, Shared};
@@ -119,6 +119,9 @@ pub struct JobReport<R> {
     pub events: u64,
     /// Deterministic engine: scheduling rounds.
     pub rounds: u64,
+    /// Packets injected into the machine's fabric while it ran (its fabric counter,
+    /// `FabricCounters::injected`, at the end of the job).
+    pub packets_injected: u64,
 }
 
 /// Fold `w` into the running digest `h` (order sensitive).
@@ -148,6 +151,7 @@ pub(crate) fn threaded_report<R>(
         digest: None,
         events: 0,
         rounds: 0,
+        packets_injected: 0,
     })
 }
 
@@ -166,6 +170,9 @@ pub struct Job {
     pub env: Env,
     /// Host memory per node, bytes.
     pub memory_per_node: u64,
+    /// A sink that sees every packet injected into the machine's fabric (`nicemu trace`);
+    /// none by default.
+    pub capture: Option<Arc<dyn CaptureSink>>,
 }
 
 impl Job {
@@ -178,6 +185,7 @@ impl Job {
             engine: EngineKind::Threaded,
             env: Env::new(),
             memory_per_node: 256 << 20,
+            capture: None,
         }
     }
 
@@ -189,6 +197,12 @@ impl Job {
     /// This job on `engine`.
     pub fn engine(mut self, engine: EngineKind) -> Self {
         self.engine = engine;
+        self
+    }
+
+    /// This job with every fabric packet shown to `sink` ([`platform::CaptureSink`]).
+    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
+        self.capture = Some(sink);
         self
     }
 

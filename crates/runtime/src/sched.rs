@@ -244,6 +244,7 @@ where
         digest: Some(digest),
         events: m.engine.counters().events,
         rounds: sched.rounds,
+        packets_injected: 0,
     })
 }
 

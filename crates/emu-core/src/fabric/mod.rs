@@ -7,15 +7,18 @@
 //! - [`faults`]: the seeded fault sites ([`FaultConfig`]).
 //! - [`Fabric`]: all of it together; engines call [`Fabric::inject`] for every packet sent.
 //! - [`pool`]: a free list of packet buffers that engines lend to devices.
+//! - [`capture`]: an optional hook that sees every injected packet (`nicemu trace`).
 //!
 //! The timing, priority and fault models are described in docs/emu-core-engines.md.
 
+pub mod capture;
 pub mod faults;
 pub mod link;
 mod network;
 pub mod pool;
 pub mod topology;
 
+pub use capture::{CaptureBuffer, CaptureSink, Captured};
 pub use faults::FaultConfig;
 pub use link::{LinkCounters, LinkParams, NUM_PRIORITIES};
 pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
