@@ -57,6 +57,11 @@ pub struct Config {
     pub traffic_class: TrafficClass,
     /// How long a blocking step inside the transport may wait (`NICEMU_CXI_TIMEOUT`, s).
     pub timeout: Duration,
+    /// `MPICH_OFI_CXI_COUNTER_REPORT` level (0..=5, [`super::report`]).
+    pub counter_report: u32,
+    /// Whether this rank is the first local rank on its NIC (it alone adds the NIC's
+    /// counters to job-wide sums).
+    pub first_on_nic: bool,
 }
 
 impl Config {
@@ -131,6 +136,19 @@ impl Config {
             None => select_nic(env, local_size, local_index, devices)?,
         };
         let nic_verbose = env.parse("MPICH_OFI_NIC_VERBOSE", 0u32)?;
+        let counter_report = super::report::level(env)?;
+        let first_on_nic = if env.get("NICEMU_CXI_DEVICE").is_some() {
+            local_index == 0
+        } else {
+            let mut first = true;
+            for i in 0..local_index {
+                if select_nic(env, local_size, i, devices)?.0 == device {
+                    first = false;
+                    break;
+                }
+            }
+            first
+        };
         let traffic_class = match env.choice(
             "MPICH_OFI_DEFAULT_TCLASS",
             &[
@@ -159,6 +177,8 @@ impl Config {
             nic_verbose,
             traffic_class,
             timeout: Duration::from_secs(timeout.max(1)),
+            counter_report,
+            first_on_nic,
         })
     }
 
