@@ -84,6 +84,9 @@ fn a_bad_level_is_a_clear_error() {
             err.contains(&format!("MPICH_OFI_CXI_COUNTER_REPORT=\"{bad}\"")),
             "{err}"
         );
-        assert!(err.contains("must be an integer from 0 (off) to 5"), "{err}");
+        assert!(
+            err.contains("must be an integer from 0 (off) to 5"),
+            "{err}"
+        );
     }
 }
