@@ -7,7 +7,8 @@
 //! Gemini ones; `osu` ([`osu`]) runs the OSU-format MPI benchmarks as an MPI job; `job`
 //! ([`job`]) runs a large MPI job (ranks as coroutines on the deterministic engine);
 //! `sim` ([`sim`]) runs MPI jobs over a faulty fabric, one seed or a campaign; `run`
-//! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md).
+//! starts a job of N processes with a PMI-1 server (`launch`, docs/launch.md); `trace`
+//! ([`trace`]) writes every fabric packet of a short job to a pcapng file (docs/trace.md).
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -20,6 +21,7 @@ mod mpi_check;
 mod osu;
 mod sim;
 mod spec;
+mod trace;
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -88,6 +90,8 @@ enum Command {
     /// reorder, corrupt, link flaps, ...), checked; the same seed replays it bit for bit.
     /// `--campaign K` runs K seeds and prints the replay command of every failure.
     Sim(sim::SimArgs),
+    /// Run a short MPI job and write every fabric packet to a pcapng file (docs/trace.md).
+    Trace(trace::TraceArgs),
     /// Start N processes of PROGRAM as one job, with a PMI-1 server (PMI_PORT, PMI_RANK,
     /// PMI_SIZE); end the job when a rank fails.
     Run(launch::cli::RunArgs),
@@ -141,6 +145,7 @@ fn main() -> ExitCode {
         Command::Osu(args) => osu::run_args(args, &mut out),
         Command::Job(args) => job::run(args, &mut out),
         Command::Sim(args) => sim::run(args, &mut out),
+        Command::Trace(args) => trace::run(args, &mut out),
         Command::Run(args) => {
             drop(out);
             return run_job(&args);

@@ -23,7 +23,7 @@ use driver::pci::{BindState, PciAddress, PciBus, PciDriver, PciError};
 use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
-use emu_core::fabric::{Fabric, FabricConfig, FabricError, PortId, Topology};
+use emu_core::fabric::{CaptureSink, Fabric, FabricConfig, FabricError, PortId, Topology};
 use thiserror::Error;
 
 use crate::devices::EmulatedDevice;
@@ -80,6 +80,7 @@ pub struct ClusterBuilder {
     bind: bool,
     wrap: Option<ProgressWrap>,
     hosted: Option<usize>,
+    capture: Option<Arc<dyn CaptureSink>>,
 }
 
 impl fmt::Debug for ClusterBuilder {
@@ -93,6 +94,7 @@ impl fmt::Debug for ClusterBuilder {
             .field("bind", &self.bind)
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
+            .field("capture", &self.capture.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -109,6 +111,7 @@ impl Default for ClusterBuilder {
             bind: true,
             wrap: None,
             hosted: None,
+            capture: None,
         }
     }
 }
@@ -173,6 +176,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Capture every packet injected into the fabric with `sink` (`nicemu trace`), from the
+    /// moment the machine is built. Off by default.
+    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
+        self.capture = Some(sink);
+        self
+    }
+
     /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
     pub fn build(self) -> Result<Cluster, ClusterError> {
         if self.nics == 0 {
@@ -181,7 +191,8 @@ impl ClusterBuilder {
         let topology = self.topology.clone().unwrap_or(Topology::SingleSwitch {
             ports: self.nics as u32,
         });
-        let fabric = Fabric::new(FabricConfig::new(topology))?;
+        let mut fabric = Fabric::new(FabricConfig::new(topology))?;
+        fabric.set_capture(self.capture.clone());
         let started = self.engine.start(fabric)?;
         let engine = started.engine;
         let progress = engine.progress_handle();

@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
-use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
+use emu_core::fabric::{
+    CaptureSink, Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology,
+};
 use emu_core::time::SimDuration;
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
@@ -98,6 +100,7 @@ pub struct GeminiClusterBuilder {
     wrap: Option<ProgressWrap>,
     hosted: Option<u32>,
     request_timeout: Option<SimDuration>,
+    capture: Option<Arc<dyn CaptureSink>>,
 }
 
 impl fmt::Debug for GeminiClusterBuilder {
@@ -111,6 +114,7 @@ impl fmt::Debug for GeminiClusterBuilder {
             .field("ntt", &self.ntt)
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
+            .field("capture", &self.capture.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +133,7 @@ impl Default for GeminiClusterBuilder {
             wrap: None,
             hosted: None,
             request_timeout: None,
+            capture: None,
         }
     }
 }
@@ -205,9 +210,16 @@ impl GeminiClusterBuilder {
         self
     }
 
+    /// Capture every packet injected into the fabric with `sink` (`nicemu trace`), from the
+    /// moment the machine is built. Off by default.
+    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
+        self.capture = Some(sink);
+        self
+    }
+
     /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
     pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
-        let fabric = Fabric::new(FabricConfig {
+        let mut fabric = Fabric::new(FabricConfig {
             topology: Topology::Torus3D {
                 dims: self.dims,
                 nics_per_router: self.nics_per_router,
@@ -215,6 +227,7 @@ impl GeminiClusterBuilder {
             link: emu_gemini::cluster::gemini_link_params(),
             faults: self.faults,
         })?;
+        fabric.set_capture(self.capture.clone());
         let ports = fabric.ports();
         let started = self.engine.start(fabric)?;
         let (engine, threaded) = (started.engine, started.threaded);

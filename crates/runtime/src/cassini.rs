@@ -2,6 +2,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
+
 use mpi::Universe;
 use mpi::transport::cxi::CxiTransport;
 use platform::{Cluster, EngineKind};
@@ -36,6 +38,9 @@ pub fn run_cassini_report<R: Send>(
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());
     }
+    if let Some(sink) = &job.capture {
+        builder = builder.capture(Arc::clone(sink));
+    }
     let cluster = builder
         .build()
         .map_err(|e| JobError::Machine(e.to_string()))?;
@@ -50,7 +55,7 @@ pub fn run_cassini_report<R: Send>(
             .unwrap_or_default();
         CxiTransport::new(&devices, pmi, &job.env)
     };
-    match cluster.deterministic() {
+    let report = match cluster.deterministic() {
         Some(engine) => {
             let devices: Vec<usize> = cluster
                 .nodes()
@@ -65,5 +70,9 @@ pub fn run_cassini_report<R: Send>(
             sched::run_coroutines(job, m, make, f)
         }
         None => threaded_report(|| run_ranks(job, make, f)),
-    }
+    };
+    report.map(|mut r| {
+        r.packets_injected = cluster.engine().fabric_counters().injected;
+        r
+    })
 }

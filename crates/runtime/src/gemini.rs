@@ -4,6 +4,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
+
 use mpi::Universe;
 use mpi::transport::gni::GniTransport;
 use platform::{EngineKind, GeminiCluster};
@@ -47,6 +49,9 @@ pub fn run_gemini_report<R: Send>(
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());
     }
+    if let Some(sink) = &job.capture {
+        builder = builder.capture(Arc::clone(sink));
+    }
     let cluster = builder
         .build()
         .map_err(|e| JobError::Machine(e.to_string()))?;
@@ -63,7 +68,7 @@ pub fn run_gemini_report<R: Send>(
             .ok_or_else(|| mpi::Error::Transport(format!("rank {rank}: no node")))?;
         GniTransport::new(node.kgni(), pmi, &env)
     };
-    match cluster.deterministic() {
+    let report = match cluster.deterministic() {
         Some(engine) => {
             let devices: Vec<usize> = cluster
                 .nodes()
@@ -81,5 +86,9 @@ pub fn run_gemini_report<R: Send>(
             sched::run_coroutines(job, m, make, f)
         }
         None => threaded_report(|| run_ranks(job, make, f)),
-    }
+    };
+    report.map(|mut r| {
+        r.packets_injected = cluster.engine().fabric_counters().injected;
+        r
+    })
 }

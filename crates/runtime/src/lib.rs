@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
 use mpi::{Env, Universe};
-use platform::{EngineKind, FabricCounters, FaultConfig};
+use platform::{CaptureSink, EngineKind, FabricCounters, FaultConfig};
 use thiserror::Error;
 
 pub use pmi::{InProcessPmi, Shared};
@@ -123,6 +123,9 @@ pub struct JobReport<R> {
     /// Deterministic engine: the fabric's counters at the end of the job (packets injected,
     /// delivered, lost to each fault site).
     pub fabric: Option<FabricCounters>,
+    /// Packets injected into the machine's fabric while it ran (its fabric counter,
+    /// `FabricCounters::injected`, at the end of the job).
+    pub packets_injected: u64,
 }
 
 /// Fold `w` into the running digest `h` (order sensitive).
@@ -153,6 +156,7 @@ pub(crate) fn threaded_report<R>(
         events: 0,
         rounds: 0,
         fabric: None,
+        packets_injected: 0,
     })
 }
 
@@ -173,6 +177,9 @@ pub struct Job {
     pub memory_per_node: u64,
     /// Fabric faults, switched on once the machine is built (default none).
     pub faults: FaultConfig,
+    /// A sink that sees every packet injected into the machine's fabric (`nicemu trace`);
+    /// none by default.
+    pub capture: Option<Arc<dyn CaptureSink>>,
 }
 
 impl Job {
@@ -186,6 +193,7 @@ impl Job {
             env: Env::new(),
             memory_per_node: 256 << 20,
             faults: FaultConfig::none(),
+            capture: None,
         }
     }
 
@@ -204,6 +212,12 @@ impl Job {
     /// drawn from the engine's seed on the deterministic engine.
     pub fn faults(mut self, faults: FaultConfig) -> Self {
         self.faults = faults;
+        self
+    }
+
+    /// This job with every fabric packet shown to `sink` ([`platform::CaptureSink`]).
+    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
+        self.capture = Some(sink);
         self
     }
 

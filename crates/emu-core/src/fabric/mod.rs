@@ -9,9 +9,11 @@
 //! - [`pool`]: a free list of packet buffers that engines lend to devices.
 //! - [`remote`]: the fabric between processes (shared-memory rings on one host, TCP
 //!   between hosts) when each process hosts one node.
+//! - [`capture`]: an optional hook that sees every injected packet (`nicemu trace`).
 //!
 //! The timing, priority and fault models are described in docs/emu-core-engines.md.
 
+pub mod capture;
 pub mod faults;
 pub mod link;
 mod network;
@@ -19,6 +21,7 @@ pub mod pool;
 pub mod remote;
 pub mod topology;
 
+pub use capture::{CaptureBuffer, CaptureSink, Captured};
 pub use faults::FaultConfig;
 pub use link::{LinkCounters, LinkParams, NUM_PRIORITIES};
 pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};

@@ -62,6 +62,11 @@ pub struct Config {
     /// eager message matched in hardware mode is delivered with its last byte flipped.
     /// Off unless set; never set it otherwise.
     pub inject_ux_bug: bool,
+    /// `MPICH_OFI_CXI_COUNTER_REPORT` level (0..=5, [`super::report`]).
+    pub counter_report: u32,
+    /// Whether this rank is the first local rank on its NIC (it alone adds the NIC's
+    /// counters to job-wide sums).
+    pub first_on_nic: bool,
 }
 
 impl Config {
@@ -136,6 +141,19 @@ impl Config {
             None => select_nic(env, local_size, local_index, devices)?,
         };
         let nic_verbose = env.parse("MPICH_OFI_NIC_VERBOSE", 0u32)?;
+        let counter_report = super::report::level(env)?;
+        let first_on_nic = if env.get("NICEMU_CXI_DEVICE").is_some() {
+            local_index == 0
+        } else {
+            let mut first = true;
+            for i in 0..local_index {
+                if select_nic(env, local_size, i, devices)?.0 == device {
+                    first = false;
+                    break;
+                }
+            }
+            first
+        };
         let traffic_class = match env.choice(
             "MPICH_OFI_DEFAULT_TCLASS",
             &[
@@ -166,6 +184,8 @@ impl Config {
             timeout: Duration::from_secs(timeout.max(1)),
             inject_ux_bug: env.choice("NICEMU_CXI_INJECT_BUG", &["none", "ux-flip"], "none")?
                 == "ux-flip",
+            counter_report,
+            first_on_nic,
         })
     }
 

@@ -22,6 +22,7 @@ mod events;
 mod fc;
 mod landing;
 pub mod proto;
+pub mod report;
 mod rma;
 mod rx;
 mod sw;
@@ -156,6 +157,8 @@ pub struct CxiTransport {
     /// A fatal error seen by the event loop: every later call returns it.
     fatal: Option<String>,
     finalized: bool,
+    /// `MPICH_OFI_CXI_COUNTER_REPORT`: the counters sampled at init.
+    counters: Option<report::CounterReport>,
     ep: Endpoint,
     /// The rest of the control block is dropped after the endpoint's buffers.
     _pmi: Box<dyn Pmi>,
@@ -189,6 +192,30 @@ impl CxiTransport {
             cfg.traffic_class,
             cfg.timeout,
         )?;
+        // The real library reads the counters from the NIC's telemetry files, which any
+        // process may read; here a second, read-only use of an admin handle of the same NIC
+        // maps them. Without the variable (level 1 by default) a NIC whose counters cannot
+        // be read just gives no report; a level asked for explicitly is an error then.
+        let counters = if cfg.counter_report > 0 {
+            let admin = userlib::cxi::OpenOptions {
+                admin: true,
+                space: None,
+            };
+            match userlib::cxi::open_device_with(devices, cfg.device, admin)
+                .and_then(|d| d.map_csr())
+            {
+                Ok(csrs) => report::CounterReport::start(cfg.counter_report, csrs)?,
+                Err(_) if env.get(report::VAR).is_none() => None,
+                Err(e) => {
+                    return Err(Error::Transport(format!(
+                        "cxi: {}: cannot read the NIC's counters: {e}",
+                        report::VAR
+                    )));
+                }
+            }
+        } else {
+            None
+        };
         let rank = pmi.rank();
         let size = pmi.size();
         let mut t = CxiTransport {
@@ -220,6 +247,7 @@ impl CxiTransport {
             fc: fc::FcState::default(),
             fatal: None,
             finalized: false,
+            counters,
             ep,
             _pmi: Box::new(NoPmi),
         };
@@ -504,7 +532,7 @@ impl Transport for CxiTransport {
             }
             self.progress()?;
         }
-        self._pmi.fence()?;
+        self.counter_report()?;
         self._pmi.finalize();
         Ok(())
     }
@@ -634,6 +662,56 @@ impl Transport for CxiTransport {
 
     fn win_free(&mut self, win: WinId) -> Result<()> {
         self.rma_win_free(win)
+    }
+}
+
+impl CxiTransport {
+    /// The last step of finalize: the fence every rank waits in, with the
+    /// `MPICH_OFI_CXI_COUNTER_REPORT` output around it (each rank's counter line before,
+    /// world rank 0's network summary after, from the timeouts every NIC's first local
+    /// rank published).
+    fn counter_report(&mut self) -> Result<()> {
+        const KEY: &str = "cxi-counter-report";
+        let Some(rep) = &self.counters else {
+            return self._pmi.fence();
+        };
+        let level = rep.level();
+        let deltas = rep.deltas()?;
+        if level >= 2 {
+            eprintln!("{}", report::rank_line(self.rank, self.cfg.device, &deltas));
+        }
+        let mine = if self.cfg.first_on_nic {
+            format!("1 {}", report::timeouts(&deltas))
+        } else {
+            "0 0".to_owned()
+        };
+        self._pmi.put(KEY, mine.as_bytes())?;
+        self._pmi.fence()?;
+        if self.rank != 0 {
+            return Ok(());
+        }
+        let (mut nics, mut timeouts) = (0u32, 0u64);
+        for r in 0..self.size {
+            let v = self._pmi.get(r, KEY)?;
+            let v = String::from_utf8_lossy(&v);
+            let mut it = v.split_whitespace().map(str::parse::<u64>);
+            match (it.next(), it.next()) {
+                (Some(Ok(n)), Some(Ok(t))) => {
+                    nics += n as u32;
+                    timeouts += t;
+                }
+                _ => {
+                    return Err(Error::Transport(format!(
+                        "cxi: {}: rank {r} published {v:?}",
+                        report::VAR
+                    )));
+                }
+            }
+        }
+        if let Some(line) = report::summary_line(level, nics, timeouts) {
+            eprintln!("{line}");
+        }
+        Ok(())
     }
 }
 
