@@ -29,14 +29,20 @@ fn missing_c_toolchain() -> Option<String> {
 fn provider_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        // The test binary is target/<profile>/deps/ofi-*; the cdylib target/<profile>/.
+        // The test binary is target/<profile>/deps/ofi-*. `cargo build` puts the cdylib in
+        // target/<profile>/; a bare `cargo test` leaves it in target/<profile>/deps/ only:
+        // take the newest of the two.
         let exe = std::env::current_exe().expect("test executable path");
-        let lib = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target directory")
-            .join("libnicemu_fi.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
+        let deps = exe.parent().expect("deps directory");
+        let lib = [
+            deps.join("libnicemu_fi.so"),
+            deps.join("../libnicemu_fi.so"),
+        ]
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("libnicemu_fi.so was not built beside {}", deps.display()));
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-provider");
         std::fs::create_dir_all(&dir).expect("creating the provider directory");
         let link = dir.join("libnicemu-fi.so");
