@@ -160,11 +160,7 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     let mut ranks: Vec<Rank> = Vec::new();
     let started = Instant::now();
     let mut failure: Option<String> = None;
-    // The rank the first failure was seen on, and whether it was seen as its PMI connection
-    // ending without finalize; the ranks that called PMI abort, and why.
-    let mut cause_rank: Option<u32> = None;
-    let mut lost = false;
-    let mut abort_calls: HashMap<u32, String> = HashMap::new();
+    let mut verdict = Verdict::default();
 
     for r in 0..spec.ranks {
         let mut cmd = Command::new(program);
@@ -225,7 +221,7 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
                     server.rank_exited(r as u32);
                     if !status.success() && failure.is_none() && !rank.killed {
                         failure = Some(format!("rank {r} ({program}) ended with {status}"));
-                        cause_rank = Some(r as u32);
+                        verdict.cause_rank = Some(r as u32);
                     }
                 }
                 Ok(None) => {}
@@ -238,13 +234,7 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             break;
         }
         match server.events().recv_timeout(POLL) {
-            Ok(event) => note(
-                event,
-                &mut failure,
-                &mut cause_rank,
-                &mut lost,
-                &mut abort_calls,
-            ),
+            Ok(event) => verdict.note(event, &mut failure),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
         if let Some(limit) = spec.timeout
@@ -284,20 +274,21 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     // exit status, then the closed connection.
     server.wait_closed(DRAIN);
     while let Ok(event) = server.events().try_recv() {
-        note(
-            event,
-            &mut failure,
-            &mut cause_rank,
-            &mut lost,
-            &mut abort_calls,
-        );
+        verdict.note(event, &mut failure);
     }
-    if let Some(r) = cause_rank {
+    // A rank whose PMI connection closed without finalize before anything else went wrong
+    // is the cause, also when the launcher saw another rank's exit first: that rank failed
+    // because the server told it the job was aborted.
+    if let Some(l) = verdict.first_lost {
+        verdict.cause_rank = Some(l);
+        verdict.lost = true;
+    }
+    if let Some(r) = verdict.cause_rank {
         let rank = ranks.get(r as usize).filter(|rank| !rank.killed);
-        if let Some(why) = abort_calls.remove(&r) {
-            failure = Some(why);
+        if let Some(called) = verdict.abort_calls.remove(&r) {
+            failure = Some(called);
         } else if let Some(status) = rank.and_then(|rank| rank.status)
-            && lost
+            && verdict.lost
         {
             failure = Some(format!(
                 "rank {r} ({program}) ended with {status} without PMI finalize"
@@ -313,24 +304,38 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     }
 }
 
-/// Take in a server event: the first abort is the job's failure, unless one was seen already.
-fn note(
-    event: Event,
-    failure: &mut Option<String>,
-    cause_rank: &mut Option<u32>,
-    lost: &mut bool,
-    abort_calls: &mut HashMap<u32, String>,
-) {
-    match event {
-        Event::Aborted { why, lost: l } if failure.is_none() => {
-            *failure = Some(why);
-            *cause_rank = l;
-            *lost = l.is_some();
+/// What the launcher learnt about why the job failed.
+#[derive(Default)]
+struct Verdict {
+    /// The rank the first failure was seen on.
+    cause_rank: Option<u32>,
+    /// Whether that failure was its PMI connection ending without finalize.
+    lost: bool,
+    /// The rank whose connection ending without finalize made the server abort the job
+    /// (the server aborts once, so this was the first thing that went wrong).
+    first_lost: Option<u32>,
+    /// The ranks that called PMI abort, and why.
+    abort_calls: HashMap<u32, String>,
+}
+
+impl Verdict {
+    /// Take in a server event: the first abort is the job's failure, unless one was seen
+    /// already.
+    fn note(&mut self, event: Event, failure: &mut Option<String>) {
+        match event {
+            Event::Aborted { why, lost } => {
+                self.first_lost = lost;
+                if failure.is_none() {
+                    *failure = Some(why);
+                    self.cause_rank = lost;
+                    self.lost = lost.is_some();
+                }
+            }
+            Event::AbortCalled { rank: Some(r), why } => {
+                self.abort_calls.entry(r).or_insert(why);
+            }
+            _ => {}
         }
-        Event::AbortCalled { rank: Some(r), why } => {
-            abort_calls.entry(r).or_insert(why);
-        }
-        _ => {}
     }
 }
 
