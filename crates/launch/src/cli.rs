@@ -1,10 +1,12 @@
-//! `nicemu run -n N [--nic cassini|gemini] -- PROGRAM ARGS...`: start a job of N processes on
-//! this host with a PMI-1 server (see [`crate::job`] and docs/launch.md).
+//! `nicemu run -n N [--nic cassini|gemini] [--hosts h1,h2] -- PROGRAM ARGS...`: start a job
+//! of N processes, on this host or on the hosts listed, with a PMI-1 server (see
+//! [`crate::job`], [`crate::hosts`] and docs/launch.md).
 
 #![forbid(unsafe_code)]
 
 use std::time::Duration;
 
+use crate::hosts::{self, Launcher};
 use crate::job::{self, JobError, JobSpec, Sink};
 
 /// `nicemu run`'s arguments.
@@ -23,6 +25,23 @@ pub struct RunArgs {
     /// killed.
     #[arg(long, value_name = "SECS", default_value_t = job::DEFAULT_GRACE.as_secs_f64())]
     pub grace: f64,
+    /// Place the ranks on these hosts, hydra's syntax: `h1,h2:4` (a host and its slots, 1
+    /// when left out); slots are filled in order, then the list starts over. Ranks on
+    /// other hosts are started with --launcher; each rank is told its host as NICEMU_HOST.
+    #[arg(long, value_name = "HOSTS")]
+    pub hosts: Option<String>,
+    /// How ranks on other hosts are started: `ssh` (`ssh HOST 'COMMAND'`) or `exec`
+    /// (`PROGRAM HOST COMMAND...` with --launcher-exec, no shell in between).
+    #[arg(long, value_name = "KIND", default_value = "ssh")]
+    pub launcher: String,
+    /// The program (and its first arguments) --launcher runs, e.g. `ssh -p 2222` or
+    /// `ip netns exec`.
+    #[arg(long, value_name = "PROGRAM")]
+    pub launcher_exec: Option<String>,
+    /// The address ranks on other hosts reach this launcher's PMI server at (default: this
+    /// host's address on the route to the first other host).
+    #[arg(long, value_name = "IP")]
+    pub pmi_address: Option<std::net::IpAddr>,
     /// Prefix every output line with the rank, as `[3] `.
     #[arg(short = 'l', long)]
     pub label: bool,
@@ -46,6 +65,11 @@ impl RunArgs {
         spec.timeout = self.timeout.map(|t| seconds("--timeout", t)).transpose()?;
         spec.grace = seconds("--grace", self.grace)?;
         spec.label = self.label;
+        if let Some(list) = &self.hosts {
+            spec.hosts = hosts::parse(list)?;
+        }
+        spec.launcher = Launcher::new(&self.launcher, self.launcher_exec.as_deref())?;
+        spec.pmi_address = self.pmi_address;
         Ok(spec)
     }
 }

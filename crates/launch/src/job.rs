@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::hosts::{self, Host, Launcher};
 use crate::server::{Event, Limits, Server};
 
 /// Where forwarded output goes (the launcher's stdout or stderr, or a buffer in tests).
@@ -49,6 +51,13 @@ pub struct JobSpec {
     pub label: bool,
     /// The PMI server's limits.
     pub limits: Limits,
+    /// The hosts the ranks are placed on (empty: all on this host).
+    pub hosts: Vec<Host>,
+    /// How ranks on other hosts are started.
+    pub launcher: Launcher,
+    /// The address ranks on other hosts reach the PMI server at (default: this host's
+    /// address on the route to the first other host).
+    pub pmi_address: Option<IpAddr>,
 }
 
 impl JobSpec {
@@ -62,6 +71,9 @@ impl JobSpec {
             grace: DEFAULT_GRACE,
             label: false,
             limits: Limits::default(),
+            hosts: Vec::new(),
+            launcher: Launcher::Ssh(vec!["ssh".into()]),
+            pmi_address: None,
         }
     }
 }
@@ -151,10 +163,29 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     let Some((program, args)) = spec.command.split_first() else {
         return Err(JobError::Invalid("no program to launch".into()));
     };
-    let server = Server::start(spec.ranks, spec.limits).map_err(|source| JobError::Start {
-        what: "starting the PMI server".into(),
-        source,
-    })?;
+    let placement = hosts::place(&spec.hosts, spec.ranks);
+    let remote: Vec<bool> = spec
+        .hosts
+        .iter()
+        .map(|h| !hosts::is_this_host(&h.name))
+        .collect();
+    // The address ranks on other hosts reach the PMI server at.
+    let pmi_ip = match remote.iter().position(|&r| r) {
+        None => None,
+        Some(first) => Some(match spec.pmi_address {
+            Some(ip) => ip,
+            None => route_to(&spec.hosts[first].name)?,
+        }),
+    };
+    let bind = match pmi_ip {
+        Some(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    let server =
+        Server::start_on(bind, spec.ranks, spec.limits).map_err(|source| JobError::Start {
+            what: "starting the PMI server".into(),
+            source,
+        })?;
     let (done_tx, done_rx) = mpsc::channel();
     let mut forwarders = 0;
     let mut ranks: Vec<Rank> = Vec::new();
@@ -163,16 +194,49 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     let mut verdict = Verdict::default();
 
     for r in 0..spec.ranks {
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env_remove("PMI_FD")
-            .env("PMI_PORT", server.port())
-            .env("PMI_ID", r.to_string())
-            .env("PMI_RANK", r.to_string())
-            .env("PMI_SIZE", spec.ranks.to_string())
-            .env("MPI_LOCALNRANKS", spec.ranks.to_string())
-            .env("MPI_LOCALRANKID", r.to_string())
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        let host = placement.get(r as usize).copied();
+        // This rank's index among the ranks of its host, and how many that host has.
+        let (local_id, local_n) = match host {
+            Some(h) => (
+                placement[..r as usize].iter().filter(|&&x| x == h).count(),
+                placement.iter().filter(|&&x| x == h).count(),
+            ),
+            None => (r as usize, spec.ranks as usize),
+        };
+        let on_other_host = host.is_some_and(|h| remote[h]);
+        let mut env: Vec<(String, String)> = vec![
+            (
+                "PMI_PORT".into(),
+                match pmi_ip {
+                    Some(ip) if on_other_host => server.port_at(ip),
+                    _ => server.port(),
+                },
+            ),
+            ("PMI_ID".into(), r.to_string()),
+            ("PMI_RANK".into(), r.to_string()),
+            ("PMI_SIZE".into(), spec.ranks.to_string()),
+            ("MPI_LOCALNRANKS".into(), local_n.to_string()),
+            ("MPI_LOCALRANKID".into(), local_id.to_string()),
+        ];
+        if let Some(h) = host {
+            // Ranks that share a host name share memory; the others link over TCP.
+            env.push(("NICEMU_HOST".into(), spec.hosts[h].name.clone()));
+        }
+        env.extend(spec.env.iter().cloned());
+        let mut cmd = match host {
+            Some(h) if on_other_host => {
+                let argv = spec.launcher.argv(&spec.hosts[h].name, &env, &spec.command);
+                let mut cmd = Command::new(&argv[0]);
+                cmd.args(&argv[1..]);
+                cmd
+            }
+            _ => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+                cmd
+            }
+        };
+        cmd.env_remove("PMI_FD")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -302,6 +366,24 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             ended: summary(&ranks, spec.ranks),
         }),
     }
+}
+
+/// This host's address on the route to `host` (no packet is sent: a UDP socket is only
+/// connected), the address ranks there reach the PMI server at.
+fn route_to(host: &str) -> Result<IpAddr, JobError> {
+    let cannot = |why: String| {
+        JobError::Invalid(format!(
+            "cannot tell which address ranks on {host} reach this launcher at ({why}); \
+             give --pmi-address"
+        ))
+    };
+    let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(|e| cannot(e.to_string()))?;
+    sock.connect((host, 9)).map_err(|e| cannot(e.to_string()))?;
+    let ip = sock.local_addr().map_err(|e| cannot(e.to_string()))?.ip();
+    if ip.is_loopback() || ip.is_unspecified() {
+        return Err(cannot(format!("the route to it leaves from {ip}")));
+    }
+    Ok(ip)
 }
 
 /// What the launcher learnt about why the job failed.

@@ -1,12 +1,13 @@
-//! Multi-process jobs on this host: [`server`] is a PMI-1 server (the key-value space, barriers
+//! Multi-process jobs on this host or several: [`server`] is a PMI-1 server (the key-value space, barriers
 //! and abort of one job), [`job`] starts the N processes of a job and ends it as a whole when
-//! one fails, [`cli`] is `nicemu run`, and [`probe`] is a program that checks a launch using
+//! one fails, [`hosts`] places ranks on hosts and starts them there, [`cli`] is `nicemu run`, and [`probe`] is a program that checks a launch using
 //! only the PMI client (`mpi::pmi`). How to launch, with `nicemu run` or hydra's `mpiexec`:
 //! docs/launch.md.
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod hosts;
 pub mod job;
 pub mod probe;
 pub mod server;

@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -143,7 +143,13 @@ fn aborted_reply(cmd: &str, why: &str) -> Message {
 impl Server {
     /// Listen on an ephemeral port of 127.0.0.1 for a job of `size` ranks.
     pub fn start(size: u32, limits: Limits) -> io::Result<Server> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        Server::start_on(IpAddr::V4(Ipv4Addr::LOCALHOST), size, limits)
+    }
+
+    /// Listen on an ephemeral port of `ip` (the unspecified address: every interface, for
+    /// ranks on other hosts) for a job of `size` ranks.
+    pub fn start_on(ip: IpAddr, size: u32, limits: Limits) -> io::Result<Server> {
+        let listener = TcpListener::bind((ip, 0))?;
         let addr = listener.local_addr()?;
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
@@ -165,9 +171,18 @@ impl Server {
         })
     }
 
-    /// The value of `PMI_PORT` for the ranks.
+    /// The value of `PMI_PORT` for the ranks on this host.
     pub fn port(&self) -> String {
-        self.addr.to_string()
+        if self.addr.ip().is_unspecified() {
+            format!("127.0.0.1:{}", self.addr.port())
+        } else {
+            self.addr.to_string()
+        }
+    }
+
+    /// The value of `PMI_PORT` for ranks that reach this host at `ip`.
+    pub fn port_at(&self, ip: IpAddr) -> String {
+        SocketAddr::new(ip, self.addr.port()).to_string()
     }
 
     /// The name of the job's key-value space.
@@ -216,7 +231,11 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         // Wake the acceptor so it sees the flag; it exits on the next connection.
-        let _ = TcpStream::connect(self.addr);
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        }
+        let _ = TcpStream::connect(wake);
     }
 }
 

@@ -5,7 +5,8 @@
 //! (`NICEMU_FABRIC_IP`); ranks in different namespaces can only reach each other through the
 //! veth pair, whose byte counters the test reads afterwards. Skipped, with the reason printed,
 //! where namespaces cannot be made (not root, no `ip`, no CAP_SYS_ADMIN) or hydra is absent.
-//! The namespaces (and with them the veth pair) are deleted whatever happens.
+//! The namespaces (and with them the veth pair) are deleted whatever happens. The same job
+//! runs a second time started by `nicemu run --hosts`.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,6 +18,7 @@ const MPIEXEC: &str = "/usr/bin/mpiexec.hydra";
 struct Hosts {
     ns: [String; 2],
     ip: [String; 2],
+    veth: [String; 2],
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
@@ -36,14 +38,16 @@ fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl Hosts {
-    fn make() -> Result<Hosts, String> {
+    /// Tests of one process tell their pairs apart by `tag` (a letter).
+    fn make(tag: char) -> Result<Hosts, String> {
         let id = std::process::id();
-        let net = 1 + id % 250;
+        let net = 1 + (id + tag as u32) % 250;
         let hosts = Hosts {
-            ns: [format!("nicemu{id}a"), format!("nicemu{id}b")],
+            ns: [format!("nicemu{id}{tag}a"), format!("nicemu{id}{tag}b")],
             ip: [format!("10.213.{net}.1"), format!("10.213.{net}.2")],
+            veth: [format!("nmv{id}{tag}a"), format!("nmv{id}{tag}b")],
         };
-        let veth = [format!("nmv{id}a"), format!("nmv{id}b")];
+        let veth = hosts.veth.clone();
         for ns in &hosts.ns {
             ip(&["netns", "add", ns])?;
         }
@@ -73,9 +77,8 @@ impl Hosts {
         let out = Command::new("ip")
             .args(["netns", "exec", &self.ns[i], "cat"])
             .arg(format!(
-                "/sys/class/net/nmv{}{}/statistics/tx_bytes",
-                std::process::id(),
-                ["a", "b"][i]
+                "/sys/class/net/{}/statistics/tx_bytes",
+                self.veth[i]
             ))
             .output()
             .expect("reading the veth counters");
@@ -100,7 +103,7 @@ fn four_ranks_on_two_namespaces_over_the_tcp_fabric() {
         eprintln!("skipped: {MPIEXEC} is absent (Debian's mpich package provides it)");
         return;
     }
-    let hosts = match Hosts::make() {
+    let hosts = match Hosts::make('h') {
         Ok(h) => h,
         Err(e) => {
             eprintln!("skipped: cannot make network namespaces here ({e})");
@@ -123,25 +126,60 @@ fn four_ranks_on_two_namespaces_over_the_tcp_fabric() {
                 .arg(format!("NICEMU_NIC={nic}"))
                 .args([NICEMU, "mpi-check"]);
         }
-        let out = cmd.output().expect("running mpiexec");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{nic}: {err}\n{text}");
-        for r in 0..4 {
-            assert!(
-                text.lines().any(|l| l.starts_with(&format!("rank {r}/4 "))
-                    && l.contains("13 messages 0..4194304 B ok")
-                    && l.contains("allreduce of 4096 u64 ok")),
-                "{nic}: rank {r}:\n{text}\n{err}"
-            );
+        check(nic, &hosts, before, &cmd.output().expect("running mpiexec"));
+    }
+}
+
+/// Every rank checked its messages and allreduce, and 4 MiB crossed the veth pair each way
+/// (rank 1 sends 4 MiB to rank 2 and rank 3 to rank 0).
+fn check(nic: &str, hosts: &Hosts, before: [u64; 2], out: &std::process::Output) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{nic}: {err}\n{text}");
+    for r in 0..4 {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("rank {r}/4 "))
+                && l.contains("13 messages 0..4194304 B ok")
+                && l.contains("allreduce of 4096 u64 ok")),
+            "{nic}: rank {r}:\n{text}\n{err}"
+        );
+    }
+    for (i, was) in before.iter().enumerate() {
+        let sent = hosts.tx_bytes(i) - was;
+        assert!(
+            sent > 4 << 20,
+            "{nic}: namespace {i} sent {sent} bytes over the veth"
+        );
+    }
+}
+
+/// nicemu's own launcher places the ranks: `--hosts A:2,B:2` with `ip netns exec` as the
+/// way onto a host, run from namespace A (where its PMI server listens on every interface
+/// and is reached from B at `--pmi-address`). The launcher tells each rank its host
+/// (`NICEMU_HOST`), so ranks of one namespace share memory and the others use TCP over the
+/// veth pair, at the address each rank finds on its route to the PMI server.
+#[test]
+fn nicemu_run_places_two_ranks_on_each_of_two_namespaces() {
+    let hosts = match Hosts::make('r') {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("skipped: cannot make network namespaces here ({e})");
+            return;
         }
-        // Rank 1 sent 4 MiB to rank 2 and rank 3 to rank 0, across the veth pair.
-        for (i, was) in before.iter().enumerate() {
-            let sent = hosts.tx_bytes(i) - was;
-            assert!(
-                sent > 4 << 20,
-                "{nic}: namespace {i} sent {sent} bytes over the veth"
-            );
-        }
+    };
+    for nic in ["cassini", "gemini"] {
+        let before = [hosts.tx_bytes(0), hosts.tx_bytes(1)];
+        let out = Command::new("ip")
+            .args(["netns", "exec", &hosts.ns[0], NICEMU, "run", "-n", "4"])
+            .args(["--nic", nic, "--timeout", "120", "--launcher", "exec"])
+            .args(["--launcher-exec", "ip netns exec"])
+            .arg(format!("--hosts={}:2,{}:2", hosts.ns[0], hosts.ns[1]))
+            .arg(format!("--pmi-address={}", hosts.ip[0]))
+            .args(["--", NICEMU, "mpi-check"])
+            .env_remove("PMI_FD")
+            .env_remove("PMI_PORT")
+            .output()
+            .expect("running nicemu run");
+        check(nic, &hosts, before, &out);
     }
 }

@@ -42,3 +42,38 @@ fn a_failing_rank_fails_the_job_with_a_message() {
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("checked"));
 }
+
+#[test]
+fn bad_host_lists_and_launchers_are_clear_errors() {
+    for (args, expect) in [
+        (
+            &["--hosts", "a,,b"][..],
+            "--hosts \"a,,b\": an empty host name",
+        ),
+        (
+            &["--hosts", "a:0"][..],
+            "the number of slots must be between 1 and",
+        ),
+        (
+            &["--hosts", "a", "--launcher", "rsh"][..],
+            "--launcher rsh: expected ssh or exec",
+        ),
+        (
+            &["--hosts", "a", "--launcher", "exec"][..],
+            "--launcher exec needs --launcher-exec",
+        ),
+        (
+            &["--hosts", "no-such-host.invalid"][..],
+            "cannot tell which address ranks on no-such-host.invalid reach this launcher at",
+        ),
+    ] {
+        let mut all = vec!["-n", "2"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--", NICEMU, "pmi-probe"]);
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -22,8 +22,11 @@
 //! Environment: `NICEMU_NIC` (`cassini`/`cxi` or `gemini`/`gni`, default cassini),
 //! `NICEMU_FABRIC` (`auto` or `tcp`), `NICEMU_FABRIC_TIMEOUT_MS` (default 10000),
 //! `NICEMU_FABRIC_RING_KIB` (inbound ring per peer, default 1024), `NICEMU_FABRIC_IP` (the
-//! address published for TCP; default the first address the host name resolves to that
-//! is not loopback, else 127.0.0.1).
+//! address published for TCP; default this host's address on the route to the PMI server
+//! when that is on another host, else the first address the host name resolves to that is
+//! not loopback, else 127.0.0.1), `NICEMU_HOST` (the host name published: ranks with the
+//! same one link through shared memory; default the kernel's host name; `nicemu run
+//! --hosts` sets it).
 
 #![forbid(unsafe_code)]
 
@@ -145,6 +148,13 @@ impl ProcessConfig {
                 .ok_or_else(|| bad("NICEMU_FABRIC_RING_KIB", v, "expected a power of two >= 4"))?;
             cfg.ring_bytes = kib << 10;
         }
+        if let Some(v) = env.get("NICEMU_HOST") {
+            let v = v.trim();
+            if v.is_empty() || v.contains(char::is_whitespace) {
+                return Err(bad("NICEMU_HOST", v, "expected a host name"));
+            }
+            cfg.host = Some(v.to_string());
+        }
         if let Some(v) = env.get("NICEMU_FABRIC_IP") {
             cfg.tcp_advertise = Some(
                 v.trim()
@@ -265,11 +275,34 @@ fn advertise(cfg: &ProcessConfig, host: &str) -> IpAddr {
     if !cfg.tcp_bind.is_unspecified() {
         return cfg.tcp_bind;
     }
-    (host, 0)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.find(|a| !a.ip().is_loopback()).map(|a| a.ip()))
+    route_to_pmi(cfg)
+        .or_else(|| {
+            (host, 0)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.find(|a| !a.ip().is_loopback()).map(|a| a.ip()))
+        })
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// When the PMI server is on another host (`PMI_PORT` not a loopback address): this host's
+/// address on the route to it, which the launcher's other hosts can reach too. No packet is
+/// sent; a UDP socket is only connected.
+fn route_to_pmi(cfg: &ProcessConfig) -> Option<IpAddr> {
+    let server: SocketAddr = cfg
+        .env
+        .get("PMI_PORT")?
+        .trim()
+        .to_socket_addrs()
+        .ok()?
+        .next()?;
+    if server.ip().is_loopback() {
+        return None;
+    }
+    let sock = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    sock.connect(server).ok()?;
+    let ip = sock.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 fn utf8(rank: u32, key: &str, v: Vec<u8>) -> Result<String, ProcessError> {

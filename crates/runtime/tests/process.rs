@@ -251,6 +251,7 @@ fn bad_nic_and_fabric_settings_are_clear_errors() {
         ("NICEMU_FABRIC_TIMEOUT_MS", "0"),
         ("NICEMU_FABRIC_RING_KIB", "3"),
         ("NICEMU_FABRIC_IP", "not-an-ip"),
+        ("NICEMU_HOST", "two words"),
     ] {
         let e = ProcessConfig::from_env(&mpi::Env::new().with(var, value))
             .unwrap_err()
