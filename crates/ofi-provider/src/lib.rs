@@ -12,6 +12,7 @@ pub mod ep;
 pub mod error;
 pub mod ffi;
 pub mod nic;
+pub mod rendezvous;
 pub mod wire;
 
 /// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).
