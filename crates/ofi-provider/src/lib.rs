@@ -1,7 +1,9 @@
 //! `libnicemu-fi.so`: a libfabric provider named `nicemu` over the cxi transport
 //! (`mpi::transport::cxi`, itself over `userlib::cxi`) on an emulated Cassini hosted in the
-//! process. `FI_EP_RDM` endpoints with tagged and untagged messages, address vectors, and
-//! completion queues with manual progress. See docs/ofi-provider.md.
+//! process; each process of a launched job hosts its own NIC on the fabric between
+//! processes ([`nic`], [`rendezvous`]). `FI_EP_RDM` endpoints with tagged and untagged
+//! messages, address vectors, and completion queues with manual progress. See
+//! docs/ofi-provider.md.
 //!
 //! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
 //! bits). The C interface and every `unsafe` block: [`ffi`].
@@ -12,6 +14,7 @@ pub mod ep;
 pub mod error;
 pub mod ffi;
 pub mod nic;
+pub mod rendezvous;
 pub mod wire;
 
 /// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).

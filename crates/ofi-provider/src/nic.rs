@@ -1,27 +1,52 @@
 //! Opening this process's NIC.
 //!
-//! Today the provider builds a one-node emulated Cassini machine inside the process (one NIC,
-//! threaded engine), so every endpoint of the process lives on that NIC and only endpoints
-//! of the same process can talk. [`open`] is the one place that decides where the NIC comes
-//! from: joining a fabric shared between processes replaces its body, not its callers.
+//! A process running alone (no launcher, or a job of one process) builds a one-node emulated
+//! Cassini machine inside itself (one NIC, threaded engine): all its endpoints live on that
+//! NIC. A process that a launcher started as one rank of several ([`Launch::from_env`])
+//! hosts its rank's node of the job's machine and joins the fabric between processes
+//! ([`runtime::process::join`]: shared memory with ranks on this host, TCP with others), so
+//! its endpoints reach the endpoints of every other rank. The ranks find each other's fabric
+//! addresses through the [`crate::rendezvous`] directory; endpoint names (the NIC address
+//! `fi_getname` returns) are exchanged by the application, as with any provider.
+//!
+//! `NICEMU_OFI_COUNTER_REPORT=1` prints, when the NIC is closed, one line per process on
+//! stderr with the NIC's non-zero hardware counters and the fabric's packet and byte counts
+//! to and from other processes: evidence that the traffic went through the emulated NICs.
 
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
 use driver::cassini::CxiDevice;
+use mpi::Env;
 use platform::{Cluster, EngineKind};
+use runtime::process::{ProcessConfig, ProcessGuard};
 
 use crate::error::{Error, Result};
+use crate::rendezvous::{Launch, Rendezvous};
 
 /// Host memory of the emulated node: staging and landing buffers of every endpoint.
 pub const NODE_MEMORY: u64 = 512 << 20;
 
+/// The variable asking for the counter line at close.
+pub const COUNTER_REPORT: &str = "NICEMU_OFI_COUNTER_REPORT";
+
+/// Where the node lives.
+enum Host {
+    /// A one-node machine in this process.
+    Alone(Cluster),
+    /// This rank's node of the job's machine, linked to the other processes.
+    Process(ProcessGuard),
+}
+
 /// This process's NIC: the devices endpoints open, and what keeps them alive.
 pub struct Nic {
     devices: Vec<Arc<CxiDevice>>,
+    rank: u32,
+    size: u32,
+    report: bool,
     /// The emulated machine hosting the NIC (dropped after the devices).
-    _machine: Cluster,
+    host: Host,
 }
 
 impl Nic {
@@ -29,10 +54,80 @@ impl Nic {
     pub fn devices(&self) -> &[Arc<CxiDevice>] {
         &self.devices
     }
+
+    /// This process's rank and the job's size (`(0, 1)` when alone).
+    pub fn rank_and_size(&self) -> (u32, u32) {
+        (self.rank, self.size)
+    }
+
+    /// The NIC's non-zero hardware counters by name, then the fabric's counters between
+    /// processes (none when alone).
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        match &self.host {
+            Host::Alone(c) => runtime::process::cassini_counters(c, 0),
+            Host::Process(g) => {
+                let f = g.fabric_counters();
+                let mut v = g.nic_counters();
+                v.extend([
+                    ("fabric.packets_sent".to_owned(), f.sent),
+                    ("fabric.bytes_sent".to_owned(), f.bytes_sent),
+                    ("fabric.packets_received".to_owned(), f.received),
+                    ("fabric.bytes_received".to_owned(), f.bytes_received),
+                    ("fabric.network_timeouts".to_owned(), f.network_timeouts),
+                ]);
+                v
+            }
+        }
+    }
+
+    /// The counter line of [`COUNTER_REPORT`].
+    pub fn report_line(&self) -> String {
+        let (rank, size) = self.rank_and_size();
+        let list: Vec<String> = self
+            .counters()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("nicemu-ofi: rank {rank} of {size}: {}", list.join(" "))
+    }
 }
 
-/// Open this process's NIC: a one-node emulated Cassini machine in the process.
+impl Drop for Nic {
+    fn drop(&mut self) {
+        if self.report {
+            eprintln!("{}", self.report_line());
+        }
+    }
+}
+
+/// The knobs of this process (`FI_`, `NICEMU_`, `PMI_`, ...) and Open MPI's launcher
+/// variables (`OMPI_`, `PMIX_`).
+fn process_env() -> Env {
+    let mut env = Env::from_process();
+    for (k, v) in std::env::vars() {
+        if k.starts_with("OMPI_") || k.starts_with("PMIX_") {
+            env.set(&k, &v);
+        }
+    }
+    env
+}
+
+fn report_wanted(env: &Env) -> Result<bool> {
+    env.flag(COUNTER_REPORT, false)
+        .map_err(|e| Error::Nic(e.to_string()))
+}
+
+/// Open this process's NIC: alone, or as its rank's node of the job's machine (module doc).
 pub fn open() -> Result<Nic> {
+    let env = process_env();
+    let report = report_wanted(&env)?;
+    match Launch::from_env(&env)? {
+        None => open_alone(report),
+        Some(launch) => open_in_job(&env, launch, report),
+    }
+}
+
+fn open_alone(report: bool) -> Result<Nic> {
     let machine = Cluster::builder()
         .nics(1)
         .engine(EngineKind::Threaded)
@@ -45,7 +140,38 @@ pub fn open() -> Result<Nic> {
     }
     Ok(Nic {
         devices,
-        _machine: machine,
+        rank: 0,
+        size: 1,
+        report,
+        host: Host::Alone(machine),
+    })
+}
+
+fn open_in_job(env: &Env, launch: Launch, report: bool) -> Result<Nic> {
+    let (rank, size) = (launch.rank, launch.size);
+    let mut cfg = ProcessConfig::from_env(env).map_err(|e| Error::Nic(e.to_string()))?;
+    if cfg.nic != runtime::Nic::Cassini {
+        return Err(Error::Nic(
+            "NICEMU_NIC: the libfabric provider drives a Cassini (cxi) only".into(),
+        ));
+    }
+    cfg.memory = NODE_MEMORY;
+    let mut rdv = Rendezvous::new(launch)?;
+    let joined = runtime::process::join(&mut rdv, &cfg);
+    rdv.leave();
+    let guard = joined.map_err(|e| Error::Nic(format!("rank {rank} of {size}: {e}")))?;
+    let devices = guard.cxi_devices();
+    if devices.is_empty() {
+        return Err(Error::Nic(format!(
+            "rank {rank}: the node has no cxi device"
+        )));
+    }
+    Ok(Nic {
+        devices,
+        rank,
+        size,
+        report,
+        host: Host::Process(guard),
     })
 }
 

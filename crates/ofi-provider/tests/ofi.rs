@@ -220,8 +220,8 @@ fn two_endpoints_exchange_tagged_and_untagged_messages_from_c() {
     );
 }
 
-/// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank (each process
-/// has its own NIC until the process fabric lands, so more ranks cannot meet yet).
+/// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank without a
+/// launcher (the provider builds its one-node machine in the process).
 #[test]
 fn open_mpi_runs_one_rank_over_the_mtl_ofi() {
     if Command::new("mpicc.openmpi")
@@ -259,4 +259,92 @@ fn open_mpi_runs_one_rank_over_the_mtl_ofi() {
     // The OFI MTL was selected, and on this provider (it names the domain).
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("mtl:ofi:provider: cxi0"), "{t}");
+}
+
+/// Whether Open MPI is here; outside CI a missing one skips with the reason, under `CI=true`
+/// it fails (`.ci/run` installs openmpi-bin and libopenmpi-dev).
+fn open_mpi_present() -> bool {
+    let missing = ["mpicc.openmpi", "mpirun.openmpi"]
+        .into_iter()
+        .find(|tool| Command::new(tool).arg("--version").output().is_err());
+    match missing {
+        None => true,
+        Some(tool) => {
+            let why = format!("{tool} not found (apt-get install openmpi-bin libopenmpi-dev)");
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// The values of `name=value` pairs in a counter line of `NICEMU_OFI_COUNTER_REPORT`.
+fn counter(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// Four Open MPI ranks, each its own process hosting its own emulated NIC, started by
+/// `mpirun` with the MTL on the provider: tagged messages of 0 B to 4 MiB around a ring, any
+/// source, and allreduces (`tests/c/mpi_ranks.c`), with the traffic seen in every NIC's
+/// hardware counters and the fabric between processes (`NICEMU_OFI_COUNTER_REPORT`).
+#[test]
+fn open_mpi_runs_four_ranks_in_four_processes_over_the_mtl_ofi() {
+    if !open_mpi_present() {
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-mpi-ranks");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-Wall", "-Werror", "-O1", "-o"])
+        .arg(&exe)
+        .arg(c_dir().join("mpi_ranks.c"))
+        .output()
+        .expect("running mpicc.openmpi");
+    assert!(o.status.success(), "{}", text(&o));
+    let mut cmd = Command::new("mpirun.openmpi");
+    cmd.args(["-np", "4", "--oversubscribe", "--bind-to", "none"])
+        .args(["--mca", "pml", "cm", "--mca", "mtl", "ofi"])
+        .args(["--mca", "mtl_ofi_provider_include", "nicemu"])
+        .args(["-x", "FI_PROVIDER_PATH", "-x", "NICEMU_OFI_COUNTER_REPORT"])
+        .arg(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("NICEMU_OFI_COUNTER_REPORT", "1")
+        .env_remove("FI_PROVIDER");
+    // Open MPI refuses to run as root unless told (CI containers run as root); for other
+    // users these variables change nothing.
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = cmd.output().expect("running mpirun.openmpi");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Every ring message, 0 B to 4 MiB.
+    let ring: u64 = [0, 1, 192, 193, 16384, 16385, 100000, 1 << 20, 4 << 20]
+        .iter()
+        .sum();
+    for rank in 0..4 {
+        assert!(
+            stdout.contains(&format!(
+                "mpi_ranks: ok (rank {rank} of 4, {ring} B to its neighbour)"
+            )),
+            "{t}"
+        );
+        let prefix = format!("nicemu-ofi: rank {rank} of 4: ");
+        let line = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no counter line of rank {rank}:\n{t}"));
+        // Each rank's NIC sent its ring messages (and its share of the allreduces) to
+        // other processes: the 4 MiB message alone is more than 4 MiB of fabric payload.
+        assert!(counter(line, "fabric.bytes_sent") > ring, "{line}");
+        assert!(counter(line, "fabric.bytes_received") > ring, "{line}");
+        assert_eq!(counter(line, "fabric.network_timeouts"), 0, "{line}");
+        // The NIC itself did the work: commands completed, messages matched on its PtlTEs,
+        // and rendezvous data pulled with Gets.
+        assert!(counter(line, "c_cq_cntrs.success_tx_cntr") >= 9, "{line}");
+        assert!(counter(line, "c_rmu_cntrs.ptl_success_cntr") >= 9, "{line}");
+        assert!(counter(line, "c_lpe_cntrs.get_cmds") >= 1, "{line}");
+    }
 }

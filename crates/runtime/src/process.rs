@@ -411,6 +411,24 @@ fn init_inner(
     Ok((fabric, machine))
 }
 
+/// Join the job's fabric as the rank `pmi` says (steps 1 to 3 of [`init`]) without opening a
+/// transport: for a library that opens its own endpoints on the node's devices, such as the
+/// libfabric provider ([`ProcessGuard::cxi_devices`]). Only `pmi`'s put, fence and get are
+/// used; on failure the job is aborted through it.
+pub fn join(pmi: &mut dyn Pmi, cfg: &ProcessConfig) -> Result<ProcessGuard, ProcessError> {
+    match init_inner(pmi, cfg) {
+        Ok((fabric, machine)) => Ok(ProcessGuard {
+            rank: pmi.rank(),
+            fabric,
+            machine: Some(machine),
+        }),
+        Err(e) => {
+            pmi.abort(&e.to_string());
+            Err(e)
+        }
+    }
+}
+
 fn emu_port(p: u32) -> platform::remote::PortId {
     platform::remote::PortId(p)
 }
@@ -460,6 +478,17 @@ impl ProcessGuard {
     /// timeouts, dead peers).
     pub fn fabric_counters(&self) -> RemoteCounters {
         self.fabric.counters()
+    }
+
+    /// The cxi devices of this rank's node (none on a Gemini node).
+    pub fn cxi_devices(&self) -> Vec<Arc<driver::cassini::CxiDevice>> {
+        match self.machine.as_ref() {
+            Some(Machine::Cassini(c)) => c
+                .node(self.rank as usize)
+                .map(|n| n.cxi_devices())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 
     /// The fabric between processes.
@@ -515,7 +544,9 @@ impl Drop for ProcessGuard {
     }
 }
 
-fn cassini_counters(c: &Cluster, node: usize) -> Vec<(String, u64)> {
+/// The non-zero hardware counters of `node`'s Cassini in `c`, by name (read through the CSR
+/// window, as [`ProcessGuard::nic_counters`]).
+pub fn cassini_counters(c: &Cluster, node: usize) -> Vec<(String, u64)> {
     let Some(devs) = c.node(node).map(|n| n.cxi_devices()) else {
         return Vec::new();
     };
