@@ -622,6 +622,15 @@ impl Shared {
 
     /// One unit of engine-owned work in the caller's thread (for [`Progress`]).
     fn progress_once(&self) -> bool {
+        // Packets from other processes first: the waiting host thread takes them from the
+        // fabric itself and runs their deliveries inline, with no hand-off to another thread
+        // (see [`Outlet::poll`]).
+        if !self.down.load(Ordering::Relaxed)
+            && let Some(o) = self.outlet.get()
+            && o.poll()
+        {
+            return true;
+        }
         if self.down.load(Ordering::Relaxed) || self.pending.load(Ordering::Acquire) == 0 {
             std::thread::yield_now();
             return false;

@@ -107,6 +107,15 @@ pub trait Outlet: Send + Sync {
     fn in_flight(&self) -> bool {
         false
     }
+    /// Take packets that arrived from other processes and hand them to the engine in the
+    /// calling thread (a host thread that waits for the device calls this through the
+    /// engine's progress). Returns whether any were taken. The fabric's own receiving
+    /// threads take them when nobody calls this; calling it only saves the hand-off from
+    /// one of those threads to the engine (and, on a busy host, the wait for that thread to
+    /// be scheduled).
+    fn poll(&self) -> bool {
+        false
+    }
 }
 
 /// One direction toward one peer process: a shared-memory ring or a TCP stream.
@@ -524,6 +533,10 @@ impl Outlet for ProcessFabric {
     fn forward(&self, delay: SimDuration, pkt: Packet) {
         // Failures are counted (network timeouts, no link); the NIC sees a lost packet.
         let _ = self.send(delay, &pkt);
+    }
+
+    fn poll(&self) -> bool {
+        !self.closed.load(Ordering::Acquire) && self.shm.poll(&self.core)
     }
 
     fn in_flight(&self) -> bool {

@@ -24,8 +24,11 @@
 //!
 //! One poller thread per process drains every inbound ring into the engine, flushes the
 //! frames its senders could not push into a full ring, beats the heartbeats and watches the
-//! peers (pid gone, or heartbeat stale for the timeout). It spins briefly when idle, then
-//! yields, then sleeps on the segment's doorbell, a futex word in the shared mapping
+//! peers (pid gone, or heartbeat stale for the timeout). A host thread that waits for its
+//! device (the rank polling its completion queue) drains the rings itself through the
+//! engine's progress ([`ShmSide::poll`]), so on a ping-pong an arrival is handled in the
+//! thread that waits for it, with no hand-off. The poller spins briefly when idle, then
+//! yields a few times, then sleeps on the segment's doorbell, a futex word in the shared mapping
 //! (woken by a producer that pushed a frame, or after a heartbeat period). Lost wake-ups
 //! are excluded Dekker-style: the poller announces it sleeps, then (after a SeqCst fence)
 //! looks at the rings once more before waiting; a producer stores its ring's tail, then
@@ -56,6 +59,9 @@ const OWNER_BEAT: usize = 64;
 const OWNER_STATE: usize = 72;
 const BELL: usize = 80;
 const SLEEPING: usize = 84;
+/// Idle rounds the poller spins, then yields, before it sleeps on the doorbell.
+const IDLE_SPINS: u32 = 64;
+const IDLE_YIELDS: u32 = 16;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -314,6 +320,20 @@ impl ShmSide {
         }
     }
 
+    /// Drain the inbound rings in the calling thread, unless the poller is at it (then it
+    /// hands the frames over itself). Returns whether any frame was taken.
+    pub(crate) fn poll(&self, core: &Core) -> bool {
+        match self.inbound.try_lock() {
+            Ok(mut inb) => {
+                if !inb.iter().any(|r| r.ring.pending()) {
+                    return false;
+                }
+                drain(core, &mut inb)
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Tell producers this segment's owner closed.
     pub(crate) fn close(&self) {
         self.seg.u32_at(OWNER_STATE).store(2, Ordering::Release);
@@ -478,31 +498,7 @@ fn poll_loop(
     let mut last_beat = Instant::now() - beat;
     let mut idle = 0u32;
     while !core.stop.load(Ordering::Acquire) {
-        let mut work = false;
-        {
-            let mut inb = lock(inbound);
-            for r in inb.iter_mut() {
-                for _ in 0..256 {
-                    let got = r.ring.pop(|b| {
-                        Header::decode(b).map(|h| {
-                            let end = (frame::HEADER + h.len as usize).min(b.len());
-                            (h, b[frame::HEADER..end].to_vec())
-                        })
-                    });
-                    match got {
-                        None => break,
-                        Some(Ok((h, data))) if h.kind == frame::Kind::Packet => {
-                            core.deliver(h, data, &mut r.flows);
-                            work = true;
-                        }
-                        Some(_) => {
-                            core.set_dead(r.port, "its ring holds a malformed frame".into());
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+        let mut work = drain(core, &mut lock(inbound));
         let links: Vec<Arc<ShmLink>> = lock(outbound).clone();
         for l in &links {
             work |= l.flush();
@@ -522,9 +518,12 @@ fn poll_loop(
             idle = 0;
         } else {
             idle = idle.saturating_add(1);
-            if idle < 200 {
+            // A short spin, a few yields, then sleep: on a host with fewer cores than
+            // busy threads, a poller that yields for long only takes turns from the rank
+            // threads, which drain the rings themselves while they wait (`ShmSide::poll`).
+            if idle < IDLE_SPINS {
                 std::hint::spin_loop();
-            } else if idle < 1000 {
+            } else if idle < IDLE_SPINS + IDLE_YIELDS {
                 std::thread::yield_now();
             } else if links.iter().any(|l| !lock(&l.inner).backlog.is_empty()) {
                 // Waiting for a peer to make room: look again shortly.
@@ -546,6 +545,34 @@ fn poll_loop(
             }
         }
     }
+}
+
+/// Hand what the inbound rings hold to the engine (at most 256 frames a ring). Returns
+/// whether any frame was taken.
+fn drain(core: &Core, inb: &mut [Inbound]) -> bool {
+    let mut work = false;
+    for r in inb.iter_mut() {
+        for _ in 0..256 {
+            let got = r.ring.pop(|b| {
+                Header::decode(b).map(|h| {
+                    let end = (frame::HEADER + h.len as usize).min(b.len());
+                    (h, b[frame::HEADER..end].to_vec())
+                })
+            });
+            match got {
+                None => break,
+                Some(Ok((h, data))) if h.kind == frame::Kind::Packet => {
+                    core.deliver(h, data, &mut r.flows);
+                    work = true;
+                }
+                Some(_) => {
+                    core.set_dead(r.port, "its ring holds a malformed frame".into());
+                    break;
+                }
+            }
+        }
+    }
+    work
 }
 
 /// Sleep until a producer rings the segment's doorbell, or `limit` passed.
