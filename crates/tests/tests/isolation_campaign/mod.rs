@@ -43,6 +43,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// A fair coin.
+    pub fn coin(&mut self) -> bool {
+        self.next() & 1 == 0
+    }
+
     /// Uniform in `lo..hi` (`hi > lo`).
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo)
