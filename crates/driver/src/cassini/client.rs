@@ -192,6 +192,14 @@ impl Client {
     /// copied into `resp`, which must be at least the response size (else `EFAULT`, as a bad
     /// response pointer gives). Returns the request length, as `write` does.
     pub fn write(&self, req: &[u8], resp: &mut [u8]) -> Result<usize, Errno> {
+        let r = self.write_inner(req, resp);
+        if r.is_err() {
+            self.dev.note_refused();
+        }
+        r
+    }
+
+    fn write_inner(&self, req: &[u8], resp: &mut [u8]) -> Result<usize, Errno> {
         let op_raw = req
             .get(..4)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -252,6 +260,14 @@ impl Client {
     /// `mmap(fd, size, offset)` of a token from an alloc response: `offset` and `size` must be
     /// exactly the token's.
     pub fn mmap(&self, offset: u64, size: u64) -> Result<Mapping, Errno> {
+        let r = self.mmap_inner(offset, size);
+        if r.is_err() {
+            self.dev.note_refused();
+        }
+        r
+    }
+
+    fn mmap_inner(&self, offset: u64, size: u64) -> Result<Mapping, Errno> {
         let st = self.dev.lock();
         let c = st.clients.get(&self.id).ok_or(Errno::Eio)?;
         if c.dead {

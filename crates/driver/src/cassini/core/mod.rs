@@ -517,6 +517,8 @@ pub struct CxiDevice {
     initial: FreeCounts,
     state: Mutex<DevState>,
     resets: AtomicU64,
+    /// uAPI requests (writes and mmaps) answered with an error.
+    refused: AtomicU64,
     progress: OnceLock<Arc<dyn emu_core::engine::Progress>>,
 }
 
@@ -649,6 +651,7 @@ impl CxiDevice {
             initial,
             state: Mutex::new(st),
             resets: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             progress: OnceLock::new(),
         }))
     }
@@ -714,6 +717,18 @@ impl CxiDevice {
     /// How many times the device was reset.
     pub fn reset_count(&self) -> u64 {
         self.resets.load(Ordering::Relaxed)
+    }
+
+    /// How many uAPI requests (command writes and mmaps) of any client this device answered
+    /// with an error: a driver statistic (the kernel driver logs these with `dev_dbg`; here
+    /// they are counted so that refusals are visible without a log).
+    pub fn refused_requests(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Count one refused uAPI request.
+    pub(crate) fn note_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The wait object of MSI-X vector `v`.

@@ -44,7 +44,11 @@ impl KgniClient {
 
     /// Issue one request (the ioctl).
     pub fn request(&self, req: Request) -> Result<Response, KgniError> {
-        self.dev.handle(self, req)
+        let r = self.dev.handle(self, req);
+        if r.is_err() {
+            self.dev.note_refused();
+        }
+        r
     }
 
     fn expect<T>(

@@ -191,6 +191,8 @@ pub struct Kgni {
     state: Mutex<State>,
     waiter: Mutex<Waiter>,
     next_client: AtomicU64,
+    /// Requests answered with an error.
+    refused: AtomicU64,
 }
 
 impl fmt::Debug for Kgni {
@@ -221,6 +223,16 @@ pub enum KgniProbeError {
 }
 
 impl Kgni {
+    /// How many requests of any client this device answered with an error (a driver
+    /// statistic; the kernel module reports such refusals only as error codes and logs).
+    pub fn refused_requests(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Handlers leave the state consistent at every await-free step; a panic elsewhere does
         // not invalidate it.

@@ -172,6 +172,7 @@ impl Kgni {
             state: Mutex::new(state),
             waiter: Mutex::new(Waiter::Interrupts),
             next_client: AtomicU64::new(1),
+            refused: AtomicU64::new(0),
         }))
     }
 
