@@ -90,8 +90,14 @@ fn packets_lost_or_damaged_on_a_link_are_retried_by_the_link_and_arrive_once() {
             sync: SyncType::LOCAL_EVENT,
             ..PostOpts::default()
         };
-        n0.fma_amo(j.nodes[0].fma, word, Amo::new(AmoCmd::Add, i + 1, 0), None, o)
-            .unwrap();
+        n0.fma_amo(
+            j.nodes[0].fma,
+            word,
+            Amo::new(AmoCmd::Add, i + 1, 0),
+            None,
+            o,
+        )
+        .unwrap();
         let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
         assert_eq!(e.status(), Ok(HwStatus::Ok), "AMO {i}");
     }
@@ -121,7 +127,11 @@ fn packets_lost_or_damaged_on_a_link_are_retried_by_the_link_and_arrive_once() {
     assert!(f.link_recovered_drops > 0, "{f:?}");
     assert!(f.link_recovered_corruptions > 0, "{f:?}");
     assert!(f.link_retries >= f.link_recovered_drops + f.link_recovered_corruptions);
-    assert_eq!((f.dropped, f.corrupted), (0, 0), "nothing reached the NICs damaged");
+    assert_eq!(
+        (f.dropped, f.corrupted),
+        (0, 0),
+        "nothing reached the NICs damaged"
+    );
     assert_eq!(n0.counter(counter::TIMEOUTS).unwrap(), 0);
     assert_eq!(n1.counter(counter::CRC_DROPS).unwrap(), 0);
 }

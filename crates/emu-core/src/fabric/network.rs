@@ -415,7 +415,10 @@ impl Fabric {
             }
         }
         if rng.chance(self.faults.drop) {
-            match self.link_retry.map(|r| self.retransmit(rng, self.faults.drop, r)) {
+            match self
+                .link_retry
+                .map(|r| self.retransmit(rng, self.faults.drop, r))
+            {
                 Some(Some(d)) => {
                     extra = extra + d;
                     self.counters.link_recovered_drops += 1;
@@ -878,13 +881,19 @@ mod tests {
         .unwrap();
         f.set_link_retry(Some(retry()));
         let mut rng = SimRng::new(1);
-        assert!(f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng).is_empty());
+        assert!(
+            f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng)
+                .is_empty()
+        );
         let c = f.counters();
         assert_eq!((c.dropped_fault, c.link_retries), (1, 8));
         assert_eq!(c.link_recovered_drops, 0);
         // Without link-level retry the same site loses the packet without retrying.
         f.set_link_retry(None);
-        assert!(f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng).is_empty());
+        assert!(
+            f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng)
+                .is_empty()
+        );
         assert_eq!(f.counters().link_retries, 8);
     }
 
@@ -904,7 +913,10 @@ mod tests {
             f.set_link_retry(Some(retry()));
             let mut rng = SimRng::new(4);
             let t0 = SimTime::from_us(1);
-            let d: Vec<_> = f.inject(t0, pkt(0, 1, 0, 8), &mut rng).into_iter().collect();
+            let d: Vec<_> = f
+                .inject(t0, pkt(0, 1, 0, 8), &mut rng)
+                .into_iter()
+                .collect();
             assert_eq!(d.len(), usize::from(survives), "flap of {down:?}");
             if survives {
                 assert!(d[0].0 >= t0 + down, "held until the link was back");

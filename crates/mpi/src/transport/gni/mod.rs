@@ -31,8 +31,9 @@
 //!   longer than the link layer waits, a request timeout): `GNI_GetCompleted` returns the
 //!   descriptor with `GNI_RC_TRANSACTION_ERROR`. A PUT or GET is re-posted as it was, when
 //!   `GNI_CqErrorRecoverable` says so, up to [`POST_RETRIES`] times, as Open MPI's ugni BTL
-//!   does (`btl_ugni_component.c` `rdma_max_retries` 16, `btl_ugni_device.h`: re-post with
-//!   `GNI_PostRdma` / `GNI_PostFma`; the Cray MPICH netmod's source is not public). Both
+//!   does (open-mpi/ompi `opal/mca/btl/ugni`: `rdma_max_retries` 16, failed post events
+//!   re-posted with `GNI_PostRdma` / `GNI_PostFma`; the Cray MPICH netmod's source is not
+//!   public). Both
 //!   are idempotent: a PUT writes the same bytes to the same place again, and no receiver
 //!   reads them before the PUT's completion is announced; a GET reads again. An AMO is not
 //!   (it may have executed before its answer was lost) and an SMSG send is not re-sent
@@ -358,7 +359,11 @@ impl GniTransport {
 
     /// A post ended with a transaction error: post the same descriptor again (a PUT or a
     /// GET, when the error is recoverable and the post has retries left), or fail.
-    fn repost(&mut self, mut d: PostDescriptor, cqe: &firmware_spec::gemini::cqe::Cqe) -> Result<()> {
+    fn repost(
+        &mut self,
+        mut d: PostDescriptor,
+        cqe: &firmware_spec::gemini::cqe::Cqe,
+    ) -> Result<()> {
         let token = d.post_id;
         let why = cq::error_str(cqe);
         let Some(mut p) = self.posted.get(&token).copied() else {
