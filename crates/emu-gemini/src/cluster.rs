@@ -8,7 +8,9 @@ use emu_core::dma::DmaPort;
 use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::{Threaded, ThreadedConfig};
 use emu_core::engine::{Engine, EngineError};
-use emu_core::fabric::{Fabric, FabricConfig, FaultConfig, LinkParams, PortId, Topology};
+use emu_core::fabric::{
+    Fabric, FabricConfig, FaultConfig, LinkParams, LinkRetry, PortId, Topology,
+};
 use emu_core::memory::HostMemory;
 use emu_core::time::{SimDuration, SimTime};
 use std::sync::Arc;
@@ -24,6 +26,21 @@ pub fn gemini_link_params() -> LinkParams {
         bandwidth: 8_320_000_000,
         header_overhead: 16,
         switch_latency: SimDuration::from_ns(100),
+    }
+}
+
+/// Link-level retry of a Gemini torus: each link checks every packet's CRC and sends a
+/// lost or damaged one again (the LCB's link-level retry, nicemu issue 15), so drops and
+/// corruption on a link cost time, not data. The numbers are this model's choice (no public
+/// figure): up to 8 retransmissions per hop, each a link round trip plus the resend (300 ns
+/// against [`gemini_link_params`]' 100 ns links), and a link that is down is waited for up
+/// to 50 µs; a longer outage loses the packet, and the initiating NIC then fails the request
+/// with `REQUEST_TIMEOUT` (uGNI: `GNI_RC_TRANSACTION_ERROR`).
+pub fn gemini_link_retry() -> LinkRetry {
+    LinkRetry {
+        max_retries: 8,
+        retry_delay: SimDuration::from_ns(300),
+        down_window: SimDuration::from_us(50),
     }
 }
 
@@ -123,7 +140,7 @@ impl std::fmt::Debug for Cluster {
 impl Cluster {
     /// Build the fabric, the engine and one NIC (with its own host memory) per port.
     pub fn new(cfg: ClusterConfig) -> Result<Cluster, ClusterError> {
-        let fabric = Fabric::new(FabricConfig {
+        let mut fabric = Fabric::new(FabricConfig {
             topology: Topology::Torus3D {
                 dims: cfg.dims,
                 nics_per_router: cfg.nics_per_router,
@@ -131,6 +148,7 @@ impl Cluster {
             link: cfg.link,
             faults: cfg.faults,
         })?;
+        fabric.set_link_retry(Some(gemini_link_retry()));
         let ports = fabric.ports();
         let (engine, det, threaded): (Arc<dyn Engine>, _, _) = match &cfg.engine {
             EngineChoice::Deterministic { seed } => {

@@ -127,6 +127,17 @@ fn single(cfg: &SimConfig, out: &mut dyn Write) -> anyhow::Result<()> {
             f.corrupted,
             f.link_flaps
         )?;
+        if f.link_retries + f.link_held_for_flap > 0 {
+            writeln!(
+                out,
+                "link-level retry: {} retransmissions, {} lost and {} damaged packets \
+                 recovered, {} held for a flapped link",
+                f.link_retries,
+                f.link_recovered_drops,
+                f.link_recovered_corruptions,
+                f.link_held_for_flap
+            )?;
+        }
     }
     if let Some(t) = o.virtual_time {
         writeln!(
@@ -204,6 +215,14 @@ fn campaign(
          corrupted, {} link flaps",
         rep.dropped, rep.duplicated, rep.reordered, rep.corrupted, rep.link_flaps
     )?;
+    if rep.link_retries + rep.link_held_for_flap > 0 {
+        writeln!(
+            out,
+            "link-level retry over all runs: {} retransmissions, {} packets held for a \
+             flapped link",
+            rep.link_retries, rep.link_held_for_flap
+        )?;
+    }
     for (cfg, why) in &rep.failures {
         writeln!(out, "FAILED seed {}: {why}", cfg.seed)?;
         writeln!(out, "  replay: {}", cfg.replay_command())?;

@@ -228,6 +228,8 @@ impl GeminiClusterBuilder {
             faults: self.faults,
         })?;
         fabric.set_capture(self.capture.clone());
+        // Gemini links retry lost and damaged packets themselves (LCB link-level retry).
+        fabric.set_link_retry(Some(emu_gemini::cluster::gemini_link_retry()));
         let ports = fabric.ports();
         let started = self.engine.start(fabric)?;
         let (engine, threaded) = (started.engine, started.threaded);

@@ -34,6 +34,10 @@ pub struct CampaignReport {
     pub corrupted: u64,
     /// Link flaps.
     pub link_flaps: u64,
+    /// Link-level retransmissions (Gemini's links retry lost and damaged packets).
+    pub link_retries: u64,
+    /// Packets the link layer held until a flapped link was up again.
+    pub link_held_for_flap: u64,
 }
 
 impl Campaign {
@@ -54,6 +58,8 @@ impl Campaign {
                 rep.reordered += f.reordered;
                 rep.corrupted += f.corrupted;
                 rep.link_flaps += f.link_flaps;
+                rep.link_retries += f.link_retries;
+                rep.link_held_for_flap += f.link_held_for_flap;
             }
             progress(i, &cfg, &out);
             match &out.failure {

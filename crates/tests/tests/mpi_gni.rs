@@ -92,6 +92,71 @@ fn every_threshold_picks_its_protocol_and_the_bytes_arrive() {
 }
 
 #[test]
+fn puts_and_gets_that_fail_with_a_transaction_error_are_reposted_and_delivered_once() {
+    // The first 3 PUT/GET completions of each rank are reported as transaction errors
+    // (REQUEST_TIMEOUT, recoverable): the transport posts each again, and every message of
+    // every protocol still arrives once, intact and in order.
+    let env = [
+        ("MPICH_GNI_MAX_VSHORT_MSG_SIZE", "256"),
+        ("MPICH_GNI_MAX_EAGER_MSG_SIZE", "4096"),
+        ("MPICH_GNI_RDMA_THRESHOLD", "2048"),
+        ("MPICH_GNI_NDREG_MAXSIZE", "64K"),
+        ("NICEMU_GNI_INJECT_POST_ERRORS", "3"),
+    ];
+    let msgs = [
+        (257, 0),     // E1, FMA GET
+        (4096, 0),    // E1, BTE GET
+        (4100, 0),    // R0, BTE GET
+        (5001, 0),    // Put Fallback, BTE PUT
+        (2000, 0),    // E1, FMA GET
+        (65537, 0),   // R1: BTE PUT + FMA PUT
+        (200_003, 3), // R1: BTE PUTs
+    ];
+    let (s, r) = exchange(&env, &msgs);
+    assert_eq!(get(&r, "reposts"), 3, "receiver {r:?}");
+    assert_eq!(get(&s, "reposts"), 3, "sender {s:?}");
+    // Re-posts are not new posts.
+    assert_eq!((get(&r, "fma"), get(&r, "bte")), (2, 2), "receiver {r:?}");
+    assert_eq!((get(&s, "fma"), get(&s, "bte")), (1, 6), "sender {s:?}");
+}
+
+#[test]
+fn the_semantics_suite_passes_when_puts_and_gets_fail_and_are_reposted() {
+    let stats = job(4)
+        .env("NICEMU_GNI_INJECT_POST_ERRORS", "6")
+        .run(|u: Universe| {
+            tests::mpi_semantics::run(&u.world());
+            u.with_transport(|t| t.stats())
+        })
+        .expect("semantics suite with transaction errors");
+    let reposts: u64 = stats.iter().map(|s| get(s, "reposts")).sum();
+    assert!(reposts > 0, "{stats:?}");
+}
+
+#[test]
+fn a_post_that_keeps_failing_ends_the_job_after_its_retry_budget() {
+    // One eager-GET message; its GET fails 17 times: 16 re-posts, then the job fails with
+    // the transport's reason instead of retrying forever.
+    let n = mpi::transport::gni::POST_RETRIES + 1;
+    let err = job(2)
+        .env("MPICH_GNI_MAX_VSHORT_MSG_SIZE", "256")
+        .env("NICEMU_GNI_INJECT_POST_ERRORS", &n.to_string())
+        .run(|u: Universe| {
+            let w = u.world();
+            if w.rank() == 0 {
+                w.process_at_rank(1).send(&pattern(1000, 1)[..]).unwrap();
+            } else {
+                let got = w.process_at_rank(0).receive_vec::<u8>();
+                panic!("receive ended: {:?}", got.map(|(v, _)| v.len()));
+            }
+        })
+        .expect_err("a post that never succeeds");
+    let why = err.to_string();
+    assert!(why.contains("transaction failed"), "{why}");
+    assert!(why.contains("16 re-posts"), "{why}");
+}
+
+#[test]
 fn the_default_thresholds_by_size() {
     // Two ranks: E0 up to 1024, E1 up to 8192, R0 up to 4 MiB, then R1.
     let msgs = [

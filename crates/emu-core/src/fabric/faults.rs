@@ -9,6 +9,11 @@
 //! ([`FaultConfig::link_flap_down`]) starting at the packet's injection: that packet and every
 //! packet routed over the link before the window ends are lost (counted as
 //! `dropped_link_down`); then the link is up again by itself.
+//!
+//! On a fabric with link-level retry ([`super::LinkRetry`], Gemini) the drop and corruption
+//! sites hit one hop, whose link sends the packet again: each retransmission draws the site
+//! again, and the hop is drawn after the first hit. A flap within the retry window holds the
+//! packet instead of losing it.
 
 use super::Packet;
 use crate::rng::SimRng;

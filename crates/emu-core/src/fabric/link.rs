@@ -94,6 +94,32 @@ pub struct LinkCounters {
     pub bytes: [u64; 2],
     /// Packets dropped because this link was down when they were injected.
     pub dropped_down: u64,
+    /// Link-level retransmissions on this link ([`LinkRetry`]): a packet lost or damaged on
+    /// the link and sent again by the link layer.
+    pub retries: u64,
+}
+
+/// Link-level reliability: the sending end of every link keeps each packet until the
+/// receiving end has checked its CRC, and sends it again when it was lost or damaged on the
+/// wire, so such faults cost time instead of reaching the endpoints. This is how Gemini's
+/// links work (per-hop CRC checked in the link control block, LCB, with link-level retry;
+/// the brief of nicemu issue 15 and Cray's descriptions of the Gemini network; no register
+/// or timing figure of it is public). Off by default ([`super::Fabric::set_link_retry`]); the
+/// Cassini model recovers end to end instead (its PCT layer).
+///
+/// Bounds (this model's choice): a hop retries a lost or damaged packet at most
+/// `max_retries` times, each costing `retry_delay`; a packet routed over a link that is
+/// down after a flap waits for it when the link is back within `down_window`, and is lost
+/// otherwise (what reaches software is then the initiator's request timeout).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LinkRetry {
+    /// Retransmissions of one packet on one hop before the link gives it up.
+    pub max_retries: u32,
+    /// What one retransmission costs: the receiver's retry request back over the link and
+    /// the packet sent again.
+    pub retry_delay: crate::time::SimDuration,
+    /// How long the link layer keeps replaying a packet across a link that is down.
+    pub down_window: crate::time::SimDuration,
 }
 
 /// Runtime state of one link.

@@ -23,7 +23,7 @@ pub mod topology;
 
 pub use capture::{CaptureBuffer, CaptureSink, Captured};
 pub use faults::FaultConfig;
-pub use link::{LinkCounters, LinkParams, NUM_PRIORITIES};
+pub use link::{LinkCounters, LinkParams, LinkRetry, NUM_PRIORITIES};
 pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
 pub use pool::{BufferPool, PoolStats};
 pub use topology::{Dir, Graph, Hop, LinkId, Node, Topology};

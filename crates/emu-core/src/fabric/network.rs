@@ -4,7 +4,7 @@
 
 use super::capture::{CaptureSink, Captured};
 use super::faults::{self, FaultConfig};
-use super::link::{LinkCounters, LinkParams, LinkState, NUM_PRIORITIES};
+use super::link::{LinkCounters, LinkParams, LinkRetry, LinkState, NUM_PRIORITIES};
 use super::topology::{Graph, Hop, LinkId, RouteError, Topology, TopologyError};
 use super::{Packet, TrafficClass};
 use crate::rng::SimRng;
@@ -79,6 +79,16 @@ pub struct FabricCounters {
     pub reordered: u64,
     /// Payload bytes injected.
     pub bytes_injected: u64,
+    /// Link-level retransmissions ([`Fabric::set_link_retry`]), over all links.
+    pub link_retries: u64,
+    /// Packets lost on a hop (drop site) that the link layer sent again and delivered.
+    pub link_recovered_drops: u64,
+    /// Packets damaged on a hop (corruption site) that the link layer sent again and
+    /// delivered intact.
+    pub link_recovered_corruptions: u64,
+    /// Packets held by the link layer until a flapped link of their route was up again
+    /// (the packet that flapped it included), then delivered.
+    pub link_held_for_flap: u64,
 }
 
 /// Counters of one traffic class.
@@ -176,6 +186,8 @@ pub struct Fabric {
     flap_until: Vec<SimTime>,
     /// The capture hook, if one is installed ([`Fabric::set_capture`]).
     capture: Option<Arc<dyn CaptureSink>>,
+    /// Link-level retry, if the links have it ([`Fabric::set_link_retry`]).
+    link_retry: Option<LinkRetry>,
 }
 
 impl Fabric {
@@ -200,6 +212,7 @@ impl Fabric {
             crc_elision: false,
             flap_until: vec![SimTime::ZERO; graph_links],
             capture: None,
+            link_retry: None,
         })
     }
 
@@ -243,6 +256,20 @@ impl Fabric {
     /// injection. Off by default; when off it costs one test per packet.
     pub fn set_capture(&mut self, sink: Option<Arc<dyn CaptureSink>>) {
         self.capture = sink;
+    }
+    /// Give every link link-level retry ([`LinkRetry`]), or none (the default). With it, the
+    /// drop and corruption fault sites hit a hop of the packet's route, whose link layer
+    /// sends the packet again (each retransmission draws the site again, up to
+    /// `max_retries`); a packet routed over a link that is down after a flap waits until it
+    /// is up when that is within `down_window`. Only what exceeds those bounds is lost or
+    /// delivered damaged. Retransmissions delay the packet, and, as a link replays in order,
+    /// every later packet of its flow.
+    pub fn set_link_retry(&mut self, retry: Option<LinkRetry>) {
+        self.link_retry = retry;
+    }
+    /// The link-level retry of the links, if any.
+    pub fn link_retry(&self) -> Option<LinkRetry> {
+        self.link_retry
     }
     /// Whether a capture hook is installed.
     pub fn capturing(&self) -> bool {
@@ -366,34 +393,66 @@ impl Fabric {
             self.counters.dropped_link_down += 1;
             return self.drop_packet(tci, out);
         }
-        if self
+        // Extra time the link layer spends on this packet (retransmissions, waiting for a
+        // flapped link).
+        let mut extra = SimDuration::ZERO;
+        let down_until = self
             .route
             .iter()
-            .any(|h| self.flap_until[h.link.0 as usize] > now)
-        {
-            self.counters.dropped_link_down += 1;
-            return self.drop_packet(tci, out);
+            .map(|h| self.flap_until[h.link.0 as usize])
+            .max()
+            .unwrap_or(SimTime::ZERO);
+        if down_until > now {
+            match self.link_retry {
+                Some(r) if down_until.0 - now.0 <= r.down_window.0 => {
+                    extra = SimDuration(down_until.0 - now.0) + r.retry_delay;
+                    self.counters.link_held_for_flap += 1;
+                }
+                _ => {
+                    self.counters.dropped_link_down += 1;
+                    return self.drop_packet(tci, out);
+                }
+            }
         }
         if rng.chance(self.faults.drop) {
-            self.counters.dropped_fault += 1;
-            return self.drop_packet(tci, out);
+            match self
+                .link_retry
+                .map(|r| self.retransmit(rng, self.faults.drop, r))
+            {
+                Some(Some(d)) => {
+                    extra = extra + d;
+                    self.counters.link_recovered_drops += 1;
+                }
+                _ => {
+                    self.counters.dropped_fault += 1;
+                    return self.drop_packet(tci, out);
+                }
+            }
         }
         if self.faults.flaps() && !self.route.is_empty() && rng.chance(self.faults.link_flap) {
             let hop = self.route[rng.below(self.route.len() as u64) as usize];
             self.flap_until[hop.link.0 as usize] = now + self.faults.link_flap_down;
-            self.links[hop.link.0 as usize].counters.dropped_down += 1;
             self.counters.link_flaps += 1;
-            self.counters.dropped_link_down += 1;
-            return self.drop_packet(tci, out);
+            match self.link_retry {
+                Some(r) if self.faults.link_flap_down <= r.down_window => {
+                    extra = extra + self.faults.link_flap_down + r.retry_delay;
+                    self.counters.link_held_for_flap += 1;
+                }
+                _ => {
+                    self.links[hop.link.0 as usize].counters.dropped_down += 1;
+                    self.counters.dropped_link_down += 1;
+                    return self.drop_packet(tci, out);
+                }
+            }
         }
 
         let t = if timed {
-            self.timing(now, &pkt, tci, len)
+            self.timing(now, &pkt, tci, len, extra)
         } else {
             for hop in &self.route {
                 self.links[hop.link.0 as usize].count(hop.dir.index(), len);
             }
-            now
+            now + extra
         };
 
         let dup = rng.chance(self.faults.duplicate);
@@ -417,7 +476,14 @@ impl Fabric {
 
     /// Arrival time of a routed packet (in `self.route`): store-and-forward over every hop
     /// with priority queues per link direction, then FIFO per flow.
-    fn timing(&mut self, now: SimTime, pkt: &Packet, tci: usize, len: usize) -> SimTime {
+    fn timing(
+        &mut self,
+        now: SimTime,
+        pkt: &Packet,
+        tci: usize,
+        len: usize,
+        extra: SimDuration,
+    ) -> SimTime {
         let prio = usize::from(self.priority[tci]);
         let ser = self.params.serialization(len);
         let mut t = now;
@@ -429,7 +495,9 @@ impl Fabric {
                 t = t + self.params.switch_latency;
             }
         }
-        // FIFO per flow: never arrive before the previous packet of the same flow.
+        // Link-level retransmissions delay the packet; FIFO per flow: never arrive before
+        // the previous packet of the same flow.
+        t = t + extra;
         let last = self
             .flows
             .entry((pkt.src.0, pkt.dst.0, pkt.tc.0))
@@ -445,7 +513,9 @@ impl Fabric {
         out
     }
 
-    /// The per-copy fault sites: reorder (extra delay), then corrupt.
+    /// The per-copy fault sites: reorder (extra delay), then corrupt (with link-level
+    /// retry: retransmitted by the hop that damaged it, delivered intact and later, unless
+    /// every retransmission was damaged too).
     fn faults_on_copy(&mut self, t: SimTime, pkt: &mut Packet, rng: &mut SimRng) -> SimTime {
         let mut t = t;
         let max = self.faults.reorder_max_delay.0;
@@ -454,10 +524,42 @@ impl Fabric {
             self.counters.reordered += 1;
         }
         if rng.chance(self.faults.corrupt) {
+            if let Some(d) = self
+                .link_retry
+                .and_then(|r| self.retransmit(rng, self.faults.corrupt, r))
+            {
+                self.counters.link_recovered_corruptions += 1;
+                return t + d;
+            }
             faults::corrupt(pkt, rng);
             self.counters.corrupted += 1;
         }
         t
+    }
+
+    /// A packet was lost or damaged on a hop of `self.route` (drawn uniformly); its link
+    /// sends it again until a copy gets through (each retransmission hit by the same site
+    /// with probability `p`), at most `r.max_retries` times. Returns the time that took, or
+    /// `None` when every retransmission failed too. Counts the retransmissions.
+    fn retransmit(&mut self, rng: &mut SimRng, p: f64, r: LinkRetry) -> Option<SimDuration> {
+        let hop = match self.route.len() {
+            0 => None,
+            n => Some(self.route[rng.below(n as u64) as usize].link.0 as usize),
+        };
+        let mut tries = 0u32;
+        let mut ok = false;
+        while tries < r.max_retries {
+            tries += 1;
+            if !rng.chance(p) {
+                ok = true;
+                break;
+            }
+        }
+        self.counters.link_retries += u64::from(tries);
+        if let Some(l) = hop {
+            self.links[l].counters.retries += u64::from(tries);
+        }
+        ok.then(|| SimDuration(r.retry_delay.0 * u64::from(tries)))
     }
 }
 
@@ -715,6 +817,126 @@ mod tests {
         assert_eq!(f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng).len(), 1);
         assert_eq!(rng.next_u64(), SimRng::new(5).next_u64());
         assert_eq!(f.counters().link_flaps, 0);
+    }
+
+    fn retry() -> LinkRetry {
+        LinkRetry {
+            max_retries: 8,
+            retry_delay: SimDuration::from_ns(300),
+            down_window: SimDuration::from_us(50),
+        }
+    }
+
+    #[test]
+    fn link_level_retry_turns_drops_and_corruption_into_delay() {
+        let faults = FaultConfig {
+            drop: 0.3,
+            corrupt: 0.3,
+            ..FaultConfig::none()
+        };
+        let topo = Topology::Torus3D {
+            dims: [2, 1, 1],
+            nics_per_router: 2,
+        };
+        let mut f = Fabric::new(FabricConfig {
+            faults,
+            ..FabricConfig::new(topo.clone())
+        })
+        .unwrap();
+        f.set_link_retry(Some(retry()));
+        let mut clean = Fabric::new(FabricConfig::new(topo)).unwrap();
+        let mut rng = SimRng::new(9);
+        let mut late = 0;
+        for i in 0..400u64 {
+            let t = SimTime::from_us(i * 10);
+            let p = pkt((i % 4) as u32, ((i + 1) % 4) as u32, 0, 64);
+            let d: Vec<_> = f.inject(t, p.clone(), &mut rng).into_iter().collect();
+            let want: Vec<_> = clean.inject(t, p, &mut rng).into_iter().collect();
+            assert_eq!(d.len(), 1, "packet {i} delivered exactly once");
+            assert!(d[0].1.crc_ok(), "packet {i} intact");
+            assert_eq!(d[0].1.data, want[0].1.data);
+            assert!(d[0].0 >= want[0].0);
+            late += u64::from(d[0].0 > want[0].0);
+        }
+        let c = f.counters();
+        assert_eq!((c.dropped, c.corrupted, c.delivered), (0, 0, 400));
+        assert!(c.link_recovered_drops > 50 && c.link_recovered_corruptions > 50);
+        assert!(c.link_retries >= c.link_recovered_drops + c.link_recovered_corruptions);
+        assert!(late >= c.link_recovered_drops, "a retried packet is late");
+        let per_link: u64 = (0..f.graph().links().len() as u32)
+            .map(|l| f.link_counters(LinkId(l)).unwrap().retries)
+            .sum();
+        assert_eq!(per_link, c.link_retries);
+    }
+
+    #[test]
+    fn link_level_retry_gives_up_after_its_bound() {
+        let mut f = Fabric::new(FabricConfig {
+            faults: FaultConfig {
+                drop: 1.0,
+                ..FaultConfig::none()
+            },
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 2 })
+        })
+        .unwrap();
+        f.set_link_retry(Some(retry()));
+        let mut rng = SimRng::new(1);
+        assert!(
+            f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng)
+                .is_empty()
+        );
+        let c = f.counters();
+        assert_eq!((c.dropped_fault, c.link_retries), (1, 8));
+        assert_eq!(c.link_recovered_drops, 0);
+        // Without link-level retry the same site loses the packet without retrying.
+        f.set_link_retry(None);
+        assert!(
+            f.inject(SimTime::ZERO, pkt(0, 1, 0, 8), &mut rng)
+                .is_empty()
+        );
+        assert_eq!(f.counters().link_retries, 8);
+    }
+
+    #[test]
+    fn link_level_retry_rides_out_a_flap_shorter_than_its_window() {
+        for (down, survives) in [(20u64, true), (200, false)] {
+            let down = SimDuration::from_us(down);
+            let mut f = Fabric::new(FabricConfig {
+                faults: FaultConfig {
+                    link_flap: 1.0,
+                    link_flap_down: down,
+                    ..FaultConfig::none()
+                },
+                ..FabricConfig::new(Topology::SingleSwitch { ports: 2 })
+            })
+            .unwrap();
+            f.set_link_retry(Some(retry()));
+            let mut rng = SimRng::new(4);
+            let t0 = SimTime::from_us(1);
+            let d: Vec<_> = f
+                .inject(t0, pkt(0, 1, 0, 8), &mut rng)
+                .into_iter()
+                .collect();
+            assert_eq!(d.len(), usize::from(survives), "flap of {down:?}");
+            if survives {
+                assert!(d[0].0 >= t0 + down, "held until the link was back");
+            }
+            // A packet sent while the link is down waits for it too, or is lost.
+            f.set_faults(FaultConfig::none());
+            let d: Vec<_> = f
+                .inject(t0 + SimDuration::from_us(5), pkt(1, 0, 0, 8), &mut rng)
+                .into_iter()
+                .collect();
+            assert_eq!(d.len(), usize::from(survives));
+            let c = f.counters();
+            assert_eq!(c.link_flaps, 1);
+            if survives {
+                assert!(d[0].0 >= t0 + down);
+                assert_eq!((c.link_held_for_flap, c.dropped), (2, 0));
+            } else {
+                assert_eq!((c.link_held_for_flap, c.dropped_link_down), (0, 2));
+            }
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use driver::mem::MemWindow;
 use driver::pci::Mmio;
 use firmware_spec::gemini::cq::USER_READ_INDEX_OFFSET;
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
-use firmware_spec::gemini::gni::{CqEventType, CqMode, ReturnCode};
+use firmware_spec::gemini::gni::{CqEventType, CqMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
 
 use super::cdm::{Nic, NicInner, lock};
@@ -96,6 +96,9 @@ struct CqState {
     dirty: bool,
     /// The current overrun was reported.
     reported: bool,
+    /// PUT/GET completions still to be reported as transaction errors
+    /// ([`Cq::inject_post_errors`]).
+    inject: u32,
 }
 
 pub(crate) struct CqInner {
@@ -186,6 +189,7 @@ impl Nic {
                 rd: 0,
                 dirty: false,
                 reported: false,
+                inject: 0,
             }),
             book: Mutex::new(PostBook::default()),
             destroyed: AtomicBool::new(false),
@@ -370,13 +374,33 @@ impl Cq {
                 "a remote event completes no local post",
             ));
         };
+        drop(book);
         desc.status = cqe.status;
-        let rc = if cqe.status_ok() {
+        let mut rc = if cqe.status_ok() {
             ReturnCode::Success
         } else {
             ReturnCode::TransactionError
         };
+        let put_or_get = matches!(
+            desc.post_type,
+            PostType::FmaPut | PostType::FmaGet | PostType::RdmaPut | PostType::RdmaGet
+        );
+        let mut st = lock(&self.inner.st);
+        if rc == ReturnCode::Success && put_or_get && st.inject > 0 {
+            st.inject -= 1;
+            rc = ReturnCode::TransactionError;
+            desc.status = u64::from(HwStatus::RequestTimeout.code());
+        }
         Ok(Completed { rc, desc, ep })
+    }
+
+    /// Error injection above the NIC (ours, after the libfabric GNI provider's
+    /// `GNI_ERR_INJECT_COUNT` domain op, which hands transmit descriptors back with
+    /// `GNI_RC_TRANSACTION_ERROR`): the next `count` PUT or GET posts that complete on this
+    /// CQ are reported by [`Cq::get_completed`] as failed with `REQUEST_TIMEOUT` although
+    /// they succeeded, so that a caller's recovery (re-posting) can be tested.
+    pub fn inject_post_errors(&self, count: u32) {
+        lock(&self.inner.st).inject = count;
     }
 
     /// Posts whose completion events are still awaited (diagnostic).

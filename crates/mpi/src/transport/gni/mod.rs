@@ -23,8 +23,21 @@
 //! - RMA ([`rma`]): windows are registered memory; put and get are FMA/BTE posts, atomics
 //!   Gemini's 64-bit AMOs.
 //! - Statistics ([`Transport::stats`]): sends by protocol (`E0`, `E1`, `R0`, `R1`), on the
-//!   receiving side `EagerGET` and `PutFallback`, posts by engine (`fma`, `bte`), and
-//!   connections (`connections`, `dials`, `accepts`).
+//!   receiving side `EagerGET` and `PutFallback`, posts by engine (`fma`, `bte`),
+//!   connections (`connections`, `dials`, `accepts`), and posts re-posted after a
+//!   transaction error (`reposts`).
+//! - Transaction errors ([`Posted`]): Gemini's links retry lost and damaged packets
+//!   themselves, so what reaches uGNI is a request that failed end to end (a link down for
+//!   longer than the link layer waits, a request timeout): `GNI_GetCompleted` returns the
+//!   descriptor with `GNI_RC_TRANSACTION_ERROR`. A PUT or GET is re-posted as it was, when
+//!   `GNI_CqErrorRecoverable` says so, up to [`POST_RETRIES`] times, as Open MPI's ugni BTL
+//!   does (open-mpi/ompi `opal/mca/btl/ugni`: `rdma_max_retries` 16, failed post events
+//!   re-posted with `GNI_PostRdma` / `GNI_PostFma`; the Cray MPICH netmod's source is not
+//!   public). Both
+//!   are idempotent: a PUT writes the same bytes to the same place again, and no receiver
+//!   reads them before the PUT's completion is announced; a GET reads again. An AMO is not
+//!   (it may have executed before its answer was lost) and an SMSG send is not re-sent
+//!   here, so their transaction errors still end the job.
 
 mod connect;
 mod eager;
@@ -63,6 +76,18 @@ fn size_class(len: usize) -> u64 {
 
 /// CQ entries.
 const CQ_ENTRIES: u32 = 4096;
+
+/// Re-posts of one PUT or GET after transaction errors before the transport gives up (Open
+/// MPI's ugni BTL default `rdma_max_retries`, 16).
+pub const POST_RETRIES: u32 = 16;
+
+/// A post waiting for its completion: where it went and how often it was re-posted.
+#[derive(Clone, Copy, Debug)]
+struct Posted {
+    peer: Rank,
+    bte: bool,
+    tries: u32,
+}
 
 /// Idle progress calls between polls of the wildcard datagram without mailbox traffic.
 const WILDCARD_POLL: u32 = 64;
@@ -140,6 +165,8 @@ pub struct GniTransport {
     held: HashMap<u64, rendezvous::Held>,
     gets: HashMap<u64, GetFor>,
     puts: HashMap<u64, rendezvous::PutOut>,
+    /// Posts in flight by token, for re-posting after a transaction error.
+    posted: HashMap<u64, Posted>,
     incoming: HashMap<(Rank, u64), rendezvous::PutIn>,
     bounces: HashMap<u64, eager::BounceIn>,
     rma: rma::Rma,
@@ -187,6 +214,12 @@ impl GniTransport {
             Cdm::create(&client, rank, ptag, cookie, CdmMode::BTE_SINGLE_CHANNEL).map_err(tr)?;
         let nic = cdm.attach(-1).map_err(tr)?;
         let tx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
+        // Test hook: report the first N PUT/GET completions as transaction errors, so the
+        // re-post path runs on a healthy network (userlib's `Cq::inject_post_errors`).
+        let inject: u32 = env.parse("NICEMU_GNI_INJECT_POST_ERRORS", 0)?;
+        if inject > 0 {
+            tx.inject_post_errors(inject);
+        }
         let rx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
         let mut mboxes = Mailboxes::new(cfg.vshort)?;
         let card = if cfg.dynamic_conn {
@@ -230,6 +263,7 @@ impl GniTransport {
             held: HashMap::new(),
             gets: HashMap::new(),
             puts: HashMap::new(),
+            posted: HashMap::new(),
             incoming: HashMap::new(),
             bounces: HashMap::new(),
             rma: rma::Rma::default(),
@@ -312,7 +346,52 @@ impl GniTransport {
             ep.post_fma(&d).map_err(tr)?;
         }
         self.count(if bte { "bte" } else { "fma" });
+        self.posted.insert(
+            token,
+            Posted {
+                peer,
+                bte,
+                tries: 0,
+            },
+        );
         Ok(token)
+    }
+
+    /// A post ended with a transaction error: post the same descriptor again (a PUT or a
+    /// GET, when the error is recoverable and the post has retries left), or fail.
+    fn repost(
+        &mut self,
+        mut d: PostDescriptor,
+        cqe: &firmware_spec::gemini::cqe::Cqe,
+    ) -> Result<()> {
+        let token = d.post_id;
+        let why = cq::error_str(cqe);
+        let Some(mut p) = self.posted.get(&token).copied() else {
+            return Err(Error::Transport(format!(
+                "gni: a post this rank does not know failed: {why}"
+            )));
+        };
+        let idempotent = matches!(
+            d.post_type,
+            PostType::FmaPut | PostType::FmaGet | PostType::RdmaPut | PostType::RdmaGet
+        );
+        if !idempotent || !cq::error_recoverable(cqe) || p.tries >= POST_RETRIES {
+            return Err(Error::Transport(format!(
+                "gni: a transaction failed ({:?} to rank {}, {} re-posts): {why}",
+                d.post_type, p.peer, p.tries
+            )));
+        }
+        p.tries += 1;
+        self.posted.insert(token, p);
+        d.status = 0;
+        let ep = self.post_ep(p.peer)?;
+        if p.bte {
+            ep.post_rdma(&d).map_err(tr)?;
+        } else {
+            ep.post_fma(&d).map_err(tr)?;
+        }
+        self.count("reposts");
+        Ok(())
     }
 
     /// GET `len` bytes from (`va`, `mh`) on `peer` into `stage` at `offset`: FMA below the
@@ -409,7 +488,10 @@ impl GniTransport {
         let mut did = false;
         while let Some(ev) = self.tx.get_event().map_err(tr)? {
             did = true;
-            if ev.rc != ReturnCode::Success {
+            let post = cq::get_type(&ev.cqe) == Some(CqEventType::Post);
+            // A failed post is handed back by GetCompleted (and maybe re-posted); any other
+            // failed transaction (an SMSG send, an overrun) ends the job.
+            if ev.rc != ReturnCode::Success && !(post && ev.rc == ReturnCode::TransactionError) {
                 return Err(Error::Transport(format!(
                     "gni: a transaction failed: {}",
                     cq::error_str(&ev.cqe)
@@ -425,12 +507,11 @@ impl GniTransport {
             }
             let c = self.tx.get_completed(&ev.cqe).map_err(tr)?;
             if c.rc != ReturnCode::Success {
-                return Err(Error::Transport(format!(
-                    "gni: a post failed: {}",
-                    cq::error_str(&ev.cqe)
-                )));
+                self.repost(c.desc, &ev.cqe)?;
+                continue;
             }
             let token = c.desc.post_id;
+            self.posted.remove(&token);
             if let Some(g) = self.gets.remove(&token) {
                 match g {
                     GetFor::Rndv(g) => self.finish_get(g)?,
