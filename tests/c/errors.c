@@ -100,6 +100,8 @@ int main(int argc, char **argv) {
     CHECK(strstr(msg, "MPI_Comm_idup") != NULL && strstr(msg, "not supported") != NULL);
     int dims[2] = {0, 0};
     EXPECT(MPI_Dims_create(4, 2, dims), MPI_ERR_UNSUPPORTED_OPERATION);
+    /* Declared by mpi.h (the OSU Micro-Benchmarks name them), not implemented. */
+    EXPECT(MPI_Cart_coords(MPI_COMM_WORLD, 0, 2, dims), MPI_ERR_UNSUPPORTED_OPERATION);
     EXPECT(MPI_Error_string(-12345, msg, &len), MPI_ERR_ARG);
     MPI_Group wg, ug;
     CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &wg));
@@ -123,6 +125,7 @@ int main(int argc, char **argv) {
     MPI_Win win;
     CHECK_OK(MPI_Win_allocate(8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     EXPECT(MPI_Win_lock(12345, rank, 0, win), MPI_ERR_LOCKTYPE);
+    EXPECT(MPI_Win_wait(win), MPI_ERR_UNSUPPORTED_OPERATION);
     EXPECT(MPI_Win_unlock(rank, win), MPI_ERR_RMA_SYNC);
     long v = 1;
     CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
