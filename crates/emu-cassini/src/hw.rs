@@ -63,7 +63,7 @@ use crate::cq::{CqCtx, CqOps, Cqs, TxCq};
 use crate::csr::{CsrFile, Piece};
 use crate::ct::CtBlock;
 use crate::ee::Ee;
-use crate::ixe::{Ixe, IxeCtx, IxeOps};
+use crate::ixe::{Ixe, IxeCtx, IxeOps, OutStream};
 use crate::lpe::{CtUpdate, Lpe, RendezvousGet};
 use crate::pct::{Pct, PctCtx, PctOps};
 use crate::rmu::Rmu;
@@ -436,6 +436,9 @@ impl IxeCtx for Hw {
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         PctOps::pct_send(self, io, pkt);
     }
+    fn pct_stream(&mut self, io: &mut DeviceIo<'_>, stream: OutStream) {
+        PctOps::pct_stream(self, io, stream);
+    }
     fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
         TouOps::ct_event(self, io, ct, success, failure);
     }
@@ -471,6 +474,12 @@ impl PctCtx for Hw {
     }
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
         IxeOps::request_lost(self, io, handle, rc);
+    }
+    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet> {
+        IxeOps::stream_next(self, io, stream)
+    }
+    fn note_progress(&mut self, io: &mut DeviceIo<'_>) {
+        IxeOps::note_progress(self, io);
     }
 }
 

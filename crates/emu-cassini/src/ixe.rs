@@ -84,11 +84,13 @@ pub(crate) struct Req {
 }
 
 /// How long a request waits for its ACK or REPLY (counted from its launch, or from the last
-/// response this initiator received, whichever is later) before it completes with
-/// UNDELIVERABLE. The fabric may lose packets: a port without a device, a link down, drop
-/// faults. One second, because the initiator builds every frame of the messages one doorbell
-/// launches at once, so on the threaded engine the first answer can queue behind hundreds of
-/// MiB of data (a 64 x 4 MiB write list takes about 150 ms to drain on the development VM).
+/// sign of life this initiator saw, whichever is later: a response, or the PCT's
+/// acknowledgement of packets) before it completes with UNDELIVERABLE. The fabric may lose
+/// packets: a port without a device, a link down, drop faults. Sequenced messages stream
+/// (their frames are read as the window opens and acknowledged as they land), so a long one
+/// stays alive while it moves; a restricted put is answered only once all of it has landed,
+/// so on the threaded engine a restricted put the emulator needs more than this long to
+/// carry (about 1 GiB on the development VM) still fails.
 pub(crate) const REQUEST_TIMEOUT: SimDuration = SimDuration::from_us(1_000_000);
 /// Period of the timeout scan while requests are outstanding.
 pub(crate) const SCAN_PERIOD: SimDuration = SimDuration::from_us(10_000);
@@ -204,6 +206,8 @@ pub(crate) trait IxeCtx {
     ) -> bool;
     /// Send a frame through the PCT.
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
+    /// Hand the PCT the rest of a message, to be read frame by frame as its window opens.
+    fn pct_stream(&mut self, io: &mut DeviceIo<'_>, stream: OutStream);
     /// A counting event on CT `ct` (the TOU).
     fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64);
     /// A CT command on transmit CQ `n` (the TOU).
@@ -232,6 +236,41 @@ pub(crate) enum Source<'a> {
         ac: u16,
         addr: u64,
     },
+}
+
+/// The continuation frames of a put still to be sent, read from host memory one frame at a
+/// time as the connection's window opens (the hardware streams a message from host memory;
+/// it does not stage it). The PCT keeps it in the connection's backlog and asks the
+/// initiator for the next frame ([`IxeOps::stream_next`]); the SEND event follows the last.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutStream {
+    handle: u32,
+    fab: Fab,
+    src: PortId,
+    dst: PortId,
+    tc: TrafficClass,
+    ac: u16,
+    addr: u64,
+    /// Offset of the next frame's bytes in the message.
+    off: usize,
+    total: usize,
+}
+
+impl OutStream {
+    /// The request the frames belong to.
+    pub(crate) fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The PCT connection the frames travel on: (fabric port, VNI, traffic class).
+    pub(crate) fn conn_key(&self) -> (u32, u16, u8) {
+        (self.dst.0, self.fab.vni, self.tc.0)
+    }
+
+    /// Whether every frame has been made.
+    pub(crate) fn done(&self) -> bool {
+        self.off >= self.total
+    }
 }
 
 /// Everything a launch needs, from whichever command format.
@@ -746,12 +785,35 @@ pub(crate) trait IxeOps: IxeCtx {
         } else {
             self.counters().ptl_tx_put_msgs += 1;
             self.counters().ptl_tx_put_pkts += 1;
-            let mut off = first;
             let total = if l.amo.is_some() {
                 0
             } else {
                 wire_len as usize
             };
+            match source {
+                // A sequenced message streams: its frames are read as the window opens, and
+                // its SEND event follows the last ([`IxeOps::stream_next`]).
+                Source::Ac { ac, addr } if first < total && !l.flags.restricted => {
+                    self.tx_cqs()[n as usize].outstanding += 1;
+                    let stream = OutStream {
+                        handle,
+                        fab,
+                        src,
+                        dst,
+                        tc,
+                        ac,
+                        addr,
+                        off: first,
+                        total,
+                    };
+                    self.pct_stream(io, stream);
+                    return Ok(Exec::Next);
+                }
+                _ => {}
+            }
+            // Restricted messages are not sequenced (nothing to wait for): every frame
+            // leaves now.
+            let mut off = first;
             while off < total {
                 let len = (total - off).min(MTU);
                 let c = wire::Continuation {
@@ -769,29 +831,74 @@ pub(crate) trait IxeOps: IxeCtx {
                 self.counters().ptl_tx_put_pkts += 1;
                 off += len;
             }
-            // SEND: the source buffer has been read.
-            if !l.flags.event_send_disable {
-                self.initiator_event(
-                    io,
-                    &req,
-                    EventType::Send,
-                    ReturnCode::Ok,
-                    l.len,
-                    PtlList::Priority,
-                    false,
-                );
-            }
-            if l.flags.event_ct_send {
-                let inc = if l.flags.event_ct_bytes {
-                    u64::from(l.len)
-                } else {
-                    1
-                };
-                self.ct_event(io, l.ct, inc, 0);
-            }
+            self.source_read(io, &req, l.len);
         }
         self.tx_cqs()[n as usize].outstanding += 1;
         Ok(Exec::Next)
+    }
+
+    /// The SEND event (and CT count) of a request of `len` bytes whose source buffer has
+    /// been read.
+    fn source_read(&mut self, io: &mut DeviceIo<'_>, req: &Req, len: u32) {
+        if !req.flags.event_send_disable {
+            self.initiator_event(
+                io,
+                req,
+                EventType::Send,
+                ReturnCode::Ok,
+                len,
+                PtlList::Priority,
+                false,
+            );
+        }
+        if req.flags.event_ct_send {
+            let inc = if req.flags.event_ct_bytes {
+                u64::from(len)
+            } else {
+                1
+            };
+            self.ct_event(io, req.ct, inc, 0);
+        }
+    }
+
+    /// The next frame of `stream`, read from host memory now; after the last, the SEND
+    /// event. `None` when the request is no longer outstanding (it timed out, or its
+    /// connection died) or its buffer can no longer be read (then it completes with the
+    /// error): the rest of the stream is dropped.
+    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet> {
+        let req = *self.ixe().get(stream.handle)?;
+        let len = (stream.total - stream.off).min(MTU);
+        let c = wire::Continuation {
+            offset: stream.off as u32,
+            eom: stream.off + len == stream.total,
+            handle: stream.handle,
+        };
+        let buf = io.packet_buffer(wire::FRAME_ROOM + len);
+        let mut data = wire::continuation_in(buf, &stream.fab, &c, len);
+        let source = Source::Ac {
+            ac: stream.ac,
+            addr: stream.addr,
+        };
+        if let Err(rc) = self.append_source(io, &mut data, source, stream.off, len) {
+            io.recycle(data);
+            self.count_local_error(rc);
+            self.request_lost(io, stream.handle, rc);
+            stream.off = stream.total;
+            return None;
+        }
+        self.counters().ptl_tx_put_pkts += 1;
+        stream.off += len;
+        if stream.done() {
+            // A streamed request is a put: its length is the request's.
+            self.source_read(io, &req, req.rlength);
+        }
+        Some(wire::packet(stream.src, stream.dst, stream.tc, data))
+    }
+
+    /// A sign of life from the fabric (the PCT saw packets acknowledged): requests whose
+    /// frames are still streaming or waiting for their acknowledgement are not lost.
+    fn note_progress(&mut self, io: &mut DeviceIo<'_>) {
+        self.ixe().last_progress = io.now().as_ps();
     }
 
     /// Issue the Get that pulls the rest of a rendezvous put (cassini.md §6): to the source's
@@ -1131,6 +1238,14 @@ pub(crate) trait IxeOps: IxeCtx {
             .map(|(i, r)| (ixe.handle_of(i), *r))
             .collect();
         for (h, r) in expired {
+            tracing::debug!(
+                target: "emu_cassini::ixe",
+                handle = h,
+                launched_ps = r.at,
+                last_progress_ps = progress,
+                now_ps = now,
+                "request timed out: UNDELIVERABLE"
+            );
             self.complete(
                 io,
                 &r,

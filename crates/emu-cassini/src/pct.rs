@@ -40,6 +40,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 use crate::block::Counters;
 use crate::csr::CsrFile;
 use crate::fasthash::FastMap;
+use crate::ixe::OutStream;
 use crate::wire::{self, Parsed};
 
 /// Timer token of the PCT scan (delayed acknowledgements, retransmissions).
@@ -222,6 +223,10 @@ pub(crate) trait PctCtx {
     fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
     /// Complete request `handle` with `rc` now (its connection was declared dead).
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode);
+    /// The next frame of a streaming message (`None`: drop the rest of it).
+    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet>;
+    /// Packets were acknowledged: the initiator's requests are making progress.
+    fn note_progress(&mut self, io: &mut DeviceIo<'_>);
 }
 
 impl<T: PctCtx + ?Sized> PctOps for T {}
@@ -244,8 +249,17 @@ struct Sct {
     epoch: u32,
     next_seq: u32,
     srb: VecDeque<SrbEntry>,
-    /// Frames (without tag) waiting for room in the window.
-    backlog: VecDeque<Packet>,
+    /// Frames (without tag) and streaming messages waiting for room in the window.
+    backlog: VecDeque<Pending>,
+}
+
+/// What waits in a connection's backlog.
+#[derive(Debug)]
+enum Pending {
+    /// A frame made already.
+    Frame(Packet),
+    /// The rest of a message, read from host memory a frame at a time.
+    Stream(OutStream),
 }
 
 /// Receiving half of a connection.
@@ -423,6 +437,28 @@ pub(crate) trait PctOps: PctCtx {
         } else {
             self.pct().counters.ptls_response += 1;
         }
+        let ci = self.pct_open_sct(key);
+        let s = &mut self.pct().conns[ci].sct;
+        if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
+            s.backlog.push_back(Pending::Frame(pkt));
+            return;
+        }
+        self.pct_transmit(io, ci, pkt);
+    }
+
+    /// Send the rest of a message (sequenced continuation frames) as the window to its
+    /// target opens, each frame read from host memory when it goes.
+    fn pct_stream(&mut self, io: &mut DeviceIo<'_>, stream: OutStream) {
+        let ci = self.pct_open_sct(stream.conn_key());
+        self.pct().conns[ci]
+            .sct
+            .backlog
+            .push_back(Pending::Stream(stream));
+        self.pct_pump(io, ci);
+    }
+
+    /// The connection for `key`, its sending half opened if it was not.
+    fn pct_open_sct(&mut self, key: (u32, u16, u8)) -> usize {
         let pct = self.pct();
         let ci = pct.conn(key);
         let s = &mut pct.conns[ci].sct;
@@ -433,12 +469,31 @@ pub(crate) trait PctOps: PctCtx {
             pct.next_epoch = pct.next_epoch.wrapping_add(1).max(1);
             pct.counters.conn_sct_open += 1;
         }
-        let s = &mut pct.conns[ci].sct;
-        if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
-            s.backlog.push_back(pkt);
-            return;
+        ci
+    }
+
+    /// Transmit from the backlog of connection `ci` while its window has room.
+    fn pct_pump(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
+        while self.pct().conns[ci].sct.srb.len() < WINDOW as usize {
+            let Some(next) = self.pct().conns[ci].sct.backlog.pop_front() else {
+                break;
+            };
+            let pkt = match next {
+                Pending::Frame(p) => p,
+                Pending::Stream(mut stream) => {
+                    let Some(p) = self.stream_next(io, &mut stream) else {
+                        continue;
+                    };
+                    if !stream.done() {
+                        let s = &mut self.pct().conns[ci].sct;
+                        s.backlog.push_front(Pending::Stream(stream));
+                    }
+                    self.pct().counters.req_ordered += 1;
+                    p
+                }
+            };
+            self.pct_transmit(io, ci, pkt);
         }
-        self.pct_transmit(io, ci, pkt);
     }
 
     /// First transmission of a sequenced frame on connection `ci`.
@@ -652,24 +707,26 @@ pub(crate) trait PctOps: PctCtx {
             self.pct().counters.rsp_dropped_inactive += 1;
             return;
         }
+        let mut acked = false;
         while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
             if let Some(e) = s.srb.pop_front() {
                 io.recycle(e.pkt.data);
+                acked = true;
             }
         }
-        if tag.flags & F_NACK != 0 && s.srb.front().is_some_and(|e| e.seq == tag.ack) {
-            if s.srb.front().is_some_and(|e| e.tries >= MAX_TRIES) {
+        let nacked = tag.flags & F_NACK != 0 && s.srb.front().is_some_and(|e| e.seq == tag.ack);
+        let exhausted = s.srb.front().is_some_and(|e| e.tries >= MAX_TRIES);
+        if acked {
+            self.note_progress(io);
+        }
+        if nacked {
+            if exhausted {
                 self.pct_fail(io, ci);
                 return;
             }
             self.pct_retransmit(io, ci, 0);
         }
-        while self.pct().conns[ci].sct.srb.len() < WINDOW as usize {
-            let Some(p) = self.pct().conns[ci].sct.backlog.pop_front() else {
-                break;
-            };
-            self.pct_transmit(io, ci, p);
-        }
+        self.pct_pump(io, ci);
     }
 
     /// Connection `ci` is dead: discard its packets and complete their requests with
@@ -678,12 +735,19 @@ pub(crate) trait PctOps: PctCtx {
         self.pct().counters.sct_timeouts += 1;
         let s = std::mem::take(&mut self.pct().conns[ci].sct);
         let mut handles: Vec<u32> = Vec::new();
-        let frames = s.srb.into_iter().map(|e| e.pkt).chain(s.backlog);
+        let frames = s
+            .srb
+            .into_iter()
+            .map(|e| Pending::Frame(e.pkt))
+            .chain(s.backlog);
         for p in frames {
-            let h = match wire::parse(&p.data) {
-                Some(Parsed::Request(_, r, _)) => r.handle,
-                Some(Parsed::Continuation(_, c, _)) => c.handle,
-                _ => continue,
+            let h = match p {
+                Pending::Stream(stream) => stream.handle(),
+                Pending::Frame(p) => match wire::parse(&p.data) {
+                    Some(Parsed::Request(_, r, _)) => r.handle,
+                    Some(Parsed::Continuation(_, c, _)) => c.handle,
+                    _ => continue,
+                },
             };
             if !handles.contains(&h) {
                 handles.push(h);

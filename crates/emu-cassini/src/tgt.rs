@@ -53,7 +53,8 @@ pub(crate) struct InMsg {
     outcome: IncomingOutcome,
     tc: TrafficClass,
     fab: Fab,
-    /// When its first packet arrived (ps).
+    /// When its last packet arrived (ps): a message still receiving packets is alive,
+    /// however long it takes in all.
     at: u64,
 }
 
@@ -735,6 +736,7 @@ pub(crate) trait TgtOps: TgtCtx {
             }
         }
         m.received += payload.len() as u64;
+        m.at = io.now().as_ps();
         if !(c.eom || m.received >= m.rlength) {
             return;
         }
@@ -1118,7 +1120,8 @@ pub(crate) trait TgtOps: TgtCtx {
         self.amo_response(io, fab, tc, req.handle, fetching, rc, d.length, list, &old);
     }
 
-    /// Drop target messages older than `limit` ps (their initiator times out on its own).
+    /// Drop target messages that received no packet for `limit` ps (their initiator times
+    /// out on its own).
     fn expire_target_messages(&mut self, now: u64, limit: u64) {
         self.tgt()
             .msgs

@@ -715,3 +715,79 @@ fn same_seed_same_run() {
     assert_eq!(a, b);
     assert_eq!(a.2, 4, "two SENDs and two ACKs");
 }
+
+/// A put larger than the PCT's window is streamed: its frames are read from host memory as
+/// the window opens, not all at the doorbell (so a 1 GiB put does not stage 1 GiB of frames).
+/// Bytes the initiator changes after the first frames left but before the stream reached
+/// them are the bytes that land; the SEND event follows the last frame read, before the ACK.
+#[test]
+fn a_put_beyond_the_window_is_read_from_host_memory_as_it_streams() {
+    let mut p = Pair::deterministic();
+    const LEN: usize = 8 << 20;
+    const TAIL: usize = 1 << 20;
+    let src = p.c.nodes[INIT].map(LEN as u64, true, false).unwrap();
+    let data = pattern(LEN, 0x11);
+    p.init().write_host(src.host, &data).unwrap();
+    let dst = p.c.nodes[TGT].map(LEN as u64, true, true).unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_NOMATCH,
+        PtlList::Priority,
+        8,
+        &dst,
+        LeFlags::OP_PUT | LeFlags::OP_GET,
+        0,
+        0,
+    ));
+    assert_eq!(tgt_fields(&p.wait_tgt()).0, EventType::Link);
+    let before = p.c.engine.fabric_counters().injected;
+    let (dfa, ext) = p.dfa(1);
+    let put = FullDma {
+        opcode: DmaOp::Put,
+        index_ext: ext,
+        lac: 0,
+        dfa,
+        local_addr: src.iova,
+        request_len: LEN as u32,
+        eq: EQ_TX,
+        user_ptr: 0x2222,
+        initiator: p.initiator(),
+        ..FullDma::default()
+    }
+    .encode();
+    p.tx(&[&put]);
+    // Step until the first frames are on the fabric, then change the last MiB.
+    let mut steps = 0;
+    while p.c.engine.fabric_counters().injected == before {
+        assert!(p.c.progress(), "the engine stopped before the put left");
+        steps += 1;
+        assert!(steps < 100_000, "the put never left");
+    }
+    let tail = pattern(TAIL, 0x77);
+    p.init()
+        .write_host(src.host + (LEN - TAIL) as u64, &tail)
+        .unwrap();
+    p.c.settle();
+
+    let send = init_fields(&p.wait_tx());
+    assert_eq!(
+        (send.0, send.1, send.2),
+        (EventType::Send, ReturnCode::Ok, LEN as u32)
+    );
+    let ack = init_fields(&p.wait_tx());
+    assert_eq!(
+        (ack.0, ack.1, ack.3),
+        (EventType::Ack, ReturnCode::Ok, 0x2222)
+    );
+    let ev = tgt_fields(&p.wait_tgt());
+    assert_eq!((ev.0, ev.1), (EventType::Put, ReturnCode::Ok));
+    let got = p.tgt().read_host(dst.host, LEN).unwrap();
+    assert!(
+        got[..LEN - TAIL] == data[..LEN - TAIL],
+        "the head lands as it was"
+    );
+    assert!(
+        got[LEN - TAIL..] == tail[..],
+        "the tail was read when its frames left, after it was changed"
+    );
+}

@@ -55,13 +55,35 @@ pub enum ToolError {
         why: String,
     },
     /// A command completed with an error.
-    #[error("{op} completed with return code {rc}")]
+    #[error("{op} completed with return code {rc}{}", hint_suffix(*.rc))]
     Completion {
         /// What completed.
         op: &'static str,
         /// Its return code.
         rc: firmware_spec::cassini::rc::ReturnCode,
     },
+}
+
+/// The limit behind a return code the tools commonly meet, for the user.
+pub(crate) fn rc_hint(rc: firmware_spec::cassini::rc::ReturnCode) -> Option<&'static str> {
+    use firmware_spec::cassini::rc::ReturnCode;
+    match rc {
+        ReturnCode::PtDisabled => Some(
+            "the target PtlTE was disabled by flow control: its event queue or list entries \
+             ran out (lower -l)",
+        ),
+        ReturnCode::Undeliverable => Some(
+            "no response within the 1 s request timeout, or retries exhausted: the target \
+             could not keep up (a restricted put is answered only once all of it has landed; \
+             --unrestricted streams a large one, acknowledged as it goes)",
+        ),
+        _ => None,
+    }
+}
+
+/// `" (hint)"` for a return code with a hint, else nothing.
+fn hint_suffix(rc: firmware_spec::cassini::rc::ReturnCode) -> String {
+    rc_hint(rc).map(|h| format!(" ({h})")).unwrap_or_default()
 }
 
 /// The return codes of the failure events waiting on `eq` (successful events are disabled
@@ -76,17 +98,7 @@ pub(crate) fn failure_codes(eq: &mut userlib::cxi::evtq::EventQueue) -> String {
         if rc == ReturnCode::Ok {
             continue;
         }
-        let hint = match rc {
-            ReturnCode::PtDisabled => Some(
-                "the target PtlTE was disabled by flow control: its event queue or list \
-                 entries ran out (lower -l)",
-            ),
-            ReturnCode::Undeliverable => Some(
-                "no response within the 1 s request timeout, or retries exhausted: the target \
-                 could not keep up",
-            ),
-            _ => None,
-        };
+        let hint = rc_hint(rc);
         if let Some(h) = hint
             && !hints.contains(&h)
         {
