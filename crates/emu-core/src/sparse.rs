@@ -270,7 +270,7 @@ mod tests {
         #[test]
         fn behaves_like_a_dense_table(ops in proptest::collection::vec((0usize..80, 0u16..5), 0..60)) {
             let mut sparse = SparseTable::new(70, 9u16);
-            let mut dense = vec![9u16; 70];
+            let mut dense = [9u16; 70];
             for (i, v) in ops {
                 let r = sparse.set(i, v);
                 if i < 70 {
