@@ -12,6 +12,7 @@
 //! `PCIE_UNSUCCESS_CMPL`.
 
 use emu_core::dma::{DmaPort, Perm, Segment};
+use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::rc::ReturnCode;
 
@@ -77,21 +78,27 @@ pub(crate) struct AtuCounters {
 /// The address translation unit.
 #[derive(Debug)]
 pub(crate) struct Atu {
-    acs: Vec<Ac>,
+    /// Address contexts, stored sparsely (an untouched context is invalid).
+    acs: SparseTable<Ac>,
     cache: FastMap<(u16, u64), Tlb>,
-    /// Direct-mapped front of the cache.
+    /// Direct-mapped front of the cache (allocated by the first translation).
     tlb: Vec<Option<((u16, u64), Tlb)>>,
     segs: Vec<Segment>,
     pub(crate) counters: AtuCounters,
 }
 
 impl Atu {
+    /// Address contexts backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.acs.allocated_entries()
+    }
+
     pub(crate) fn new() -> Self {
         Atu {
-            acs: vec![Ac::default(); csr::C_ATU_CFG_AC_TABLE.entries as usize],
+            acs: SparseTable::new(csr::C_ATU_CFG_AC_TABLE.entries as usize, Ac::default()),
             cache: FastMap::default(),
-            tlb: vec![None; TLB_SLOTS],
-            segs: Vec::with_capacity(64),
+            tlb: Vec::new(),
+            segs: Vec::new(),
             counters: AtuCounters::default(),
         }
     }
@@ -100,7 +107,7 @@ impl Atu {
     pub(crate) fn ac_written(&mut self, csrs: &CsrFile, acid: u32) {
         use csr::fields::c_atu_cfg_ac_table as f;
         let c = csr::C_ATU_CFG_AC_TABLE;
-        let Some(slot) = self.acs.get_mut(acid as usize) else {
+        let Ok(slot) = self.acs.get_mut(acid as usize) else {
             return;
         };
         let en = csrs.field(c, acid, f::CONTEXT_EN) != 0;
@@ -179,6 +186,9 @@ impl Atu {
     fn page(&mut self, dma: &DmaPort, acid: u16, ac: &Ac, iova: u64) -> Result<Tlb, ReturnCode> {
         let key = (acid, iova >> PAGE_SHIFT);
         let slot = ((key.1 ^ (u64::from(acid) << 7)) as usize) % TLB_SLOTS;
+        if self.tlb.is_empty() {
+            self.tlb = vec![None; TLB_SLOTS];
+        }
         if let Some((k, t)) = self.tlb[slot]
             && k == key
         {
@@ -218,7 +228,7 @@ impl Atu {
         let ac = *self
             .acs
             .get(usize::from(acid))
-            .ok_or(ReturnCode::InvalidAc)?;
+            .map_err(|_| ReturnCode::InvalidAc)?;
         if ac.mode == Mode::Invalid {
             return Err(ReturnCode::InvalidAc);
         }
@@ -385,7 +395,7 @@ mod tests {
         let root = mem.alloc(PAGE, PAGE).unwrap().start.0;
         let data = mem.alloc(4 * PAGE, PAGE).unwrap().start.0;
         let mut atu = Atu::new();
-        atu.acs[5] = ac_nta(root, 0x100, 4);
+        *atu.acs.get_mut(5).unwrap() = ac_nta(root, 0x100, 4);
         (mem, dma, atu, root, data)
     }
 
@@ -455,7 +465,7 @@ mod tests {
     #[test]
     fn passthrough_and_huge_leaf() {
         let (mem, dma, mut atu, root, _data) = setup();
-        atu.acs[7] = Ac {
+        *atu.acs.get_mut(7).unwrap() = Ac {
             mode: Mode::Passthrough,
             base: 0,
             end: u64::MAX,
@@ -468,8 +478,8 @@ mod tests {
             0x0909_0909_0909_0909
         );
         // A level-1 leaf maps 2 MiB at host 0x200000 for IOVA 0x4000_0000.
-        atu.acs[8] = ac_nta(root, 0, 0);
-        atu.acs[8].end = u64::MAX;
+        *atu.acs.get_mut(8).unwrap() = ac_nta(root, 0, 0);
+        atu.acs.get_mut(8).unwrap().end = u64::MAX;
         let va = 0x4000_0000u64;
         let mut table = root;
         for level in (2..LEVELS).rev() {

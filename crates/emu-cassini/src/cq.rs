@@ -13,6 +13,7 @@
 //! commands it fetches go to the initiator or the target through `exec_tx` / `exec_target`.
 
 use emu_core::engine::DeviceIo;
+use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::cmd::{CState, CmdHeader, CmdSize, CmdType};
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::event::CommandFailure;
@@ -81,8 +82,10 @@ pub(crate) struct TxCq {
 /// All command queues, plus the fetch buffer.
 #[derive(Debug)]
 pub(crate) struct Cqs {
-    pub(crate) tx: Vec<TxCq>,
-    pub(crate) tgt: Vec<Ring>,
+    /// Transmit CQs, stored sparsely (an untouched queue is disabled at reset).
+    pub(crate) tx: SparseTable<TxCq>,
+    /// Target CQs, stored sparsely.
+    pub(crate) tgt: SparseTable<Ring>,
     /// Transmit CQs stalled at a CT command (no free triggered-list entry).
     pub(crate) stalled: Vec<u32>,
     fetch: Vec<u8>,
@@ -124,28 +127,34 @@ pub(crate) trait CqCtx {
 impl<T: CqCtx + ?Sized> CqOps for T {}
 
 impl Cqs {
+    /// Queue descriptors backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.tx.allocated_entries() + self.tgt.allocated_entries()
+    }
+
     pub(crate) fn new() -> Self {
         Cqs {
-            tx: vec![TxCq::default(); csr::C_CQ_TXQ_BASE_TABLE.entries as usize],
-            tgt: vec![Ring::default(); csr::C_CQ_TGQ_TABLE.entries as usize],
+            tx: SparseTable::new(csr::C_CQ_TXQ_BASE_TABLE.entries as usize, TxCq::default()),
+            tgt: SparseTable::new(csr::C_CQ_TGQ_TABLE.entries as usize, Ring::default()),
             stalled: Vec::new(),
-            fetch: vec![0u8; FETCH],
+            // Allocated by the first ring fetch.
+            fetch: Vec::new(),
         }
     }
 
     fn ring(&self, tgt: bool, n: u32) -> Option<&Ring> {
         if tgt {
-            self.tgt.get(n as usize)
+            self.tgt.get(n as usize).ok()
         } else {
-            self.tx.get(n as usize).map(|q| &q.ring)
+            self.tx.get(n as usize).ok().map(|q| &q.ring)
         }
     }
 
     pub(crate) fn ring_mut(&mut self, tgt: bool, n: u32) -> Option<&mut Ring> {
         if tgt {
-            self.tgt.get_mut(n as usize)
+            self.tgt.get_mut(n as usize).ok()
         } else {
-            self.tx.get_mut(n as usize).map(|q| &mut q.ring)
+            self.tx.get_mut(n as usize).ok().map(|q| &mut q.ring)
         }
     }
 
@@ -158,7 +167,7 @@ impl Cqs {
 
     /// Whether target CQ `n` is enabled.
     pub(crate) fn tgt_enabled(&self, n: u32) -> bool {
-        self.tgt.get(n as usize).is_some_and(|r| r.enabled)
+        self.tgt.get(n as usize).is_ok_and(|r| r.enabled)
     }
 
     /// (read pointer, write pointer) in 64 B slots.
@@ -225,7 +234,7 @@ impl Cqs {
             ring.acid = a;
             ring.policy = p;
         }
-        if !tgt && let Some(q) = self.tx.get_mut(n as usize) {
+        if !tgt && let Ok(q) = self.tx.get_mut(n as usize) {
             q.trig = csrs.field(csr::C_CQ_TXQ_TC_TABLE, n, f::c_cq_txq_tc_table::MEM_Q_TRIG) != 0;
             q.tle_pool = (csrs.field(
                 csr::C_CQ_TXQ_BASE_TABLE,
@@ -268,7 +277,7 @@ pub(crate) trait CqOps: CqCtx {
                 n,
                 csr::fields::c_cq_txq_base_table::MEM_Q_LCID,
             ) as u8;
-            if let Some(q) = self.cqs().tx.get_mut(n as usize) {
+            if let Ok(q) = self.cqs().tx.get_mut(n as usize) {
                 q.lcid = lcid;
                 q.cstate = CState::default();
                 q.fence = false;
@@ -387,7 +396,7 @@ pub(crate) trait CqOps: CqCtx {
             let Some(r) = self.cqs().ring(tgt, n).copied() else {
                 return;
             };
-            if !r.enabled || (!tgt && self.cqs().tx[n as usize].fence) {
+            if !r.enabled || (!tgt && self.cqs().tx.get(n as usize).is_ok_and(|q| q.fence)) {
                 break;
             }
             let wr32 = 2 * r.wr;
@@ -481,7 +490,7 @@ pub(crate) trait CqOps: CqCtx {
                     }
                 }
                 if exec == Exec::Fence {
-                    if let Some(q) = self.cqs().tx.get_mut(n as usize) {
+                    if let Ok(q) = self.cqs().tx.get_mut(n as usize) {
                         q.fence = q.outstanding > 0;
                     }
                     break 'fetch;

@@ -115,6 +115,13 @@ impl Cassini {
         self.cfg.nid
     }
 
+    /// Entries of the NIC's sparse tables (portal table, CTs, EQs, CQs, RMU, address
+    /// contexts) backed by storage: 0 out of reset, growing a page at a time with what
+    /// software configures (`emu_core::sparse`).
+    pub fn allocated_table_entries(&self) -> usize {
+        self.hw.allocated_table_entries()
+    }
+
     fn flush_pending_irqs(&mut self, io: &mut DeviceIo<'_>) {
         for v in self.pending_irqs.drain(..) {
             io.interrupt(v);
@@ -335,4 +342,45 @@ fn check(bar: u8, offset: u64, width: usize) -> Result<(), MmioError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod idle_storage_tests {
+    use super::*;
+    use crate::lpe::PtlteConfig;
+    use emu_core::sparse::PAGE;
+
+    #[test]
+    fn an_idle_nic_holds_no_table_entries_and_grows_a_page_per_configured_entry() {
+        let mut nic = Cassini::new(CassiniConfig::default());
+        assert_eq!(nic.allocated_table_entries(), 0, "out of reset");
+        // Looking at entries nobody configured reads reset values and allocates nothing.
+        assert_eq!(nic.hw.lpe.state(7), None);
+        assert!(
+            nic.hw
+                .ct
+                .state(7)
+                .is_some_and(|c| !c.enabled && c.success == 0)
+        );
+        assert!(nic.hw.ee.eq(9).is_some_and(|e| !e.enabled));
+        assert_eq!(nic.hw.cqs.tx_state(3), (false, false));
+        assert_eq!(nic.allocated_table_entries(), 0, "after reads");
+        // 40 PtlTEs and 40 CTs, 50 apart: each lands in a page of its own (50 > PAGE).
+        let n = 40u16;
+        for k in 0..n {
+            let i = 1 + k * 50;
+            nic.hw.lpe.configure(i, PtlteConfig::default()).unwrap();
+            nic.hw.ct.enable(i, None).unwrap();
+        }
+        assert_eq!(nic.allocated_table_entries(), 2 * usize::from(n) * PAGE);
+        assert!(nic.hw.lpe.state(51).is_some());
+        assert!(nic.hw.ct.state(51).is_some_and(|c| c.enabled));
+        // Configuring a neighbour in an already-backed page costs nothing more.
+        nic.hw.lpe.configure(2, PtlteConfig::default()).unwrap();
+        assert_eq!(nic.allocated_table_entries(), 2 * usize::from(n) * PAGE);
+        // Out of range is an error, not an allocation.
+        assert!(nic.hw.ct.enable(5000, None).is_err());
+        assert!(nic.hw.lpe.configure(5000, PtlteConfig::default()).is_err());
+        assert_eq!(nic.allocated_table_entries(), 2 * usize::from(n) * PAGE);
+    }
 }

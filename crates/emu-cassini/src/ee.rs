@@ -11,6 +11,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::pci::MsixTable;
+use emu_core::sparse::SparseTable;
 use emu_core::time::SimTime;
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::event::{EventHeader, EventSize, EventType};
@@ -91,7 +92,8 @@ pub(crate) struct EeCounters {
 /// The event engine.
 #[derive(Debug)]
 pub(crate) struct Ee {
-    eqs: Vec<Eq>,
+    /// Queue descriptors, stored sparsely (an untouched EQ is disabled).
+    eqs: SparseTable<Eq>,
     pub(crate) counters: EeCounters,
 }
 
@@ -117,21 +119,26 @@ fn null_event() -> [u8; 16] {
 impl Ee {
     pub(crate) fn new() -> Self {
         Ee {
-            eqs: vec![Eq::default(); csr::C_EE_CFG_EQ_DESCRIPTOR.entries as usize],
+            eqs: SparseTable::new(csr::C_EE_CFG_EQ_DESCRIPTOR.entries as usize, Eq::default()),
             counters: EeCounters::default(),
         }
     }
 
     /// The queue `n`, if it exists.
     pub(crate) fn eq(&self, n: u16) -> Option<&Eq> {
-        self.eqs.get(usize::from(n))
+        self.eqs.get(usize::from(n)).ok()
+    }
+
+    /// EQ descriptors backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.eqs.allocated_entries()
     }
 
     /// `c_ee_cfg_eq_descriptor[n]` was written.
     pub(crate) fn descriptor_written(&mut self, csrs: &CsrFile, n: u32) {
         use csr::fields::c_ee_cfg_eq_descriptor as f;
         let c = csr::C_EE_CFG_EQ_DESCRIPTOR;
-        let Some(eq) = self.eqs.get_mut(n as usize) else {
+        let Ok(eq) = self.eqs.get_mut(n as usize) else {
             return;
         };
         let g = |fld| csrs.field(c, n, fld);
@@ -168,7 +175,7 @@ impl Ee {
         let qw = csrs.entry_qword(csr::C_EE_CFG_LONG_EVNT_OVR_TABLE, entry, 0);
         for k in 0..32u32 {
             let n = (entry * 32 + k) as usize;
-            if let Some(eq) = self.eqs.get_mut(n) {
+            if let Ok(eq) = self.eqs.get_mut(n) {
                 let v = (qw >> (2 * k)) & 3;
                 eq.init_long = v & 1 != 0;
                 eq.tgt_long = v & 2 != 0;
@@ -200,7 +207,7 @@ impl Ee {
         qw: u64,
     ) {
         self.counters.eq_sw_state_wr_cntr += 1;
-        let Some(eq) = self.eqs.get_mut(n as usize) else {
+        let Ok(eq) = self.eqs.get_mut(n as usize) else {
             return;
         };
         eq.sw = qw;
@@ -220,7 +227,7 @@ impl Ee {
 
     /// Whether queue `n` can take an event of `bytes` of class `class` now.
     pub(crate) fn has_room(&self, n: u16, bytes: usize, class: EventClass) -> bool {
-        let Some(eq) = self.eqs.get(usize::from(n)) else {
+        let Ok(eq) = self.eqs.get(usize::from(n)) else {
             return false;
         };
         if !eq.enabled {
@@ -268,7 +275,8 @@ impl Ee {
         event: &[u8],
         class: EventClass,
     ) -> bool {
-        let Some(eq) = self.eqs.get_mut(usize::from(n)) else {
+        // An untouched EQ is disabled: nothing to post to, nothing to allocate.
+        let Ok(Some(eq)) = self.eqs.get_mut_if_touched(usize::from(n)) else {
             return false;
         };
         if !eq.enabled || n == 0 {
@@ -384,13 +392,13 @@ mod tests {
     #[test]
     fn room_respects_the_receive_reserve() {
         let mut ee = Ee::new();
-        ee.eqs[3] = Eq {
+        *ee.eqs.get_mut(3).unwrap() = Eq {
             reserved_fc: 60,
             ..eq(4096, 64, 64)
         };
         // 62 free slots, 60 reserved: two 64 B receive events fit, the third does not.
         assert!(ee.has_room(3, 64, EventClass::Receive));
-        ee.eqs[3].wr = 64 + 128;
+        ee.eqs.get_mut(3).unwrap().wr = 64 + 128;
         assert!(!ee.has_room(3, 64, EventClass::Receive));
         assert!(ee.has_room(3, 64, EventClass::Other));
         assert!(

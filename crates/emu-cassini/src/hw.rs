@@ -50,6 +50,7 @@
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, TrafficClass};
 use emu_core::pci::MsixTable;
+use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
 use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::dfa::PidBits;
@@ -115,6 +116,18 @@ impl Hw {
             counters: Counters::default(),
             pct: Pct::new(),
         }
+    }
+
+    /// Entries of the device's sparse tables backed by storage: portal table, CT block,
+    /// event queues, command queues, RMU, address contexts. 0 for a NIC out of reset; it grows
+    /// with what software configures, a page (`emu_core::sparse::PAGE` entries) at a time.
+    pub(crate) fn allocated_table_entries(&self) -> usize {
+        self.lpe.allocated_slots()
+            + self.ct.allocated_entries()
+            + self.ee.allocated_entries()
+            + self.cqs.allocated_entries()
+            + self.rmu.allocated_entries()
+            + self.atu.allocated_entries()
     }
 
     /// Patch hardware-owned fields of a CSR entry image before software reads it.
@@ -394,7 +407,7 @@ impl IxeCtx for Hw {
     fn ixe(&mut self) -> &mut Ixe {
         &mut self.ixe
     }
-    fn tx_cqs(&mut self) -> &mut [TxCq] {
+    fn tx_cqs(&mut self) -> &mut SparseTable<TxCq> {
         &mut self.cqs.tx
     }
     fn counters(&mut self) -> &mut Counters {

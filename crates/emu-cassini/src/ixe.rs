@@ -16,6 +16,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::sparse::SparseTable;
 use emu_core::time::SimDuration;
 use firmware_spec::cassini::amo::AmoType;
 use firmware_spec::cassini::cmd::{
@@ -177,7 +178,13 @@ pub(crate) trait IxeCtx {
     /// The outstanding-request table.
     fn ixe(&mut self) -> &mut Ixe;
     /// The transmit CQs (C_STATE, LCID, CP cache, outstanding requests, FENCE).
-    fn tx_cqs(&mut self) -> &mut [TxCq];
+    fn tx_cqs(&mut self) -> &mut SparseTable<TxCq>;
+    /// Transmit CQ `n`; a queue number beyond the table is an invalid argument.
+    fn tx_cq(&mut self, n: u32) -> Result<&mut TxCq, Fail> {
+        self.tx_cqs()
+            .get_mut(n as usize)
+            .map_err(|_| ReturnCode::CmdInvalidArg)
+    }
     /// The NIC-wide counters.
     fn counters(&mut self) -> &mut Counters;
     /// The decoded CQ configuration tables (ACs, CPs, PtlTE resource groups).
@@ -331,7 +338,7 @@ pub(crate) trait IxeOps: IxeCtx {
     ) -> Result<Exec, Fail> {
         let cmd = Command::decode(bytes).map_err(|e| format_rc(&e))?;
         cmd.validate().map_err(|e| format_rc(&e))?;
-        let q = self.tx_cqs()[n as usize];
+        let q = *self.tx_cq(n)?;
         if q.trig && !matches!(cmd, Command::Ct(_) | Command::TrigDma(_)) {
             return Err(ReturnCode::CmdAlignError);
         }
@@ -354,7 +361,7 @@ pub(crate) trait IxeOps: IxeCtx {
                         if !cur32.is_multiple_of(4) || next.is_some_and(|b| !is_noop_header(b)) {
                             return Err(ReturnCode::CmdAlignError);
                         }
-                        let t = &mut self.tx_cqs()[n as usize];
+                        let t = self.tx_cq(n)?;
                         t.lcid = c.lcid & 0xF;
                         t.cp_cache = None;
                         Ok(Exec::Next)
@@ -363,7 +370,7 @@ pub(crate) trait IxeOps: IxeCtx {
             }
             Command::CState(s) => {
                 self.counters().num_idc_cmds += 1;
-                self.tx_cqs()[n as usize].cstate = s;
+                self.tx_cq(n)?.cstate = s;
                 Ok(Exec::Next)
             }
             Command::IdcPut(p) => {
@@ -628,7 +635,7 @@ pub(crate) trait IxeOps: IxeCtx {
 
     /// Send the request described by `l` from CQ `n`.
     fn launch(&mut self, io: &mut DeviceIo<'_>, n: u32, l: &Launch<'_>) -> Result<Exec, Fail> {
-        let q = self.tx_cqs()[n as usize];
+        let q = *self.tx_cq(n)?;
         // The EQ and CT the command names must be the queue's resource group's
         // (`c_cq_cfg_{eq,ct}_rgid_table`): no events or counts into another process's objects.
         if !self.tables().handles_in_rgid(q.ring.rgid, l.eq, l.ct) {
@@ -638,7 +645,8 @@ pub(crate) trait IxeOps: IxeCtx {
             Some((g, cp)) if g == self.tables().cp_gen => cp,
             _ => {
                 let cp = self.tables().cp(q.ring.rgid, q.lcid);
-                self.tx_cqs()[n as usize].cp_cache = Some((self.tables().cp_gen, cp));
+                let cp_gen = self.tables().cp_gen;
+                self.tx_cq(n)?.cp_cache = Some((cp_gen, cp));
                 cp
             }
         };
@@ -833,7 +841,7 @@ pub(crate) trait IxeOps: IxeCtx {
             }
             self.source_read(io, &req, l.len);
         }
-        self.tx_cqs()[n as usize].outstanding += 1;
+        self.tx_cq(n)?.outstanding += 1;
         Ok(Exec::Next)
     }
 
@@ -1211,7 +1219,7 @@ pub(crate) trait IxeOps: IxeCtx {
                 self.run_ring(io, false, stalled);
             }
         }
-        let Some(q) = self.tx_cqs().get_mut(cq as usize) else {
+        let Ok(Some(q)) = self.tx_cqs().get_mut_if_touched(cq as usize) else {
             return;
         };
         q.outstanding = q.outstanding.saturating_sub(1);

@@ -7,6 +7,7 @@
 //! bit; writing 1 to `*_invalidate[i]` clears it. The first valid matching entry wins.
 //! Lookups are cached until the next RMU write.
 
+use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::rc::ReturnCode;
 
@@ -37,9 +38,11 @@ impl Tcam {
 /// The receive match unit.
 #[derive(Debug)]
 pub(crate) struct Rmu {
-    vni: Vec<Tcam>,
-    portal: Vec<Tcam>,
-    index: Vec<u16>,
+    /// The TCAMs and the index table, stored sparsely: an untouched entry is invalid (never
+    /// matches) and indexes PtlTE 0 (none).
+    vni: SparseTable<Tcam>,
+    portal: SparseTable<Tcam>,
+    index: SparseTable<u16>,
     cache: FastMap<(u16, u32), Result<u16, ReturnCode>>,
     pub(crate) counters: RmuCounters,
 }
@@ -52,11 +55,21 @@ fn is(c: &'static Csr, which: &'static Csr) -> bool {
 }
 
 impl Rmu {
+    /// TCAM and index entries backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.vni.allocated_entries()
+            + self.portal.allocated_entries()
+            + self.index.allocated_entries()
+    }
+
     pub(crate) fn new() -> Self {
         Rmu {
-            vni: vec![Tcam::default(); csr::C_RMU_CFG_VNI_LIST_X.entries as usize],
-            portal: vec![Tcam::default(); csr::C_RMU_CFG_PORTAL_LIST_X.entries as usize],
-            index: vec![0; 4 * csr::C_RMU_CFG_PORTAL_INDEX_TABLE.entries as usize],
+            vni: SparseTable::new(csr::C_RMU_CFG_VNI_LIST_X.entries as usize, Tcam::default()),
+            portal: SparseTable::new(
+                csr::C_RMU_CFG_PORTAL_LIST_X.entries as usize,
+                Tcam::default(),
+            ),
+            index: SparseTable::new(4 * csr::C_RMU_CFG_PORTAL_INDEX_TABLE.entries as usize, 0),
             cache: FastMap::default(),
             counters: RmuCounters::default(),
         }
@@ -68,11 +81,11 @@ impl Rmu {
         self.cache.clear();
         let i = n as usize;
         if is(c, csr::C_RMU_CFG_VNI_LIST_X) {
-            if let Some(t) = self.vni.get_mut(i) {
+            if let Ok(t) = self.vni.get_mut(i) {
                 t.x = csrs.entry_qword(c, n, 0) & VNI_MASK;
             }
         } else if is(c, csr::C_RMU_CFG_VNI_LIST_Y) {
-            if let Some(t) = self.vni.get_mut(i) {
+            if let Ok(t) = self.vni.get_mut(i) {
                 t.y = csrs.entry_qword(c, n, 0) & VNI_MASK;
                 t.valid = true;
                 Self::set_valid(
@@ -86,7 +99,7 @@ impl Rmu {
             }
         } else if is(c, csr::C_RMU_CFG_VNI_LIST_INVALIDATE) {
             if data.first().is_some_and(|b| b & 1 != 0)
-                && let Some(t) = self.vni.get_mut(i)
+                && let Ok(t) = self.vni.get_mut(i)
             {
                 t.valid = false;
                 Self::set_valid(
@@ -105,11 +118,11 @@ impl Rmu {
                 );
             }
         } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_X) {
-            if let Some(t) = self.portal.get_mut(i) {
+            if let Ok(t) = self.portal.get_mut(i) {
                 t.x = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
             }
         } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_Y) {
-            if let Some(t) = self.portal.get_mut(i) {
+            if let Ok(t) = self.portal.get_mut(i) {
                 t.y = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
                 t.valid = true;
                 Self::set_valid(
@@ -123,7 +136,7 @@ impl Rmu {
             }
         } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_INVALIDATE) {
             if data.first().is_some_and(|b| b & 1 != 0)
-                && let Some(t) = self.portal.get_mut(i)
+                && let Ok(t) = self.portal.get_mut(i)
             {
                 t.valid = false;
                 Self::set_valid(
@@ -144,7 +157,7 @@ impl Rmu {
         } else if is(c, csr::C_RMU_CFG_PORTAL_INDEX_TABLE) {
             let qw = csrs.entry_qword(c, n, 0);
             for k in 0..4 {
-                if let Some(s) = self.index.get_mut(4 * i + k) {
+                if let Ok(s) = self.index.get_mut(4 * i + k) {
                     *s = ((qw >> (16 * k)) & 0x7FF) as u16;
                 }
             }
@@ -196,17 +209,19 @@ impl Rmu {
     fn lookup(&self, vni: u16, key: u32) -> Result<u16, ReturnCode> {
         let vi = self
             .vni
-            .iter()
-            .position(|t| t.matches(u64::from(vni)))
+            .iter_touched()
+            .find(|(_, t)| t.matches(u64::from(vni)))
+            .map(|(i, _)| i)
             .ok_or(ReturnCode::VniNotFound)?;
         let full = u64::from(key) | ((vi as u64 & 0xFF) << 24);
         let j = self
             .portal
-            .iter()
-            .position(|t| t.matches(full))
+            .iter_touched()
+            .find(|(_, t)| t.matches(full))
+            .map(|(j, _)| j)
             .ok_or(ReturnCode::PtlteNotFound)?;
         match self.index.get(j).copied() {
-            Some(pt) if pt != 0 => Ok(pt),
+            Ok(pt) if pt != 0 => Ok(pt),
             _ => Err(ReturnCode::PtlteNotFound),
         }
     }
@@ -243,18 +258,18 @@ mod tests {
     #[test]
     fn resolve_walks_vni_then_portal_then_index() {
         let mut r = Rmu::new();
-        r.vni[3] = Tcam {
+        *r.vni.get_mut(3).unwrap() = Tcam {
             x: 10,
             y: !10 & VNI_MASK,
             valid: true,
         };
         let key = 5u64 | (7 << 5) | (3 << 24);
-        r.portal[9] = Tcam {
+        *r.portal.get_mut(9).unwrap() = Tcam {
             x: key,
             y: !key & PORTAL_MASK,
             valid: true,
         };
-        r.index[9] = 42;
+        *r.index.get_mut(9).unwrap() = 42;
         assert_eq!(r.resolve(10, 7, 5, false), Ok(42));
         assert_eq!(r.resolve(11, 7, 5, false), Err(ReturnCode::VniNotFound));
         assert_eq!(r.resolve(10, 8, 5, false), Err(ReturnCode::PtlteNotFound));

@@ -11,6 +11,7 @@
 //! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
 //! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
 //!   drive models (seams 3 and 4).
+//! - [`sparse`]: tables stored sparsely, reading as their reset value until written.
 //! - [`clock`]: the clock host software reads for its timeouts (real time, or the
 //!   deterministic engine's virtual time inside a virtual-time runtime).
 
@@ -23,4 +24,5 @@ pub mod memory;
 pub mod mmio;
 pub mod pci;
 pub mod rng;
+pub mod sparse;
 pub mod time;

@@ -503,9 +503,22 @@ impl HostMemory {
         }
         let s = self.slice(addr, len)?;
         let chunk = [byte; FILL_CHUNK];
+        let mut seen = [0u8; FILL_CHUNK];
         let mut off = 0usize;
         while off < s.len() {
             let n = (s.len() - off).min(FILL_CHUNK);
+            // A zero fill leaves chunks that already read as zero alone: RAM nobody wrote is
+            // zero and not yet committed, and writing it would commit it (a driver zeroing
+            // the rings it allocates at probe would otherwise cost every idle node their
+            // size in resident memory).
+            if byte == 0 {
+                s.read_slice(&mut seen[..n], off)
+                    .map_err(|_| MemoryError::OutOfRange { addr: addr.0, len })?;
+                if seen[..n].iter().all(|&b| b == 0) {
+                    off += n;
+                    continue;
+                }
+            }
             s.write_slice(&chunk[..n], off)
                 .map_err(|_| MemoryError::OutOfRange { addr: addr.0, len })?;
             off += n;
@@ -690,6 +703,19 @@ mod tests {
         m.read(big, &mut b).unwrap();
         assert!(b.iter().all(|&x| x == 0x5A));
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn zero_fill_clears_written_bytes_among_zero_chunks() {
+        let m = mem();
+        // One byte set in the middle of the third chunk of a 5-chunk range, one in the last.
+        m.write(GuestAddress(0x3000 + 2 * 4096 + 100), &[7])
+            .unwrap();
+        m.write(GuestAddress(0x3000 + 5 * 4096 - 1), &[9]).unwrap();
+        m.fill(GuestAddress(0x3000), 5 * 4096, 0).unwrap();
+        let mut b = vec![1u8; 5 * 4096];
+        m.read(GuestAddress(0x3000), &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 0));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::packet::{BTE_STREAM_BASE, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
 use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::dma::DmaPort;
+use emu_core::sparse::SparseTable;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::bte::{
     BteOp, CpuRxDescriptor, RXD_FLAG_BTE_COMPLETE, RXD_FLAG_ERR_STATUS_SHIFT,
@@ -105,7 +106,8 @@ struct TxChan {
 #[derive(Clone, Debug)]
 pub(crate) struct Bte {
     tx: [TxChan; CHANNELS],
-    txd: Vec<[u64; 8]>,
+    /// TX descriptor slots, stored sparsely.
+    txd: SparseTable<[u64; 8]>,
     tx_base: u64,
     tx_count: u64,
     xfers: HashMap<u32, Xfer>,
@@ -131,7 +133,8 @@ pub(crate) struct Bte {
 #[derive(Clone, Debug)]
 pub(crate) struct BteRx {
     rx: [RxChannel; CHANNELS],
-    rxd: Vec<u64>,
+    /// RX descriptors, stored sparsely.
+    rxd: SparseTable<u64>,
     rx_base: u64,
     rx_count: u64,
 }
@@ -140,7 +143,7 @@ impl Default for BteRx {
     fn default() -> Self {
         BteRx {
             rx: Default::default(),
-            rxd: vec![0; BTE_RX_DESCRIPTORS as usize],
+            rxd: SparseTable::new(BTE_RX_DESCRIPTORS as usize, 0),
             rx_base: 0,
             rx_count: 0,
         }
@@ -166,11 +169,16 @@ fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
 }
 
 impl Bte {
+    /// TX descriptor slots backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.txd.allocated_entries()
+    }
+
     /// A BTE in its reset state, paced and flow-controlled as `cfg` says.
     pub(crate) fn new(cfg: &GeminiConfig) -> Self {
         Bte {
             tx: Default::default(),
-            txd: vec![[0; 8]; BTE_TX_SLOTS as usize],
+            txd: SparseTable::new(BTE_TX_SLOTS as usize, [0; 8]),
             tx_base: 0,
             tx_count: 0,
             xfers: HashMap::new(),
@@ -196,7 +204,7 @@ impl Bte {
     }
 
     fn txd_at(&self, slot: u64) -> Option<TxDescriptor> {
-        let raw = self.txd.get(slot as usize)?;
+        let raw = self.txd.get(slot as usize).ok()?;
         let mut b = [0u8; 48];
         for (q, w) in raw.iter().take(6).enumerate() {
             b[q * 8..q * 8 + 8].copy_from_slice(&w.to_le_bytes());
@@ -236,6 +244,7 @@ impl Bte {
             Target::BteTx { slot, off } => self
                 .txd
                 .get(slot as usize)
+                .ok()
                 .and_then(|r| r.get((off / 8) as usize))
                 .copied()
                 .unwrap_or(0),
@@ -267,6 +276,7 @@ impl Bte {
                 if let Some(w) = self
                     .txd
                     .get_mut(slot as usize)
+                    .ok()
                     .and_then(|r| r.get_mut((off / 8) as usize))
                 {
                     *w = merged(*w);
@@ -737,6 +747,11 @@ impl Bte {
 }
 
 impl BteRx {
+    /// RX descriptors backed by storage (0 at reset).
+    pub(crate) fn allocated_entries(&self) -> usize {
+        self.rxd.allocated_entries()
+    }
+
     /// Load from a BTE RX register.
     pub(crate) fn reg_read(&self, t: Target) -> u64 {
         match t {
@@ -760,7 +775,7 @@ impl BteRx {
             Target::RxRingBase => self.rx_base = merged(self.rx_base),
             Target::RxRingCount => self.rx_count = merged(self.rx_count),
             Target::BteRx(i) => {
-                if let Some(w) = self.rxd.get_mut(i as usize) {
+                if let Ok(w) = self.rxd.get_mut(i as usize) {
                     *w = merged(*w);
                 }
             }

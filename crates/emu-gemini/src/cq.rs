@@ -7,6 +7,7 @@
 
 use crate::regs;
 use emu_core::dma::DmaPort;
+use emu_core::sparse::SparseTable;
 use firmware_spec::gemini::cq::CqDescriptor;
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::limits::CQ_DESCRIPTORS;
@@ -32,13 +33,14 @@ pub enum Posted {
 /// All CQ descriptors of a NIC.
 #[derive(Clone, Debug)]
 pub struct CqTable {
-    cqs: Vec<Cq>,
+    /// Descriptors, stored sparsely (an untouched CQ is disabled).
+    cqs: SparseTable<Cq>,
 }
 
 impl Default for CqTable {
     fn default() -> Self {
         CqTable {
-            cqs: vec![Cq::default(); CQ_DESCRIPTORS as usize],
+            cqs: SparseTable::new(CQ_DESCRIPTORS as usize, Cq::default()),
         }
     }
 }
@@ -52,9 +54,14 @@ fn qword(bytes: &[u8], q: usize) -> u64 {
 }
 
 impl CqTable {
+    /// CQ descriptors backed by storage (0 at reset).
+    pub fn allocated_entries(&self) -> usize {
+        self.cqs.allocated_entries()
+    }
+
     /// Qword `q` (0..4) of the kernel view of CQ `index`.
     pub fn read_kernel(&self, index: u32, q: usize) -> u64 {
-        let Some(cq) = self.cqs.get(index as usize) else {
+        let Ok(cq) = self.cqs.get(index as usize) else {
             return 0;
         };
         match cq.desc.encode() {
@@ -66,7 +73,7 @@ impl CqTable {
     /// Store qword `q` of the kernel view. Setting `enable` resets the indices, the overrun
     /// flag and the lost count.
     pub fn write_kernel(&mut self, index: u32, q: usize, v: u64) {
-        let Some(cq) = self.cqs.get_mut(index as usize) else {
+        let Ok(cq) = self.cqs.get_mut(index as usize) else {
             return;
         };
         let Ok(mut b) = cq.desc.encode() else {
@@ -91,7 +98,7 @@ impl CqTable {
 
     /// Load from the user alias page of CQ `index`.
     pub fn read_user(&self, index: u32, off: u64) -> u64 {
-        let Some(cq) = self.cqs.get(index as usize) else {
+        let Ok(cq) = self.cqs.get(index as usize) else {
             return 0;
         };
         match off {
@@ -106,7 +113,7 @@ impl CqTable {
 
     /// Store to the user alias page of CQ `index`.
     pub fn write_user(&mut self, index: u32, off: u64, v: u64) {
-        let Some(cq) = self.cqs.get_mut(index as usize) else {
+        let Ok(cq) = self.cqs.get_mut(index as usize) else {
             return;
         };
         match off {
@@ -124,7 +131,8 @@ impl CqTable {
         if cqh == 0 {
             return Posted::Dropped;
         }
-        let Some(cq) = self.cqs.get_mut(cqh as usize) else {
+        // An untouched CQ is disabled: the event is dropped without allocating it.
+        let Ok(Some(cq)) = self.cqs.get_mut_if_touched(cqh as usize) else {
             return Posted::Dropped;
         };
         if cq.desc.enable == 0 {

@@ -295,6 +295,17 @@ impl std::fmt::Debug for Gemini {
 }
 
 impl Gemini {
+    /// Entries of the NIC's sparse tables (NTT, MDD/MRT/vMDH, CQ descriptors, BTE
+    /// descriptors) backed by storage: 0 out of reset, growing a page at a time
+    /// (`emu_core::sparse`) with what software writes.
+    pub fn allocated_table_entries(&self) -> usize {
+        self.core.ntt.allocated_entries()
+            + self.core.domains.allocated_entries()
+            + self.core.cqs.allocated_entries()
+            + self.bte.allocated_entries()
+            + self.bte_rx.allocated_entries()
+    }
+
     /// A NIC in its reset state: every table empty, every CQ and channel disabled.
     pub fn new(cfg: GeminiConfig) -> Result<Self, GeminiError> {
         let mut pci = PciConfigSpace::new(
@@ -672,5 +683,41 @@ impl DeviceModel for Gemini {
             .iter()
             .find(|b| b.index == bar)
             .map_or(0, |b| b.size)
+    }
+}
+
+#[cfg(test)]
+mod idle_storage_tests {
+    use super::*;
+    use emu_core::sparse::PAGE;
+
+    #[test]
+    fn an_idle_nic_holds_no_table_entries_and_grows_a_page_per_written_entry() {
+        let mut nic = Gemini::new(GeminiConfig::new(0)).unwrap();
+        assert_eq!(nic.allocated_table_entries(), 0, "out of reset");
+        // Reads of entries nobody wrote give reset values and allocate nothing.
+        assert_eq!(nic.core.ntt.read(0, 100), 0);
+        assert_eq!(nic.core.domains.read_mrt(9000), 0);
+        assert_eq!(nic.core.domains.read_mdd(7, 0), 0);
+        assert_eq!(nic.core.cqs.read_kernel(5, 0), 0);
+        assert_eq!(nic.allocated_table_entries(), 0, "after reads");
+        // 30 NTT entries and 30 MRT entries, 100 apart: a page each.
+        for k in 0..30u32 {
+            nic.core.ntt.write(0, k * 100, 0x1234);
+            nic.core.domains.write_mrt(k * 100, 0x55);
+        }
+        // bank0 and its written flags: two tables, one page each per entry; the MRT: one.
+        assert_eq!(nic.allocated_table_entries(), 3 * 30 * PAGE);
+        assert_eq!(nic.core.ntt.read(0, 200), 0x1234);
+        assert_eq!(nic.core.domains.read_mrt(200), 0x55);
+        assert_eq!(
+            nic.core.domains.read_mrt(201),
+            0,
+            "neighbour reads as reset"
+        );
+        // Out of range writes are ignored and allocate nothing.
+        nic.core.ntt.write(0, u32::MAX, 1);
+        nic.core.domains.write_mrt(u32::MAX, 1);
+        assert_eq!(nic.allocated_table_entries(), 3 * 30 * PAGE);
     }
 }

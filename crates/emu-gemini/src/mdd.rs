@@ -8,6 +8,7 @@
 
 use crate::fault::Fault;
 use emu_core::dma::{DmaPort, Perm};
+use emu_core::sparse::SparseTable;
 use firmware_spec::gemini::limits::{MDD_ENTRIES, MRT_ENTRIES, VMDH_ENTRIES};
 use firmware_spec::gemini::mdd::{MRT_PAGE_SHIFTS, MddDescriptor, MrtEntry, VmdhEntry};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,9 +36,10 @@ pub struct Access {
 /// The MDD, MRT and vMDH tables of one NIC.
 #[derive(Clone, Debug)]
 pub struct Domains {
-    mdd: Vec<MddSlot>,
-    mrt: Vec<u32>,
-    vmdh: Vec<u32>,
+    /// The tables, stored sparsely (an untouched entry is invalid).
+    mdd: SparseTable<MddSlot>,
+    mrt: SparseTable<u32>,
+    vmdh: SparseTable<u32>,
     /// `MRT_PAGESIZE` register (code in bits 0..3).
     pub mrt_pagesize: u64,
 }
@@ -45,9 +47,9 @@ pub struct Domains {
 impl Default for Domains {
     fn default() -> Self {
         Domains {
-            mdd: vec![MddSlot::default(); MDD_ENTRIES as usize],
-            mrt: vec![0; MRT_ENTRIES as usize],
-            vmdh: vec![0; VMDH_ENTRIES as usize],
+            mdd: SparseTable::new(MDD_ENTRIES as usize, MddSlot::default()),
+            mrt: SparseTable::new(MRT_ENTRIES as usize, 0),
+            vmdh: SparseTable::new(VMDH_ENTRIES as usize, 0),
             mrt_pagesize: MRT_PAGESIZE_RESET,
         }
     }
@@ -58,17 +60,23 @@ fn dma_fault(_: emu_core::dma::DmaError) -> Fault {
 }
 
 impl Domains {
+    /// MDD, MRT and vMDH entries backed by storage (0 at reset).
+    pub fn allocated_entries(&self) -> usize {
+        self.mdd.allocated_entries() + self.mrt.allocated_entries() + self.vmdh.allocated_entries()
+    }
+
     /// Raw qword `q` (0 or 1) of MDD `index`.
     pub fn read_mdd(&self, index: u32, q: usize) -> u64 {
         self.mdd
             .get(index as usize)
+            .ok()
             .and_then(|s| s.raw.get(q).copied())
             .unwrap_or(0)
     }
 
     /// Store raw qword `q` of MDD `index` (the entry takes effect at once).
     pub fn write_mdd(&mut self, index: u32, q: usize, v: u64) {
-        if let Some(s) = self.mdd.get_mut(index as usize)
+        if let Ok(s) = self.mdd.get_mut(index as usize)
             && let Some(r) = s.raw.get_mut(q)
         {
             *r = v;
@@ -86,7 +94,7 @@ impl Domains {
 
     /// Store a raw MRT entry.
     pub fn write_mrt(&mut self, i: u32, v: u32) {
-        if let Some(e) = self.mrt.get_mut(i as usize) {
+        if let Ok(e) = self.mrt.get_mut(i as usize) {
             *e = v;
         }
     }
@@ -98,7 +106,7 @@ impl Domains {
 
     /// Store the vMDH entry of ptag `i`.
     pub fn write_vmdh(&mut self, i: u32, v: u32) {
-        if let Some(e) = self.vmdh.get_mut(i as usize) {
+        if let Ok(e) = self.vmdh.get_mut(i as usize) {
             *e = v;
         }
     }
@@ -115,7 +123,10 @@ impl Domains {
         } else {
             u64::from(a.mdh)
         };
-        let slot = self.mdd.get(index as usize).ok_or(Fault::MddInvalid)?;
+        let slot = self
+            .mdd
+            .get(index as usize)
+            .map_err(|_| Fault::MddInvalid)?;
         let d = &slot.desc;
         if !d.is_valid() {
             return Err(Fault::MddInvalid);
@@ -159,7 +170,10 @@ impl Domains {
         while done < len {
             let a = start + done;
             let page = a >> shift;
-            let raw = self.mrt.get(page as usize).ok_or(Fault::Translation)?;
+            let raw = self
+                .mrt
+                .get(page as usize)
+                .map_err(|_| Fault::Translation)?;
             let e = MrtEntry::decode(&raw.to_le_bytes()).map_err(|_| Fault::Translation)?;
             if e.valid == 0 {
                 return Err(Fault::Translation);

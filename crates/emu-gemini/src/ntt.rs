@@ -5,15 +5,17 @@
 //! and the config register are stored only (docs/gemini-programming.md).
 
 use crate::fault::Fault;
+use emu_core::sparse::SparseTable;
 use firmware_spec::gemini::limits::NTT_ENTRIES;
 use firmware_spec::gemini::ntt::{NttEntry, slot_of};
 
 /// Both NTT banks and the configuration register.
 #[derive(Clone, Debug)]
 pub struct Ntt {
-    bank0: Vec<u64>,
-    bank1: Vec<u64>,
-    written: Vec<bool>,
+    /// The banks, stored sparsely (an entry nobody wrote reads 0 and does not translate).
+    bank0: SparseTable<u64>,
+    bank1: SparseTable<u64>,
+    written: SparseTable<bool>,
     /// `NTT_CONFIG` as last written.
     pub config: u64,
 }
@@ -21,15 +23,22 @@ pub struct Ntt {
 impl Default for Ntt {
     fn default() -> Self {
         Ntt {
-            bank0: vec![0; NTT_ENTRIES as usize],
-            bank1: vec![0; NTT_ENTRIES as usize],
-            written: vec![false; NTT_ENTRIES as usize],
+            bank0: SparseTable::new(NTT_ENTRIES as usize, 0),
+            bank1: SparseTable::new(NTT_ENTRIES as usize, 0),
+            written: SparseTable::new(NTT_ENTRIES as usize, false),
             config: 0,
         }
     }
 }
 
 impl Ntt {
+    /// Entries of both banks backed by storage (0 at reset; see `emu_core::sparse`).
+    pub fn allocated_entries(&self) -> usize {
+        self.bank0.allocated_entries()
+            + self.bank1.allocated_entries()
+            + self.written.allocated_entries()
+    }
+
     /// Raw entry `index` of `bank` (0 past the table).
     pub fn read(&self, bank: u8, index: u32) -> u64 {
         let t = if bank == 0 { &self.bank0 } else { &self.bank1 };
@@ -40,11 +49,10 @@ impl Ntt {
     pub fn write(&mut self, bank: u8, index: u32, v: u64) {
         let i = index as usize;
         if bank == 0 {
-            if let (Some(e), Some(w)) = (self.bank0.get_mut(i), self.written.get_mut(i)) {
-                *e = v;
-                *w = true;
+            if self.bank0.set(i, v).is_ok() {
+                let _ = self.written.set(i, true);
             }
-        } else if let Some(e) = self.bank1.get_mut(i) {
+        } else if let Ok(e) = self.bank1.get_mut(i) {
             *e = v;
         }
     }

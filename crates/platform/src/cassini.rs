@@ -81,7 +81,12 @@ pub struct ClusterBuilder {
     wrap: Option<ProgressWrap>,
     hosted: Option<usize>,
     capture: Option<Arc<dyn CaptureSink>>,
+    on_node: Option<BuildProgress>,
 }
+
+/// Called after each node of a cluster is built, with (nodes built, nodes to build): how a
+/// front end shows progress while a large cluster comes up.
+pub type BuildProgress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl fmt::Debug for ClusterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,6 +100,7 @@ impl fmt::Debug for ClusterBuilder {
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
             .field("capture", &self.capture.is_some())
+            .field("on_node", &self.on_node.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -112,6 +118,7 @@ impl Default for ClusterBuilder {
             wrap: None,
             hosted: None,
             capture: None,
+            on_node: None,
         }
     }
 }
@@ -183,6 +190,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Call `f` after each node is built (see [`BuildProgress`]).
+    pub fn on_node_built(mut self, f: BuildProgress) -> Self {
+        self.on_node = Some(f);
+        self
+    }
+
     /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
     pub fn build(self) -> Result<Cluster, ClusterError> {
         if self.nics == 0 {
@@ -206,10 +219,14 @@ impl ClusterBuilder {
             Some(i) => i..i + 1,
             None => 0..self.nics,
         };
-        let mut nodes = Vec::with_capacity(hosted.len());
+        let total = hosted.len();
+        let mut nodes = Vec::with_capacity(total);
         for i in hosted {
             let node_progress = wrap_progress(self.wrap.as_ref(), i, &progress);
             nodes.push(self.build_node(i, &engine, &node_progress)?);
+            if let Some(f) = &self.on_node {
+                f(nodes.len(), total);
+            }
         }
         Ok(Cluster {
             engine,

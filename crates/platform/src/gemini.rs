@@ -101,6 +101,7 @@ pub struct GeminiClusterBuilder {
     hosted: Option<u32>,
     request_timeout: Option<SimDuration>,
     capture: Option<Arc<dyn CaptureSink>>,
+    on_node: Option<crate::cassini::BuildProgress>,
 }
 
 impl fmt::Debug for GeminiClusterBuilder {
@@ -115,6 +116,7 @@ impl fmt::Debug for GeminiClusterBuilder {
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
             .field("capture", &self.capture.is_some())
+            .field("on_node", &self.on_node.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -134,6 +136,7 @@ impl Default for GeminiClusterBuilder {
             hosted: None,
             request_timeout: None,
             capture: None,
+            on_node: None,
         }
     }
 }
@@ -217,6 +220,12 @@ impl GeminiClusterBuilder {
         self
     }
 
+    /// Call `f` after each node is built (see [`crate::cassini::BuildProgress`]).
+    pub fn on_node_built(mut self, f: crate::cassini::BuildProgress) -> Self {
+        self.on_node = Some(f);
+        self
+    }
+
     /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
     pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
         let mut fabric = Fabric::new(FabricConfig {
@@ -266,7 +275,8 @@ impl GeminiClusterBuilder {
             Some(pe) => pe..pe + 1,
             None => 0..ports,
         };
-        let mut nodes = Vec::with_capacity(hosted.len());
+        let total = hosted.len();
+        let mut nodes = Vec::with_capacity(total);
         for pe in hosted {
             let node = self.build_node(pe, &engine, &waiter(pe as usize), &job)?;
             progress
@@ -275,6 +285,9 @@ impl GeminiClusterBuilder {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(Arc::downgrade(&node.kgni));
             nodes.push(node);
+            if let Some(f) = &self.on_node {
+                f(nodes.len(), total);
+            }
         }
         Ok(GeminiCluster {
             engine,

@@ -22,7 +22,7 @@ pub mod engine;
 mod function;
 pub mod gemini;
 
-pub use cassini::{Cluster, ClusterBuilder, ClusterError, Node};
+pub use cassini::{BuildProgress, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};
 pub use emu_core::engine::deterministic::Deterministic;
 pub use emu_core::engine::threaded::ThreadedConfig;

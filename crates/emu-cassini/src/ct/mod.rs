@@ -97,6 +97,7 @@ pub use command::{CmdSource, CtCommand};
 pub use effects::{CtAction, EMBEDDED_LEN, Effects, FiredDma, FiredEvent, WbAddr, Writeback};
 pub use tle::{DEFAULT_NUM_SHARED, NUM_TLE_POOLS, TlePoolConfig, TlePoolStatus};
 
+use emu_core::sparse::SparseTable;
 use std::collections::{BTreeMap, VecDeque};
 
 use firmware_spec::cassini::cmd::{CtCmd, CtOp};
@@ -294,13 +295,16 @@ struct TrigOp {
 #[derive(Debug, Clone)]
 pub struct CtBlock {
     config: CtConfig,
-    cts: Vec<CtState>,
+    cts: SparseTable<CtState>,
     /// Per trigger CT: (threshold, arrival) -> TLE index.
-    lists: Vec<BTreeMap<(u64, u64), u16>>,
-    tles: Vec<Option<TrigOp>>,
+    lists: SparseTable<BTreeMap<(u64, u64), u16>>,
+    tles: SparseTable<Option<TrigOp>>,
+    /// Released TLEs, the most recently released on top; taken before any never-used one.
     free_tles: Vec<u16>,
+    /// TLEs `fresh_tles..C_NUM_TLES` have never been used (taken in increasing order).
+    fresh_tles: u16,
     pools: TlePools,
-    ack: Vec<u32>,
+    ack: SparseTable<u32>,
     arrival: u64,
     oversubscribed: bool,
     counters: CtCounters,
@@ -323,16 +327,26 @@ impl CtBlock {
     pub fn with_config(config: CtConfig) -> Self {
         CtBlock {
             config,
-            cts: vec![CtState::default(); C_NUM_CTS],
-            lists: vec![BTreeMap::new(); C_NUM_CTS],
-            tles: vec![None; C_NUM_TLES],
-            free_tles: (0..C_NUM_TLES as u16).rev().collect(),
+            cts: SparseTable::new(C_NUM_CTS, CtState::default()),
+            lists: SparseTable::new(C_NUM_CTS, BTreeMap::new()),
+            tles: SparseTable::new(C_NUM_TLES, None),
+            free_tles: Vec::new(),
+            fresh_tles: 0,
             pools: TlePools::new(),
-            ack: vec![0; NUM_ACK_COUNTERS],
+            ack: SparseTable::new(NUM_ACK_COUNTERS, 0),
             arrival: 0,
             oversubscribed: false,
             counters: CtCounters::default(),
         }
+    }
+
+    /// Table entries backed by storage (CTs, their trigger lists, TLEs, ack counters): 0 at
+    /// reset, growing with the CTs and TLEs used.
+    pub fn allocated_entries(&self) -> usize {
+        self.cts.allocated_entries()
+            + self.lists.allocated_entries()
+            + self.tles.allocated_entries()
+            + self.ack.allocated_entries()
     }
 
     /// The configuration.
@@ -357,7 +371,9 @@ impl CtBlock {
     pub fn init(&mut self, ct: u16) -> Result<(), CtError> {
         let i = Self::index(ct)?;
         self.cancel_pending(ct);
-        let c = &mut self.cts[i];
+        let Ok(c) = self.cts.get_mut(i) else {
+            return Err(CtError::InvalidCt(ct));
+        };
         c.success = 0;
         c.failure = 0;
         c.writeback_pending = false;
@@ -374,7 +390,9 @@ impl CtBlock {
     /// Enable a CT (`c_cq_cfg_ct_enable`) with its write-back address.
     pub fn enable(&mut self, ct: u16, writeback: Option<WbAddr>) -> Result<(), CtError> {
         let i = Self::index(ct)?;
-        let c = &mut self.cts[i];
+        let Ok(c) = self.cts.get_mut(i) else {
+            return Err(CtError::InvalidCt(ct));
+        };
         c.enabled = true;
         c.writeback = writeback;
         Ok(())
@@ -383,7 +401,9 @@ impl CtBlock {
     /// Disable a CT. Its counts and pending operations stay.
     pub fn disable(&mut self, ct: u16) -> Result<(), CtError> {
         let i = Self::index(ct)?;
-        self.cts[i].enabled = false;
+        if let Ok(c) = self.cts.get_mut(i) {
+            c.enabled = false;
+        }
         Ok(())
     }
 
@@ -391,13 +411,17 @@ impl CtBlock {
     /// write-back.
     pub fn set_writeback(&mut self, ct: u16, writeback: Option<WbAddr>) -> Result<(), CtError> {
         let i = Self::index(ct)?;
-        self.cts[i].writeback = writeback;
+        if let Ok(c) = self.cts.get_mut(i) {
+            c.writeback = writeback;
+        }
         Ok(())
     }
 
     /// A CT's state, `None` for an index outside 1..2047.
     pub fn state(&self, ct: u16) -> Option<CtState> {
-        Self::index(ct).ok().map(|i| self.cts[i])
+        Self::index(ct)
+            .ok()
+            .and_then(|i| self.cts.get(i).ok().copied())
     }
 
     /// Configure TLE pool `pool` (`c_cq_cfg_tle_pool`).
@@ -469,7 +493,7 @@ impl CtBlock {
     pub fn pending_thresholds(&self, trig_ct: u16) -> Vec<u64> {
         self.lists
             .get(trig_ct as usize)
-            .map_or_else(Vec::new, |l| l.keys().map(|k| k.0).collect())
+            .map_or_else(|_| Vec::new(), |l| l.keys().map(|k| k.0).collect())
     }
 
     /// Activity counters.
@@ -608,7 +632,7 @@ impl CtBlock {
     // -----------------------------------------------------------------------------------
 
     fn is_enabled(&self, ct: u16) -> bool {
-        ct != C_CT_NONE && self.cts.get(ct as usize).is_some_and(|c| c.enabled)
+        ct != C_CT_NONE && self.cts.get(ct as usize).is_ok_and(|c| c.enabled)
     }
 
     fn require_enabled(&self, ct: u16) -> Result<(), CtError> {
@@ -668,7 +692,7 @@ impl CtBlock {
 
     /// Whether `ct`'s count has reached `threshold`.
     fn reached(&self, ct: u16, threshold: u64) -> bool {
-        let Some(c) = self.cts.get(ct as usize) else {
+        let Ok(c) = self.cts.get(ct as usize) else {
             return false;
         };
         let count = match self.config.threshold_mode {
@@ -689,19 +713,29 @@ impl CtBlock {
             self.fire(op, fx, queue);
             return Ok(());
         }
-        let Some(&slot) = self.free_tles.last() else {
-            self.oversubscribed = true;
-            return Err(CtError::TleExhausted { pool: op.pool });
+        let slot = match self.free_tles.last() {
+            Some(&s) => s,
+            None if usize::from(self.fresh_tles) < C_NUM_TLES => self.fresh_tles,
+            None => {
+                self.oversubscribed = true;
+                return Err(CtError::TleExhausted { pool: op.pool });
+            }
         };
         if !self.pools.try_alloc(op.pool as usize) {
             self.oversubscribed = true;
             return Err(CtError::TleExhausted { pool: op.pool });
         }
-        self.free_tles.pop();
-        self.tles[slot as usize] = Some(op);
+        if self.free_tles.pop().is_none() {
+            self.fresh_tles += 1;
+        }
+        if let Ok(t) = self.tles.get_mut(slot as usize) {
+            *t = Some(op);
+        }
         self.arrival += 1;
-        self.lists[op.trig_ct as usize].insert((op.threshold, self.arrival), slot);
-        if let Some(a) = self.ack.get_mut(op.from_cq as usize) {
+        if let Ok(l) = self.lists.get_mut(op.trig_ct as usize) {
+            l.insert((op.threshold, self.arrival), slot);
+        }
+        if let Ok(a) = self.ack.get_mut(op.from_cq as usize) {
             *a += 1;
         }
         tracing::trace!(
@@ -716,17 +750,17 @@ impl CtBlock {
 
     /// Release a pending operation's TLE and ack count.
     fn release(&mut self, slot: u16) -> Option<TrigOp> {
-        let op = self.tles.get_mut(slot as usize)?.take()?;
+        let op = self.tles.get_mut_if_touched(slot as usize).ok()??.take()?;
         self.free_tles.push(slot);
         self.pools.free(op.pool as usize);
-        if let Some(a) = self.ack.get_mut(op.from_cq as usize) {
+        if let Ok(a) = self.ack.get_mut(op.from_cq as usize) {
             *a = a.saturating_sub(1);
         }
         Some(op)
     }
 
     fn cancel_pending(&mut self, ct: u16) -> usize {
-        let Some(list) = self.lists.get_mut(ct as usize) else {
+        let Ok(Some(list)) = self.lists.get_mut_if_touched(ct as usize) else {
             return 0;
         };
         let slots: Vec<u16> = std::mem::take(list).into_values().collect();
@@ -740,7 +774,7 @@ impl CtBlock {
 
     /// Apply a change of counts to an enabled CT, write it back and queue it for checking.
     fn change(&mut self, ct: u16, change: Change, fx: &mut Effects, queue: &mut VecDeque<u16>) {
-        let Some(c) = self.cts.get_mut(ct as usize) else {
+        let Ok(c) = self.cts.get_mut(ct as usize) else {
             return;
         };
         match change {
@@ -763,7 +797,7 @@ impl CtBlock {
     }
 
     fn writeback(&mut self, ct: u16, fx: &mut Effects) {
-        let Some(c) = self.cts.get_mut(ct as usize) else {
+        let Ok(c) = self.cts.get_mut(ct as usize) else {
             return;
         };
         match c.writeback {
@@ -783,12 +817,13 @@ impl CtBlock {
             while let Some((&key, &slot)) = self
                 .lists
                 .get(ct as usize)
+                .ok()
                 .and_then(|l| l.first_key_value())
             {
                 if !self.reached(ct, key.0) {
                     break;
                 }
-                if let Some(l) = self.lists.get_mut(ct as usize) {
+                if let Ok(l) = self.lists.get_mut(ct as usize) {
                     l.remove(&key);
                 }
                 if let Some(op) = self.release(slot) {

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::le::{Le, LinkedLe, UnexpectedHeader, bits_match};
 
 /// Entries with the same ignore mask, bucketed by their masked match bits.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct MaskGroup {
     ignore: u64,
     buckets: HashMap<u64, BTreeSet<u64>>,
@@ -27,7 +27,7 @@ struct MaskGroup {
 }
 
 /// One PRIORITY / OVERFLOW / REQUEST list of a PtlTE.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct LeList {
     entries: BTreeMap<u64, LinkedLe>,
     groups: Vec<MaskGroup>,
@@ -158,7 +158,7 @@ impl LeList {
 }
 
 /// The UNEXPECTED list of a PtlTE, in arrival order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct UleList {
     entries: BTreeMap<u64, UnexpectedHeader>,
     by_bits: HashMap<u64, BTreeSet<u64>>,

@@ -281,6 +281,11 @@ impl Lpe {
         &self.counters
     }
 
+    /// Portal-table slots backed by storage (0 at reset; see `emu_core::sparse`).
+    pub fn allocated_slots(&self) -> usize {
+        self.table.allocated_slots()
+    }
+
     /// Sets the limits of pool `pool` of PE `pe` (`c_lpe_cfg_pe_le_pools`).
     pub fn set_pool_limits(
         &mut self,

@@ -2,6 +2,7 @@
 
 use super::hw::{EQ_NONE, NUM_PTLTES, PtAllocOpts, PtlList, PtlteState};
 use super::list::{LeList, UleList};
+use emu_core::sparse::SparseTable;
 
 /// Configuration of a PtlTE, as the driver writes it into `c_lpe_cfg_ptl_table[n]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,7 +31,7 @@ impl PtlteConfig {
 }
 
 /// One configured PtlTE: state, drop count, its four lists.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Ptlte {
     pub(crate) config: PtlteConfig,
     pub(crate) state: PtlteState,
@@ -95,16 +96,16 @@ impl Ptlte {
     }
 }
 
-/// The 2048-entry portal table.
+/// The 2048-entry portal table, stored sparsely: an idle NIC holds only the page directory.
 #[derive(Debug)]
 pub(crate) struct PtlTable {
-    entries: Vec<Option<Ptlte>>,
+    entries: SparseTable<Option<Ptlte>>,
 }
 
 impl Default for PtlTable {
     fn default() -> Self {
         Self {
-            entries: (0..NUM_PTLTES).map(|_| None).collect(),
+            entries: SparseTable::new(NUM_PTLTES, None),
         }
     }
 }
@@ -115,44 +116,49 @@ impl PtlTable {
         pt != 0 && usize::from(pt) < NUM_PTLTES
     }
 
+    #[inline]
     pub(crate) fn get(&self, pt: u16) -> Option<&Ptlte> {
         if !Self::valid_index(pt) {
             return None;
         }
-        self.entries.get(usize::from(pt)).and_then(Option::as_ref)
+        self.entries.get(usize::from(pt)).ok()?.as_ref()
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, pt: u16) -> Option<&mut Ptlte> {
         if !Self::valid_index(pt) {
             return None;
         }
+        // A PtlTE in an untouched page is free: nothing to allocate for a lookup.
         self.entries
-            .get_mut(usize::from(pt))
-            .and_then(Option::as_mut)
+            .get_mut_if_touched(usize::from(pt))
+            .ok()??
+            .as_mut()
     }
 
     pub(crate) fn slot_mut(&mut self, pt: u16) -> Option<&mut Option<Ptlte>> {
         if !Self::valid_index(pt) {
             return None;
         }
-        self.entries.get_mut(usize::from(pt))
+        self.entries.get_mut(usize::from(pt)).ok()
     }
 
     /// Allocated PtlTEs in index order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &Ptlte)> {
         self.entries
-            .iter()
-            .enumerate()
+            .iter_touched()
             .filter_map(|(i, e)| e.as_ref().map(|p| (i, p)))
     }
 
     /// Lowest free index, never 0.
     pub(crate) fn first_free(&self) -> Option<u16> {
         self.entries
-            .iter()
-            .enumerate()
-            .skip(1)
-            .find(|(_, e)| e.is_none())
-            .and_then(|(i, _)| u16::try_from(i).ok())
+            .position_from(1, Option::is_none)
+            .and_then(|i| u16::try_from(i).ok())
+    }
+
+    /// Slots backed by storage (a multiple of the sparse page size; 0 when idle).
+    pub(crate) fn allocated_slots(&self) -> usize {
+        self.entries.allocated_entries()
     }
 }
