@@ -802,7 +802,7 @@ pub(crate) trait IxeOps: IxeCtx {
                 // A sequenced message streams: its frames are read as the window opens, and
                 // its SEND event follows the last ([`IxeOps::stream_next`]).
                 Source::Ac { ac, addr } if first < total && !l.flags.restricted => {
-                    self.tx_cqs()[n as usize].outstanding += 1;
+                    self.tx_cq(n)?.outstanding += 1;
                     let stream = OutStream {
                         handle,
                         fab,
