@@ -152,6 +152,35 @@ fn spawn_forwarder(
     }
 }
 
+/// Run `spec` with the ranks' output (stdout and stderr, line by line) collected instead of
+/// forwarded: the output, or the failure followed by the output.
+pub fn run_captured(spec: &JobSpec) -> Result<String, String> {
+    #[derive(Clone)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Shared(Arc::new(Mutex::new(Vec::new())));
+    let out: Sink = Arc::new(Mutex::new(buf.clone()));
+    let err: Sink = Arc::new(Mutex::new(buf.clone()));
+    let r = run(spec, out, err);
+    let text =
+        String::from_utf8_lossy(&buf.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned();
+    match r {
+        Ok(()) => Ok(text),
+        Err(e) => Err(format!("{e}\n{text}")),
+    }
+}
+
 /// Run `spec` to the end. `Ok` when every rank exited with status 0.
 pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     if spec.ranks == 0 || spec.ranks > MAX_RANKS {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The programs and the line each prints on success.
@@ -169,32 +169,13 @@ fn a_broken_process_manager_launch_fails_init_clearly() {
 /// Run `prog` as a job of `ranks` processes under the PMI-1 launcher of `nicemu run`;
 /// its combined output, or the launcher's error.
 fn run_job(prog: &Path, ranks: u32, nic: &str) -> Result<String, String> {
-    let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let sink = SharedBuf(Arc::clone(&buf));
-    let out_sink: launch::job::Sink = Arc::new(Mutex::new(sink.clone()));
-    let err_sink: launch::job::Sink = Arc::new(Mutex::new(sink));
     let mut spec = launch::job::JobSpec::new(ranks, vec![prog.display().to_string()]);
     spec.env.push(("NICEMU_NIC".into(), nic.into()));
     spec.timeout = Some(RUN_LIMIT);
-    let r = launch::job::run(&spec, out_sink, err_sink);
-    let text = String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
-    r.map(|()| text.clone()).map_err(|e| format!("{e}\n{text}"))
+    launch::job::run_captured(&spec)
 }
 
 /// A writer into a shared buffer.
-#[derive(Clone)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for SharedBuf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Every C program as a job of 4 processes (one rank and one emulated node each, meeting on
 /// the fabric between processes), started by `nicemu run`'s launcher.
 fn run_all_multi_process(nic: &str) {

@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
@@ -183,31 +183,12 @@ fn the_wheels_header_has_our_constants_handles_and_status_layout() {
 /// Run `prog` as `ranks` processes under `nicemu run`'s launcher with our library first on
 /// the loader's path.
 fn run_job(prog: &Path, ranks: u32, nic: &str, libdir: &Path) -> Result<String, String> {
-    let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let sink = SharedBuf(Arc::clone(&buf));
-    let out_sink: launch::job::Sink = Arc::new(Mutex::new(sink.clone()));
-    let err_sink: launch::job::Sink = Arc::new(Mutex::new(sink));
     let mut spec = launch::job::JobSpec::new(ranks, vec![prog.display().to_string()]);
     spec.env.push(("NICEMU_NIC".into(), nic.into()));
     spec.env
         .push(("LD_LIBRARY_PATH".into(), libdir.display().to_string()));
     spec.timeout = Some(RUN_LIMIT);
-    let r = launch::job::run(&spec, out_sink, err_sink);
-    let text = String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
-    r.map(|()| text.clone()).map_err(|e| format!("{e}\n{text}"))
-}
-
-#[derive(Clone)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for SharedBuf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    launch::job::run_captured(&spec)
 }
 
 #[test]
