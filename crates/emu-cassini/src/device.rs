@@ -263,6 +263,7 @@ impl DeviceModel for Cassini {
     ) -> Result<(), MmioError> {
         self.flush_pending_irqs(io);
         check(bar, offset, data.len())?;
+        let _span = tracing::trace_span!("cassini_mmio", offset, len = data.len()).entered();
         self.bar0_write(io, offset, data);
         Ok(())
     }
@@ -280,6 +281,7 @@ impl DeviceModel for Cassini {
     ) -> Result<(), MmioError> {
         self.flush_pending_irqs(io);
         check(bar, offset, 8)?;
+        let _span = tracing::trace_span!("cassini_mmio", offset, len = data.len()).entered();
         let len = data.len() as u64;
         let launch = match cpci::decode_bar0(offset) {
             Bar0Region::TxCqLaunch { cq, off } => Some((false, cq, off)),
@@ -303,11 +305,14 @@ impl DeviceModel for Cassini {
 
     fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         self.flush_pending_irqs(io);
+        let _span =
+            tracing::trace_span!("cassini_rx", src = pkt.src.0, len = pkt.data.len()).entered();
         self.hw.packet(io, pkt);
     }
 
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_pending_irqs(io);
+        let _span = tracing::trace_span!("cassini_timer", token).entered();
         self.hw.timer(io, token);
     }
 

@@ -346,6 +346,7 @@ impl Hw {
     /// Post an encoded event to EQ `eq` (EE, writing through the ATU, raising MSI-X); false
     /// if it was dropped.
     fn post(&mut self, io: &mut DeviceIo<'_>, eq: u16, event: &[u8], class: EventClass) -> bool {
+        let _span = tracing::trace_span!("ee", eq).entered();
         self.ee
             .post(&mut self.atu, &mut self.msix, io, eq, event, class)
     }
@@ -396,9 +397,11 @@ impl CqCtx for Hw {
         cur32: u64,
         next: Option<u8>,
     ) -> Result<Exec, Fail> {
+        let _span = tracing::trace_span!("oxe", cq = n, len = bytes.len()).entered();
         IxeOps::exec_tx(self, io, n, bytes, cur32, next)
     }
     fn exec_target(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
+        let _span = tracing::trace_span!("tgt_cq", cq = n, len = bytes.len()).entered();
         TgtOps::exec_target(self, io, n, bytes)
     }
 }
@@ -447,6 +450,7 @@ impl IxeCtx for Hw {
         self.post(io, eq, event, class)
     }
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        let _span = tracing::trace_span!("pct", dst = pkt.dst.0, len = pkt.data.len()).entered();
         PctOps::pct_send(self, io, pkt);
     }
     fn pct_stream(&mut self, io: &mut DeviceIo<'_>, stream: OutStream) {
@@ -483,6 +487,7 @@ impl PctCtx for Hw {
         self.nid_base
     }
     fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        let _span = tracing::trace_span!("tgt", len = pkt.data.len()).entered();
         TgtOps::receive(self, io, pkt);
     }
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
@@ -562,6 +567,7 @@ impl TgtCtx for Hw {
         IxeOps::arm_scan(self, io);
     }
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
+        let _span = tracing::trace_span!("pct", dst = pkt.dst.0, len = pkt.data.len()).entered();
         PctOps::pct_send(self, io, pkt);
     }
     fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {

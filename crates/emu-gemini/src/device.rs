@@ -641,6 +641,7 @@ impl DeviceModel for Gemini {
     ) -> Result<(), MmioError> {
         self.flush_irq_backlog(io);
         check_width(offset, data.len())?;
+        let _span = tracing::trace_span!("gemini_mmio", bar, offset, len = data.len()).entered();
         match bar {
             0 => self.reg_write(io, offset, data),
             2 if offset >= pci::MSIX_PBA_OFFSET => self
@@ -663,11 +664,14 @@ impl DeviceModel for Gemini {
 
     fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         self.flush_irq_backlog(io);
+        let _span =
+            tracing::trace_span!("gemini_rx", src = pkt.src.0, len = pkt.data.len()).entered();
         self.on_packet(io, pkt);
     }
 
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
         self.flush_irq_backlog(io);
+        let _span = tracing::trace_span!("gemini_timer", token).entered();
         match token {
             TOKEN_BTE => {
                 let mut bp = Self::bp(&mut self.core, io);

@@ -118,8 +118,31 @@ fn run_job(args: &launch::cli::RunArgs) -> ExitCode {
     }
 }
 
+/// `RUST_LOG` (tracing's filter syntax, e.g. `emu_cassini=trace` or `emu_cassini::pct=debug`)
+/// turns on the device models' events and, at `trace`, a span per hardware block entered
+/// (printed as it opens), on stderr. Unset: nothing is installed and the spans cost a
+/// disabled-callsite check.
+fn init_logging() -> Result<(), String> {
+    let Ok(spec) = std::env::var("RUST_LOG") else {
+        return Ok(());
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&spec)
+        .map_err(|e| format!("RUST_LOG={spec:?}: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
+        .try_init()
+        .map_err(|e| format!("RUST_LOG: {e}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = init_logging() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let mut out = std::io::stdout().lock();
     let res = match cli.command {
         Command::Spec(args) => spec::run(args, &mut out),
