@@ -369,12 +369,16 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     while let Ok(event) = server.events().try_recv() {
         verdict.note(event, &mut failure);
     }
-    // A rank whose PMI connection closed without finalize before anything else went wrong
-    // is the cause, also when the launcher saw another rank's exit first: that rank failed
+    // When the server aborted the job for a reason of its own (a rank's PMI connection
+    // closed without finalize, or a rank called PMI abort) before the launcher did, that is
+    // the cause, also when the launcher saw another rank's exit first: that rank failed
     // because the server told it the job was aborted.
-    if let Some(l) = verdict.first_lost {
-        verdict.cause_rank = Some(l);
-        verdict.lost = true;
+    if let Some((why, lost)) = verdict.server_first.take()
+        && failure.as_deref() != Some(why.as_str())
+    {
+        failure = Some(why);
+        verdict.cause_rank = lost;
+        verdict.lost = lost.is_some();
     }
     if let Some(r) = verdict.cause_rank {
         let rank = ranks.get(r as usize).filter(|rank| !rank.killed);
@@ -422,9 +426,9 @@ struct Verdict {
     cause_rank: Option<u32>,
     /// Whether that failure was its PMI connection ending without finalize.
     lost: bool,
-    /// The rank whose connection ending without finalize made the server abort the job
-    /// (the server aborts once, so this was the first thing that went wrong).
-    first_lost: Option<u32>,
+    /// The server's abort (it aborts once): its message, and the rank whose connection
+    /// ending without finalize was the reason, if that was it.
+    server_first: Option<(String, Option<u32>)>,
     /// The ranks that called PMI abort, and why.
     abort_calls: HashMap<u32, String>,
 }
@@ -435,7 +439,7 @@ impl Verdict {
     fn note(&mut self, event: Event, failure: &mut Option<String>) {
         match event {
             Event::Aborted { why, lost } => {
-                self.first_lost = lost;
+                self.server_first = Some((why.clone(), lost));
                 if failure.is_none() {
                     *failure = Some(why);
                     self.cause_rank = lost;
