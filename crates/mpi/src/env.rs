@@ -185,6 +185,16 @@ pub fn parse_size(v: &str) -> Option<usize> {
     num.trim().parse::<usize>().ok()?.checked_mul(mult)
 }
 
+/// Writes `line` and its newline to standard error in one write. Ranks of a job share the
+/// launcher's stderr pipe; `eprintln!` writes the newline separately, so another rank's line
+/// could land between a line and its newline. Report lines (well under `PIPE_BUF`) stay whole.
+pub fn eprint_line(line: &str) {
+    use std::io::Write;
+    let whole = format!("{line}\n");
+    // Nothing sensible is left to do when standard error itself cannot be written.
+    let _ = std::io::stderr().lock().write_all(whole.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,7 +95,7 @@ impl Nic {
 impl Drop for Nic {
     fn drop(&mut self) {
         if self.report {
-            eprintln!("{}", self.report_line());
+            mpi::env::eprint_line(&self.report_line());
         }
     }
 }

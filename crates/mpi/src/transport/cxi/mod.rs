@@ -178,7 +178,7 @@ impl CxiTransport {
             return Err(Error::Transport("cxi: no cxi device on this node".into()));
         }
         if cfg.nic_verbose > 0 {
-            eprintln!("{}", cfg.nic_line(pmi.rank(), local_size, local_index));
+            crate::env::eprint_line(&cfg.nic_line(pmi.rank(), local_size, local_index));
         }
         let rx_state = if cfg.mode == MatchMode::Software {
             PtlteState::SoftwareManaged
@@ -678,7 +678,7 @@ impl CxiTransport {
         let level = rep.level();
         let deltas = rep.deltas()?;
         if level >= 2 {
-            eprintln!("{}", report::rank_line(self.rank, self.cfg.device, &deltas));
+            crate::env::eprint_line(&report::rank_line(self.rank, self.cfg.device, &deltas));
         }
         let mine = if self.cfg.first_on_nic {
             format!("1 {}", report::timeouts(&deltas))
@@ -709,7 +709,7 @@ impl CxiTransport {
             }
         }
         if let Some(line) = report::summary_line(level, nics, timeouts) {
-            eprintln!("{line}");
+            crate::env::eprint_line(&line);
         }
         Ok(())
     }
