@@ -85,8 +85,14 @@ fn wheel() -> &'static PathBuf {
     })
 }
 
-/// Our header's directory and a directory whose `libmpi_abi.so.1` is our library.
+/// Our header's directory and a directory whose `libmpi_abi.so.1` is our library. Made once
+/// per test binary: the tests run in parallel, and two making the same link race (EEXIST).
 fn ours() -> (PathBuf, PathBuf) {
+    static OURS: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    OURS.get_or_init(make_ours).clone()
+}
+
+fn make_ours() -> (PathBuf, PathBuf) {
     let out = Command::new(env!("CARGO_BIN_EXE_nicemu-mpicc"))
         .args(["-show", "x.c"])
         .output()
