@@ -139,6 +139,27 @@ fn duplicated_amo_requests_are_executed_once_on_gemini() {
 }
 
 #[test]
+fn a_duplicated_in_order_request_is_applied_once_on_gemini() {
+    // Regression: the Gemini target applied a copy of an in-order request (here rank 3's
+    // connection datagram, a BTE SEND) that arrived behind its stream's position. Rank 1
+    // took the copy for a second connection from rank 3 and paired one of its endpoints
+    // with a mailbox rank 3 had given to another: two senders wrote into one mailbox, and
+    // the job deadlocked at 50 ms of virtual time. This seed failed that way.
+    let faults =
+        FaultSpec::parse("drop=0.05,dup=0.01,reorder=0.05,corrupt=0.01,linkflap=0.001").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Random, faults);
+    c.seed = 1032;
+    let o = sim::run(&c);
+    assert!(
+        o.passed(),
+        "{:?}\n  replay: {}",
+        o.failure,
+        c.replay_command()
+    );
+    assert!(o.fabric.expect("counters").duplicated > 0);
+}
+
+#[test]
 fn links_down_longer_than_the_link_layer_waits_end_gemini_jobs_loudly_not_with_bad_data() {
     // Flaps of 200 µs outlast the link layer's 50 µs window: packets are lost and their
     // requests time out. The transport re-posts PUTs and GETs; a lost SMSG send or AMO
