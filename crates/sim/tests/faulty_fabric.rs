@@ -205,6 +205,27 @@ fn a_failed_bte_transfer_completes_the_post_that_waits_for_it_on_gemini() {
 }
 
 #[test]
+fn a_lost_datagram_response_is_sent_again_by_kgni() {
+    // Regression: kgni ignored a connection datagram response lost in the network (a link
+    // down for 200 µs): the responder's post had completed, the dialer's waited for ever,
+    // and the job deadlocked. kgni now sends a lost response again. This seed deadlocked
+    // that way; it may still end on a lost AMO (loudly), never in a deadlock.
+    let faults =
+        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
+    c.seed = 506;
+    let o = sim::run(&c);
+    if let Some(why) = &o.failure {
+        assert!(
+            !why.contains("deadlock"),
+            "{why}\n  replay: {}",
+            c.replay_command()
+        );
+        assert!(why.contains("REQUEST_TIMEOUT"), "{why}");
+    }
+}
+
+#[test]
 fn links_down_longer_than_the_link_layer_waits_end_gemini_jobs_loudly_not_with_bad_data() {
     // Flaps of 200 µs outlast the link layer's 50 µs window: packets are lost and their
     // requests time out. The transport re-posts PUTs and GETs and the library retransmits
