@@ -711,10 +711,16 @@ impl Bte {
         let concat = txd.mode1 & u64::from(TxdMode1::CONCAT.bits()) != 0;
         let global = txd.mode1 & u64::from(TxdMode1::CQ_GLOBAL.bits()) != 0;
         if x.error.is_some() {
-            p.post_cqe(
-                txd.src_cq_hndl,
-                Cqe::from_hw(CqeSource::Bte, status, txd.src_cq_data),
-            );
+            // The error takes the place of the event the transfer still owes: the global
+            // event's data when one was asked for (the local event may already have been
+            // posted when the last request left, and software waits for the global one),
+            // else the local event's.
+            let data = if global {
+                txd.user_data & firmware_spec::bits::mask(56)
+            } else {
+                txd.src_cq_data
+            };
+            p.post_cqe(txd.src_cq_hndl, Cqe::from_hw(CqeSource::Bte, status, data));
         } else if global && !concat {
             let data = txd.user_data & firmware_spec::bits::mask(56);
             p.post_cqe(

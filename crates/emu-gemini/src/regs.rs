@@ -65,8 +65,11 @@ pub mod counter {
     pub const REMOTE_REJECTS: u32 = 15;
     /// Frames the model could not decode.
     pub const BAD_FRAMES: u32 = 16;
+    /// Requests of an in-order stream that arrived behind the stream's position (a copy of
+    /// one already applied, or one whose gap was given up on) and were dropped.
+    pub const ORDER_STALE: u32 = 17;
     /// Number of counters.
-    pub const COUNT: u32 = 17;
+    pub const COUNT: u32 = 18;
 }
 
 /// What a BAR 0 offset addresses. Indices are checked against the resource counts.

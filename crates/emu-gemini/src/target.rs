@@ -175,9 +175,27 @@ impl Responder {
             p.ensure_watchdog();
             return;
         }
-        if ahead == 0 {
-            st.next = st.next.wrapping_add(1);
+        if ahead < 0 {
+            // Behind the stream's position: a copy of a request already applied (the fabric
+            // delivered it twice), or one whose gap was given up on. Applying it now would
+            // put an old write after newer ones of the stream (an old SMSG control word
+            // would take back credits the receiver already returned), so it is dropped, as
+            // an in-order stream drops a sequence number it has passed. The initiator
+            // already has its answer, or times out.
+            p.count(counter::ORDER_STALE, 1);
+            tracing::debug!(
+                target: "gemini::target",
+                nic = p.nic(),
+                from = src,
+                stream = hdr.stream,
+                seq = hdr.seq,
+                next = st.next,
+                kind = ?hdr.kind,
+                "stale in-order request dropped"
+            );
+            return;
         }
+        st.next = st.next.wrapping_add(1);
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         Self::on_request(p, src, &hdr, payload);
         self.drain_order(p, key);

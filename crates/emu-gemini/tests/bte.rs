@@ -239,6 +239,8 @@ fn bad_descriptors_complete_with_errors() {
     let src = big(&n0, None);
     let dst = big(j.nic(1), None);
     let mut ch = n0.bte_enable(1, 0, 8, 0, false).unwrap();
+    // Each error comes with the data of the event the post asked for (the global event's,
+    // `user_data` = tag | 0x1000), as a success would.
     // GET with a length that is not a multiple of 4.
     n0.bte_post(
         &mut ch,
@@ -246,27 +248,27 @@ fn bad_descriptors_complete_with_errors() {
     )
     .unwrap();
     let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
-    assert_eq!((e.status(), e.data()), (Ok(HwStatus::InvCmd), 1));
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::InvCmd), 0x1001));
     assert_eq!(n0.bte_err_rc(1).unwrap(), ReturnCode::AlignmentError.code());
     // Remote range past the registration.
     let mut t = txd(TxdMode1::PUT, &src, (1, &dst), 4096, TxdMode1::CQ_GLOBAL, 2);
     t.dest_mem_off = BIG - 100;
     n0.bte_post(&mut ch, &t).unwrap();
     let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
-    assert_eq!((e.status(), e.data()), (Ok(HwStatus::MemBoundsErr), 2));
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::MemBoundsErr), 0x1002));
     // Local source past its registration.
     let mut t = txd(TxdMode1::PUT, &src, (1, &dst), 4096, TxdMode1::CQ_GLOBAL, 3);
     t.src_mem_off = BIG - 10;
     n0.bte_post(&mut ch, &t).unwrap();
     let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
-    assert_eq!((e.status(), e.data()), (Ok(HwStatus::MemBoundsErr), 3));
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::MemBoundsErr), 0x1003));
     assert_eq!(n0.bte_err_rc(1).unwrap(), ReturnCode::InvalidParam.code());
     // Operation bits 0x6 name no operation.
     let mut t = txd(TxdMode1::PUT, &src, (1, &dst), 8, TxdMode1::CQ_GLOBAL, 4);
     t.mode1 |= 0x6;
     n0.bte_post(&mut ch, &t).unwrap();
     let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
-    assert_eq!((e.status(), e.data()), (Ok(HwStatus::InvCmd), 4));
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::InvCmd), 0x1004));
     // A good one still goes through afterwards.
     n0.bte_post(
         &mut ch,

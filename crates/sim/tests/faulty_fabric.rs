@@ -139,11 +139,98 @@ fn duplicated_amo_requests_are_executed_once_on_gemini() {
 }
 
 #[test]
+fn a_duplicated_in_order_request_is_applied_once_on_gemini() {
+    // Regression: the Gemini target applied a copy of an in-order request (here rank 3's
+    // connection datagram, a BTE SEND) that arrived behind its stream's position. Rank 1
+    // took the copy for a second connection from rank 3 and paired one of its endpoints
+    // with a mailbox rank 3 had given to another: two senders wrote into one mailbox, and
+    // the job deadlocked at 50 ms of virtual time. This seed failed that way.
+    let faults =
+        FaultSpec::parse("drop=0.05,dup=0.01,reorder=0.05,corrupt=0.01,linkflap=0.001").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Random, faults);
+    c.seed = 1032;
+    let o = sim::run(&c);
+    assert!(
+        o.passed(),
+        "{:?}\n  replay: {}",
+        o.failure,
+        c.replay_command()
+    );
+    assert!(o.fabric.expect("counters").duplicated > 0);
+}
+
+#[test]
+fn smsg_sends_lost_beyond_the_link_layer_are_retransmitted_on_gemini() {
+    // Flaps of 200 µs outlast the link layer's 50 µs window, so SMSG writes are lost and
+    // time out at the sender. The user library's MBOX_AUTO_RETRANSMIT mailboxes write every
+    // unreleased message again. These seeds ended with "gni: a transaction failed: status
+    // REQUEST_TIMEOUT" from an SMSG send before.
+    let faults =
+        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Random, faults);
+    let mut lost = 0;
+    for seed in [500, 501, 505] {
+        c.seed = seed;
+        let o = sim::run(&c);
+        assert!(
+            o.passed(),
+            "seed {seed}: {:?}\n  replay: {}",
+            o.failure,
+            c.replay_command()
+        );
+        lost += o.fabric.expect("counters").dropped_link_down;
+    }
+    assert!(lost > 0, "no packet was lost to a flapped link");
+}
+
+#[test]
+fn a_failed_bte_transfer_completes_the_post_that_waits_for_it_on_gemini() {
+    // Regression: a BTE transfer that timed out reported its error with the local event's
+    // data, but the transport's RDMA posts ask for the global event only, so no post matched
+    // ("GNI_RC_DESCRIPTOR_ERROR: no RDMA post waits for this event") and the re-post never
+    // happened. The error now carries the data of the event the transfer still owes. This
+    // seed failed that way (200 µs flaps, beyond the link layer).
+    let faults =
+        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
+    c.seed = 504;
+    let o = sim::run(&c);
+    assert!(
+        o.passed(),
+        "{:?}\n  replay: {}",
+        o.failure,
+        c.replay_command()
+    );
+    assert!(o.fabric.expect("counters").dropped_link_down > 0);
+}
+
+#[test]
+fn a_lost_datagram_response_is_sent_again_by_kgni() {
+    // Regression: kgni ignored a connection datagram response lost in the network (a link
+    // down for 200 µs): the responder's post had completed, the dialer's waited for ever,
+    // and the job deadlocked. kgni now sends a lost response again. This seed deadlocked
+    // that way; it may still end on a lost AMO (loudly), never in a deadlock.
+    let faults =
+        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
+    c.seed = 506;
+    let o = sim::run(&c);
+    if let Some(why) = &o.failure {
+        assert!(
+            !why.contains("deadlock"),
+            "{why}\n  replay: {}",
+            c.replay_command()
+        );
+        assert!(why.contains("REQUEST_TIMEOUT"), "{why}");
+    }
+}
+
+#[test]
 fn links_down_longer_than_the_link_layer_waits_end_gemini_jobs_loudly_not_with_bad_data() {
     // Flaps of 200 µs outlast the link layer's 50 µs window: packets are lost and their
-    // requests time out. The transport re-posts PUTs and GETs; a lost SMSG send or AMO
-    // still fails the job (docs/RELIABILITY.md), loudly, with the NIC's REQUEST_TIMEOUT,
-    // never with wrong data.
+    // requests time out. The transport re-posts PUTs and GETs and the library retransmits
+    // SMSG messages; a lost AMO still fails the job (docs/RELIABILITY.md), loudly, with the
+    // NIC's REQUEST_TIMEOUT, never with wrong data.
     let faults =
         FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
     let mut c = cfg(Nic::Gemini, Workload::Random, faults);

@@ -9,7 +9,7 @@
 //! made under it are gone, or by [`Cdm::destroy`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -136,6 +136,10 @@ impl Cdm {
                 cqs: Mutex::new(HashMap::new()),
                 dgram_ids: Mutex::new(HashMap::new()),
                 smsg_dlvr: AtomicU16::new(DlvrMode::IN_ORDER.bits()),
+                smsg_eps: Mutex::new(Vec::new()),
+                smsg_max_retrans: AtomicU32::new(super::smsg::SMSG_MAX_RETRANS_DEFAULT),
+                smsg_retransmits: AtomicU64::new(0),
+                smsg_pending: AtomicBool::new(false),
             }),
         })
     }
@@ -177,6 +181,14 @@ pub(crate) struct NicInner {
     pub(crate) cqs: Mutex<HashMap<u32, Weak<CqInner>>>,
     pub(crate) dgram_ids: Mutex<HashMap<u64, EpId>>,
     smsg_dlvr: AtomicU16,
+    /// Endpoints with SMSG initialized (retransmission, `smsg`).
+    pub(crate) smsg_eps: Mutex<Vec<Weak<super::ep::EpInner>>>,
+    /// `GNI_SmsgSetMaxRetrans`.
+    pub(crate) smsg_max_retrans: AtomicU32,
+    /// SMSG messages written again (`GNI_STAT_SMSG_RETRANS_COUNT`).
+    pub(crate) smsg_retransmits: AtomicU64,
+    /// A retransmission round waits for FMA sequences.
+    pub(crate) smsg_pending: AtomicBool,
 }
 
 impl NicInner {
@@ -302,6 +314,18 @@ impl Nic {
     /// our choice; credit updates always go in order).
     pub fn smsg_set_delivery_mode(&self, dlvr: DlvrMode) {
         self.inner.smsg_dlvr.store(dlvr.bits(), Ordering::Relaxed);
+    }
+
+    /// `GNI_SmsgSetMaxRetrans(nic, n)`: retransmission rounds of an SMSG endpoint without
+    /// the peer releasing a message before a transaction error reaches the caller (default
+    /// [`super::smsg::SMSG_MAX_RETRANS_DEFAULT`]).
+    pub fn smsg_set_max_retrans(&self, n: u32) {
+        self.inner.smsg_max_retrans.store(n, Ordering::Relaxed);
+    }
+
+    /// SMSG messages written again after transaction errors (`GNI_STAT_SMSG_RETRANS_COUNT`).
+    pub fn smsg_retransmits(&self) -> u64 {
+        self.inner.smsg_retransmits.load(Ordering::Relaxed)
     }
 
     /// The FMA descriptor's status word (`wc | rc << 16 | ssid << 32 | flags << 48`):

@@ -216,8 +216,28 @@ impl Cq {
     }
 
     /// `GNI_CqGetEvent`: the next event, or `None` (`GNI_RC_NOT_DONE`) when there is none.
-    /// See the module documentation for overrun.
+    /// See the module documentation for overrun. A recoverable transaction error of an
+    /// SMSG endpoint's sequence is not returned: the library retransmits (module
+    /// [`super::smsg`], `MBOX_AUTO_RETRANSMIT`) and returns the next event.
     pub fn get_event(&self) -> Result<Option<CqEvent>> {
+        loop {
+            let ev = self.next_event()?;
+            let Some(ev) = ev else {
+                self.inner.nic.smsg_flush_pending(self.inner.id)?;
+                return Ok(None);
+            };
+            if ev.rc == ReturnCode::TransactionError
+                && ev.cqe.event_type == CqEventType::Smsg.code() as u64
+                && error_recoverable(&ev.cqe)
+                && self.inner.nic.smsg_recover(self.inner.id, &ev.cqe)?
+            {
+                continue;
+            }
+            return Ok(Some(ev));
+        }
+    }
+
+    fn next_event(&self) -> Result<Option<CqEvent>> {
         let q = &self.inner;
         let mut st = lock(&q.st);
         let at = 8 * u64::from(st.rd);

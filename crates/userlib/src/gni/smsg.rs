@@ -23,7 +23,20 @@
 //!   released without telling the peer, the receiver writes its control word into the
 //!   peer's mailbox with a remote event: the back-credit event in the sender's remote CQ
 //!   (which `GetNext` on it answers with `NOT_DONE`, as uGNI's credit events).
+//! - Mailboxes are `GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT` (gemini.md §1.8: the type everyone
+//!   uses, which "retransmits on some network errors"; `GNI_SmsgSetMaxRetrans`, default
+//!   `FMA_SMSG_MAX_RETRANS_DEFAULT` = 10). A sender keeps each message until the receiver
+//!   released it. When a sequence of an SMSG endpoint fails with a recoverable transaction
+//!   error, [`crate::gni::Cq::get_event`] does not hand the error over: it writes every
+//!   unreleased message of the CQ's SMSG endpoints again, with the same sequence number into
+//!   the same slot (a copy of a message the receiver already has is ignored: its slot holds
+//!   another sequence number by then, or the same message), and each endpoint's control word.
+//!   The local event of a send whose own sequence failed is raised by the retransmission
+//!   (its event data carries [`SEND_EVENT_MARK`]), so every send still has one local event.
+//!   After `max_retrans` rounds without the peer releasing anything, the error goes to the
+//!   caller.
 
+use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::fma::{SyncType, op};
 use firmware_spec::gemini::gni::{CqEventType, DlvrMode, ReturnCode, SmsgType};
 use firmware_spec::gemini::limits::SMSG_ANY_TAG;
@@ -32,12 +45,16 @@ use firmware_spec::gemini::smsg::{
     self as fs, HEADER_SIZE, SmsgAttr, SmsgHeader, credits_available, send_check, slot_kind,
     slot_offset, slot_size,
 };
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+use driver::clock::Instant;
 use driver::mem::Pinned;
 
 use super::cdm::{NicInner, lock};
-use super::ep::Ep;
+use super::ep::{Ep, EpInner};
 use super::error::{GniError, Result};
 use super::fma::{Target, Win};
 use super::mem::handle_info;
@@ -118,6 +135,33 @@ impl SmsgMsg {
     }
 }
 
+/// `FMA_SMSG_MAX_RETRANS_DEFAULT` (gni_pub.h; gemini.md §1.8): retransmission rounds of an
+/// `MBOX_AUTO_RETRANSMIT` mailbox before an error reaches the caller.
+pub const SMSG_MAX_RETRANS_DEFAULT: u32 = 10;
+
+/// Bit of an SMSG send's local event data (in the TID field, bits 32–47, which an SMSG
+/// event does not use; `GNI_CQ_GET_MSG_ID` reads bits 0–31): the failed sequence was the one
+/// that raises the send's local event, so the retransmission must raise it.
+pub const SEND_EVENT_MARK: u64 = 1 << 47;
+
+/// Errors that arrive within this time after a retransmission round belong to the failure
+/// that round answered: the NIC reports a lost request only after its request timeout (100
+/// ms in the model, `emu_gemini::config`), so they are of sequences written before the round,
+/// whose messages the round already wrote again. They raise their local events and do not
+/// start another round.
+const RETRANS_BURST: Duration = Duration::from_millis(1);
+
+/// A message sent and not yet released by the receiver, kept for retransmission.
+struct Unacked {
+    seqno: u32,
+    /// Offset of its slot in the remote mailbox.
+    slot: u64,
+    /// Slot header, user header, data (padded to 8 bytes).
+    image: Vec<u8>,
+    /// The remote event's data.
+    remote_ev: u64,
+}
+
 /// The SMSG state of one endpoint.
 pub(crate) struct Smsg {
     local: SmsgAttr,
@@ -134,6 +178,17 @@ pub(crate) struct Smsg {
     released: u32,
     reported: u32,
     current: bool,
+    /// Messages the receiver has not released, oldest first (at most `mbox_maxcredit`).
+    unacked: VecDeque<Unacked>,
+    /// Retransmission rounds since the receiver last released a message.
+    retrans: u32,
+    /// `returned` when last looked at.
+    last_returned: u32,
+    /// A retransmission found no free FMA sequence: it is done on the next poll, with these
+    /// local events.
+    pending: Option<Vec<u64>>,
+    /// When the last retransmission round was written.
+    last_round: Option<Instant>,
 }
 
 impl Smsg {
@@ -207,6 +262,184 @@ impl Smsg {
         self.reported = self.released;
         Ok(())
     }
+
+    /// Forget the messages the receiver released; a release is progress (the retransmission
+    /// rounds start again).
+    fn prune(&mut self) -> Result<()> {
+        let r = self.returned()?;
+        if r != self.last_returned {
+            self.last_returned = r;
+            self.retrans = 0;
+        }
+        while self
+            .unacked
+            .front()
+            .is_some_and(|u| (u.seqno.wrapping_sub(r) as i32) < 0)
+        {
+            self.unacked.pop_front();
+        }
+        Ok(())
+    }
+
+    /// One retransmission round: every unreleased message again (same sequence number, same
+    /// slot, same bytes, with its remote event), then this side's control word, whose
+    /// sequence raises the `local` events (sends whose own local-event sequence failed).
+    /// `Ok(false)` when the round budget `max` is spent. Out of FMA sequences, the round is
+    /// left pending for the next poll. Returns the messages written again through `sent`.
+    #[allow(clippy::too_many_arguments)]
+    fn retransmit(
+        &mut self,
+        nic: &NicInner,
+        pe: u32,
+        ev_remote: u32,
+        cq: Option<u32>,
+        mut local: Vec<u64>,
+        max: u32,
+    ) -> Result<bool> {
+        self.prune()?;
+        if let Some(p) = self.pending.take() {
+            local.extend(p);
+        }
+        let burst = self.last_round.is_some_and(|t| t.elapsed() < RETRANS_BURST);
+        if burst && local.is_empty() {
+            return Ok(true);
+        }
+        if !burst && (!self.unacked.is_empty() || !local.is_empty()) {
+            if self.retrans >= max {
+                return Ok(false);
+            }
+            self.retrans += 1;
+            self.last_round = Some(Instant::now());
+        }
+        let resend = if burst { 0 } else { self.unacked.len() };
+        let mut fma = lock(&nic.fma);
+        if let Some(cq) = cq {
+            fma.ensure_cq(nic, cq)?;
+        }
+        let n = resend as u64 + local.len().max(1) as u64;
+        match fma.reserve(n) {
+            Ok(()) => {}
+            Err(e) if e.rc() == ReturnCode::ErrorResource => {
+                self.pending = Some(local);
+                nic.smsg_pending.store(true, Ordering::Relaxed);
+                return Ok(true);
+            }
+            Err(e) => return Err(e),
+        }
+        let t = self.target(pe, nic.smsg_dlvr());
+        for u in self.unacked.iter().take(resend) {
+            fma.put(
+                Win::PutWc,
+                &t,
+                self.rbase + u.slot,
+                u.image.len() as u64,
+                |off, buf| {
+                    let o = off as usize;
+                    buf.copy_from_slice(&u.image[o..o + buf.len()]);
+                    Ok(())
+                },
+            )?;
+            fma.sync(SyncType::REMOTE_EVENT, u.remote_ev)?;
+        }
+        nic.smsg_retransmits
+            .fetch_add(resend as u64, Ordering::Relaxed);
+        self.reported = self.released;
+        let word = self.control_word();
+        let inorder = self.target(pe, DlvrMode::IN_ORDER);
+        if local.is_empty() {
+            // No event on success; a failure is reported with this data, typed SMSG, so
+            // that it comes back here.
+            let quiet = super::post::fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
+            fma.aim(&inorder, self.rbase)?;
+            fma.store_u64(Win::PutWc, word)?;
+            fma.sync(SyncType::NO_EVENT, quiet)?;
+        }
+        for d in local {
+            fma.aim(&inorder, self.rbase)?;
+            fma.store_u64(Win::PutWc, word)?;
+            fma.sync(SyncType::LOCAL_EVENT, d)?;
+        }
+        Ok(true)
+    }
+}
+
+impl NicInner {
+    /// Register an endpoint whose SMSG was initialized (for retransmission).
+    fn smsg_register(&self, ep: &Arc<EpInner>) {
+        let mut eps = lock(&self.smsg_eps);
+        eps.retain(|w| w.strong_count() > 0);
+        eps.push(Arc::downgrade(ep));
+    }
+
+    /// The live SMSG endpoints whose local CQ is `cq`, in registration order.
+    fn smsg_eps_on(&self, cq: u32) -> Vec<Arc<EpInner>> {
+        lock(&self.smsg_eps)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|e| e.cq.as_ref().is_some_and(|c| c.id == cq))
+            .collect()
+    }
+
+    /// A sequence of an SMSG endpoint on CQ `cq` failed with the recoverable error `e`:
+    /// retransmit (see the module). `Ok(false)`: not ours to recover, or out of rounds; the
+    /// caller gets the error.
+    pub(crate) fn smsg_recover(&self, cq: u32, e: &Cqe) -> Result<bool> {
+        let mut local = Vec::new();
+        if e.data() & SEND_EVENT_MARK != 0 {
+            local.push(super::post::fma_data56(CqEventType::Smsg, e.data())?);
+        }
+        let eps = self.smsg_eps_on(cq);
+        if eps.is_empty() {
+            return Ok(false);
+        }
+        let max = self.smsg_max_retrans.load(Ordering::Relaxed);
+        for ep in eps {
+            let mut st = lock(&ep.st);
+            let Ok((pe, _, ev_remote)) = st.peer() else {
+                continue;
+            };
+            let Some(s) = st.smsg.as_mut() else {
+                continue;
+            };
+            if !s.retransmit(
+                self,
+                pe,
+                ev_remote,
+                Some(cq),
+                std::mem::take(&mut local),
+                max,
+            )? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Retransmission rounds left pending for lack of FMA sequences, on CQ `cq`'s endpoints.
+    pub(crate) fn smsg_flush_pending(&self, cq: u32) -> Result<()> {
+        if !self.smsg_pending.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        let max = self.smsg_max_retrans.load(Ordering::Relaxed);
+        for ep in self.smsg_eps_on(cq) {
+            let mut st = lock(&ep.st);
+            let Ok((pe, _, ev_remote)) = st.peer() else {
+                continue;
+            };
+            let Some(s) = st.smsg.as_mut() else {
+                continue;
+            };
+            if s.pending.is_some()
+                && !s.retransmit(self, pe, ev_remote, Some(cq), Vec::new(), max)?
+            {
+                return Err(GniError::new(
+                    ReturnCode::TransactionError,
+                    "SMSG retransmissions exhausted",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn check_attr(a: &SmsgAttr, what: &'static str) -> Result<u64> {
@@ -264,7 +497,14 @@ impl Ep {
             released: 0,
             reported: 0,
             current: false,
+            unacked: VecDeque::new(),
+            retrans: 0,
+            last_returned: 0,
+            pending: None,
+            last_round: None,
         });
+        drop(st);
+        self.inner.nic.smsg_register(&self.inner);
         Ok(())
     }
 
@@ -284,6 +524,7 @@ impl Ep {
             .smsg
             .as_mut()
             .ok_or(GniError::state("GNI_SmsgInit was not called"))?;
+        s.prune()?;
         let too_big =
             || GniError::new(ReturnCode::ErrorResource, "message larger than msg_maxsize");
         let hlen = u32::try_from(header.len()).map_err(|_| too_big())?;
@@ -316,7 +557,8 @@ impl Ep {
         image.resize(total.next_multiple_of(8), 0);
         let slot = slot_offset(s.sent, s.remote.mbox_maxcredit, s.remote.msg_maxsize);
         let remote_ev = super::post::fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
-        let local_ev = super::post::fma_data56(CqEventType::Smsg, u64::from(msg_id))?;
+        let local_ev =
+            super::post::fma_data56(CqEventType::Smsg, u64::from(msg_id) | SEND_EVENT_MARK)?;
 
         let mut fma = lock(&nic.fma);
         if let Some(cq) = cq {
@@ -347,6 +589,12 @@ impl Ep {
             let _ = fma.sync(SyncType::NO_EVENT, 0);
             return Err(e);
         }
+        s.unacked.push_back(Unacked {
+            seqno: s.sent,
+            slot,
+            image,
+            remote_ev,
+        });
         s.sent = s.sent.wrapping_add(1);
         s.reported = s.released;
         fma.aim(&s.target(pe, DlvrMode::IN_ORDER), s.rbase)?;

@@ -146,6 +146,8 @@ impl Kgni {
             rr: 0,
             matcher: Matcher::new(pe, config.dgram_unexpected_limit),
             backlog: VecDeque::new(),
+            responses: VecDeque::new(),
+            next_response: 0,
             kernel: KernelRes {
                 cq: kcq,
                 cq_ring: kcq_ring,

@@ -166,17 +166,28 @@ impl Kgni {
         self.mem
             .write(k.tx_stage.addr() + off, &bytes)
             .map_err(|_| KgniError::NoMemory)?;
-        let tag = if o.wire.kind == datagram::WireKind::Request {
-            TAG_REQUEST
-        } else {
-            0
+        let (tag, id) = match o.wire.kind {
+            datagram::WireKind::Request => (TAG_REQUEST, o.wire.seq),
+            datagram::WireKind::Response => {
+                let id = match st.responses.iter().find(|(_, r, _)| r == o) {
+                    Some((id, _, _)) => *id,
+                    None => {
+                        let id = st.next_response & ((1 << 40) - 1);
+                        st.next_response += 1;
+                        if st.responses.len() >= RESPONSES_KEPT {
+                            st.responses.pop_front();
+                        }
+                        st.responses.push_back((id, o.clone(), 0));
+                        id
+                    }
+                };
+                (TAG_RESPONSE, id)
+            }
+            _ => (0, o.wire.seq),
         };
-        let cq_data = Cqe::sw(
-            CqEventType::Post,
-            (tag << 40) | (o.wire.seq & ((1 << 40) - 1)),
-        )
-        .sw_data56()
-        .map_err(HwError::from)?;
+        let cq_data = Cqe::sw(CqEventType::Post, (tag << 40) | (id & ((1 << 40) - 1)))
+            .sw_data56()
+            .map_err(HwError::from)?;
         let mut t = TxDescriptor {
             dest_pe: u64::from(o.dest_pe & limits::PE_MASK),
             mode1: u64::from(TxdMode1::SEND.bits()),
@@ -213,8 +224,18 @@ impl Kgni {
             if e.status != 0 && e.source().ok() == Some(CqeSource::Bte) {
                 let data = e.data();
                 tracing::debug!(status = e.status, data, "kgni: datagram send failed");
-                if data >> 40 == TAG_REQUEST {
-                    st.matcher.send_failed(data & ((1 << 40) - 1));
+                let id = data & ((1 << 40) - 1);
+                match data >> 40 {
+                    TAG_REQUEST => st.matcher.send_failed(id),
+                    TAG_RESPONSE => {
+                        if let Some(r) = st.responses.iter_mut().find(|(i, _, _)| *i == id)
+                            && r.2 < RESPONSE_RESENDS
+                        {
+                            r.2 += 1;
+                            st.backlog.push_back(r.1.clone());
+                        }
+                    }
+                    _ => {}
                 }
             }
             let _ = self.mem.store_u64(addr, 0, Ordering::Release);

@@ -232,6 +232,13 @@ pub(super) const RX_VECTOR: u32 = gpci::FIRST_INBAND_IRQ + 2 * DGRAM_CHANNEL as 
 pub(super) const WAIT_SLICE: Duration = Duration::from_millis(1);
 /// Tag of a datagram request in the CQ data of its SEND (for error reporting).
 pub(super) const TAG_REQUEST: u64 = 1;
+/// Tag of a datagram response in the CQ data of its SEND; the low 40 bits number it in
+/// `State::responses`.
+pub(super) const TAG_RESPONSE: u64 = 2;
+/// Responses kept for sending again after a network error.
+pub(super) const RESPONSES_KEPT: usize = 256;
+/// Times one response is sent again before kgni gives up on it.
+pub(super) const RESPONSE_RESENDS: u32 = 16;
 
 pub(super) struct State {
     pub(super) clients: std::collections::BTreeSet<ClientId>,
@@ -254,6 +261,12 @@ pub(super) struct State {
     pub(super) rr: usize,
     pub(super) matcher: Matcher,
     pub(super) backlog: VecDeque<Outgoing>,
+    /// Responses sent lately, by number, with their resend count: a response lost in the
+    /// network is sent again (the peer's post completed on our side only and would wait for
+    /// ever; a copy that arrives after the post completed is dropped by the peer).
+    pub(super) responses: VecDeque<(u64, Outgoing, u32)>,
+    /// The next response number.
+    pub(super) next_response: u64,
     pub(super) kernel: KernelRes,
     pub(super) entropy: u16,
     pub(super) held: Vec<Held>,

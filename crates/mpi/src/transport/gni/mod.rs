@@ -36,8 +36,10 @@
 //!   public). Both
 //!   are idempotent: a PUT writes the same bytes to the same place again, and no receiver
 //!   reads them before the PUT's completion is announced; a GET reads again. An AMO is not
-//!   (it may have executed before its answer was lost) and an SMSG send is not re-sent
-//!   here, so their transaction errors still end the job.
+//!   (it may have executed before its answer was lost), so its transaction error still ends
+//!   the job. SMSG sends are retransmitted by the user library (`MBOX_AUTO_RETRANSMIT`
+//!   mailboxes, `userlib::gni::smsg`): an SMSG error reaches the transport only when the
+//!   library's retransmissions are exhausted (`smsg retransmits` in the statistics).
 
 mod connect;
 mod eager;
@@ -490,7 +492,8 @@ impl GniTransport {
             did = true;
             let post = cq::get_type(&ev.cqe) == Some(CqEventType::Post);
             // A failed post is handed back by GetCompleted (and maybe re-posted); any other
-            // failed transaction (an SMSG send, an overrun) ends the job.
+            // failed transaction (an SMSG send the library gave up retransmitting, an
+            // overrun) ends the job.
             if ev.rc != ReturnCode::Success && !(post && ev.rc == ReturnCode::TransactionError) {
                 return Err(Error::Transport(format!(
                     "gni: a transaction failed: {}",
@@ -637,7 +640,12 @@ impl Transport for GniTransport {
     }
 
     fn stats(&self) -> Stats {
-        self.stats.clone()
+        let mut s = self.stats.clone();
+        let n = self.nic.smsg_retransmits();
+        if n > 0 {
+            s.insert("smsg retransmits", n);
+        }
+        s
     }
 
     fn win_create(&mut self, len: usize) -> Result<(WinId, Vec<u8>)> {
