@@ -300,15 +300,75 @@ pub(crate) fn flush(s: &mut State, rank: Option<c_int>, h: Handle) -> AResult<()
     })
 }
 
+/// The ranks of the window's communicator that group `g` holds (`MPI_ERR_GROUP` for a
+/// member outside the window's group).
+fn group_ranks(s: &State, g: Handle, h: Handle) -> AResult<Vec<c_int>> {
+    let grp = s.group(g)?;
+    let wg = s
+        .wins
+        .get(&h)
+        .ok_or_else(|| AbiError::new(MPI_ERR_WIN, format!("{h:#x} is not a window handle")))?
+        .comm
+        .group();
+    (0..grp.size())
+        .map(|r| {
+            grp.translate_rank(r, &wg)?.ok_or_else(|| {
+                AbiError::new(
+                    MPI_ERR_GROUP,
+                    format!("member {r} of the group is not in the window's group"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `MPI_Win_post` (`post`) and `MPI_Win_start` (`!post`) with the ranks of group `g`.
+pub(crate) fn post_start(s: &mut State, g: Handle, h: Handle, post: bool) -> AResult<()> {
+    let ranks = group_ranks(s, g, h)?;
+    win(s, h)?.sync(|w| {
+        if post {
+            w.post(&ranks)
+        } else {
+            w.start(&ranks)
+        }
+    })
+}
+
+/// `MPI_Win_complete` (`complete`) and `MPI_Win_wait` (`!complete`).
+pub(crate) fn complete_wait(s: &mut State, h: Handle, complete: bool) -> AResult<()> {
+    win(s, h)?.sync(|w| if complete { w.complete() } else { w.wait() })
+}
+
 /// `MPI_Win_sync`.
 pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
     win(s, h)?.sync(|_| Ok(()))
 }
 
+/// The longest run of one NIC operation: a Cassini get is answered by one reply carrying all
+/// its bytes, which must land within the initiator's request timeout; on a slow (debug) build
+/// of the emulator a 1 MiB reply did not. Longer runs are split; the pieces are in flight
+/// together.
+const MAX_RUN: usize = 64 << 10;
+
 /// The byte runs of `count` elements of `layout` at `disp` units of the target's part, in
 /// the order of the packed data, a run that starts where the previous one ends merged into it
-/// (`count` contiguous elements are one run: one NIC operation, not one per element).
+/// (`count` contiguous elements are one run: one NIC operation, not one per element), then
+/// cut into pieces of at most [`MAX_RUN`] bytes.
 fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
+    let merged = merged_runs(w, disp, layout, n)?;
+    let mut out = Vec::with_capacity(merged.len());
+    for (at, len) in merged {
+        let mut done = 0;
+        while done < len || (len == 0 && done == 0) {
+            let piece = (len - done).min(MAX_RUN);
+            out.push((at + done, piece));
+            done += piece.max(1);
+        }
+    }
+    Ok(out)
+}
+
+fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
     let size = w.size;
     let base = disp
         .checked_mul(w.disp_unit as isize)
