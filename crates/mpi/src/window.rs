@@ -6,6 +6,8 @@
 //! atomic. Locks are a 64-bit word at the start of each rank's window, taken with NIC atomics
 //! (exclusive: compare-and-swap 0 → writer bit; shared: fetch-add of one reader, backed out
 //! when a writer holds it), as MPI libraries over RDMA networks implement passive target.
+//! General active target (post/start/complete/wait) counts posts and completes in two more
+//! header words, incremented by the peers' NIC atomics.
 //! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
 //! integers and floats) are `MPI_ERR_OP`.
 
@@ -32,6 +34,10 @@ const IN_FLIGHT_BYTES: usize = 64 << 20;
 /// What one NIC atomic in flight is counted as against [`IN_FLIGHT_BYTES`] (its staging
 /// buffer, a page on cxi).
 const ATOMIC_STAGING: usize = 4096;
+/// Offset of the word counting the posts this rank received as an origin (PSCW).
+const POSTS: usize = 8;
+/// Offset of the word counting the completes this rank received as a target (PSCW).
+const COMPLETES: usize = 16;
 /// The writer bit of the lock word.
 const WRITER: u64 = 1 << 63;
 
@@ -59,6 +65,10 @@ pub struct Window<T: Equivalence> {
     fetched: HashMap<OpId, Vec<u8>>,
     /// Locks held: (target, kind).
     locks: Vec<(CommRank, LockType)>,
+    /// The targets of the access epoch opened by [`start`](Window::start).
+    access: Option<Vec<CommRank>>,
+    /// The number of origins of the exposure epoch opened by [`post`](Window::post).
+    exposure: Option<usize>,
     _t: PhantomData<T>,
 }
 
@@ -127,6 +137,8 @@ impl SimpleCommunicator {
             in_flight: 0,
             fetched: HashMap::new(),
             locks: Vec::new(),
+            access: None,
+            exposure: None,
             _t: PhantomData,
         })
     }
@@ -232,7 +244,7 @@ impl<T: Equivalence> Window<T> {
     /// The elements of get `g`, waiting for it if needed (`MPI_Wait` on an `MPI_Rget`).
     pub fn get_wait(&mut self, g: PendingGet) -> Result<Vec<T>> {
         if let Some(i) = self.pending.iter().position(|p| p.1 == g.op) {
-            self.complete(i)?;
+            self.complete_pending(i)?;
         }
         self.take_get(&g)
             .ok_or_else(|| Error::Rma(format!("get {:?} has no data", g.op)))
@@ -247,13 +259,13 @@ impl<T: Equivalence> Window<T> {
     /// Complete the oldest operations until `bytes` more fit in [`IN_FLIGHT_BYTES`].
     fn make_room(&mut self, bytes: usize) -> Result<()> {
         while !self.pending.is_empty() && self.in_flight + bytes > IN_FLIGHT_BYTES {
-            self.complete(0)?;
+            self.complete_pending(0)?;
         }
         Ok(())
     }
 
     /// Wait for `pending[i]` and take it out (a get's bytes go to `fetched`).
-    fn complete(&mut self, i: usize) -> Result<()> {
+    fn complete_pending(&mut self, i: usize) -> Result<()> {
         let (_, op, bytes) = self.pending.remove(i);
         self.in_flight -= bytes;
         self.finished(op, wait_op(&self.comm.core, op)?);
@@ -411,7 +423,7 @@ impl<T: Equivalence> Window<T> {
     /// `MPI_Win_flush`: every operation to `target` is complete at the target.
     pub fn flush(&mut self, target: CommRank) -> Result<()> {
         while let Some(i) = self.pending.iter().position(|p| p.0 == target) {
-            self.complete(i)?;
+            self.complete_pending(i)?;
         }
         Ok(())
     }
@@ -419,7 +431,7 @@ impl<T: Equivalence> Window<T> {
     /// `MPI_Win_flush_all`.
     pub fn flush_all(&mut self) -> Result<()> {
         while !self.pending.is_empty() {
-            self.complete(0)?;
+            self.complete_pending(0)?;
         }
         Ok(())
     }
@@ -503,6 +515,109 @@ impl<T: Equivalence> Window<T> {
                 self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
             }
         }
+        Ok(())
+    }
+
+    /// Wait until this rank's counter word at `off` reaches `n`, then take `n` off it (with
+    /// a NIC atomic on this rank, so that increments from peers are never lost).
+    fn consume(&mut self, off: usize, n: usize, what: &str) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let me = self.comm.rank();
+        let mut w = crate::universe::Waiter::new();
+        loop {
+            let mut b = [0u8; 8];
+            self.comm
+                .core
+                .borrow_mut()
+                .transport
+                .win_read(self.win, off, &mut b)?;
+            if u64::from_le_bytes(b) >= n as u64 {
+                break;
+            }
+            w.tick(&self.comm.core, &what)?;
+            self.comm.core.borrow_mut().transport.progress()?;
+        }
+        self.counter_add(me, off, (n as u64).wrapping_neg())
+    }
+
+    /// Add `v` to the counter word at `off` of `target` (a NIC atomic, complete on return).
+    fn counter_add(&mut self, target: CommRank, off: usize, v: u64) -> Result<()> {
+        let (w, _) = self.check(target, 0, 0)?;
+        let a = Atomic {
+            op: AmoOp::Sum,
+            ty: AmoType::U64,
+            operand: v.to_le_bytes().to_vec(),
+            compare: Vec::new(),
+            fetch: true,
+        };
+        let id = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .atomic(self.win, w, off, &a)?;
+        wait_op(&self.comm.core, id).map(|_| ())
+    }
+
+    /// `MPI_Win_post`: expose this rank's part to `origins` (ranks of the window's
+    /// communicator) until [`wait`](Self::wait). Each origin is told with a NIC atomic on a
+    /// counter in its window header, which its [`start`](Self::start) waits for.
+    pub fn post(&mut self, origins: &[CommRank]) -> Result<()> {
+        if self.exposure.is_some() {
+            return Err(Error::Rma(
+                "an exposure epoch is already open (MPI_Win_post)".into(),
+            ));
+        }
+        for &o in origins {
+            self.check(o, 0, 0)?;
+        }
+        for &o in origins {
+            self.counter_add(o, POSTS, 1)?;
+        }
+        self.exposure = Some(origins.len());
+        Ok(())
+    }
+
+    /// `MPI_Win_start`: open an access epoch to `targets`, once each of them has posted.
+    pub fn start(&mut self, targets: &[CommRank]) -> Result<()> {
+        if self.access.is_some() {
+            return Err(Error::Rma(
+                "an access epoch is already open (MPI_Win_start)".into(),
+            ));
+        }
+        for &t in targets {
+            self.check(t, 0, 0)?;
+        }
+        self.consume(POSTS, targets.len(), "MPI_Win_start (the targets' posts)")?;
+        self.access = Some(targets.to_vec());
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: complete every operation of the access epoch at its target, then
+    /// tell each target (a NIC atomic on a counter in its window header).
+    pub fn complete(&mut self) -> Result<()> {
+        let targets = self
+            .access
+            .take()
+            .ok_or_else(|| Error::Rma("no access epoch is open (MPI_Win_start)".into()))?;
+        for &t in &targets {
+            self.flush(t)?;
+        }
+        for &t in &targets {
+            self.counter_add(t, COMPLETES, 1)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_wait`: end the exposure epoch once every origin has completed.
+    pub fn wait(&mut self) -> Result<()> {
+        let n = self
+            .exposure
+            .ok_or_else(|| Error::Rma("no exposure epoch is open (MPI_Win_post)".into()))?;
+        self.consume(COMPLETES, n, "MPI_Win_wait (the origins' completes)")?;
+        self.exposure = None;
         Ok(())
     }
 
