@@ -29,9 +29,7 @@ use crate::universe::wait_op;
 const HEADER: usize = 64;
 /// At most this many bytes of puts and gets in flight per window (each holds a staging
 /// buffer in the node's memory); beyond it the oldest operations are completed first, which
-/// MPI allows (an operation may complete any time before its synchronization). Bounded also
-/// because a get's reply is not flow controlled: with 64 MiB of gets in flight, a loaded
-/// machine delivered some replies after the Cassini request timeout (Undeliverable).
+/// MPI allows (an operation may complete any time before its synchronization).
 const IN_FLIGHT_BYTES: usize = 8 << 20;
 /// What one NIC atomic in flight is counted as against [`IN_FLIGHT_BYTES`] (its staging
 /// buffer, a page on cxi).
