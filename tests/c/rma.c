@@ -70,6 +70,9 @@ static void passive(void) {
     MPI_Win win;
     CHECK_OK(MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     CHECK(base != NULL && base[0] == 0 && base[3] == 0);
+    /* The allocated window is the NIC's memory (unified model): peers' updates show at once,
+     * so everyone checks its zeros before anyone updates. */
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     /* Rank 0's counter, incremented by everyone with fetch-and-op. */
     long inc = 1, old = -1;
     CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
