@@ -1,5 +1,6 @@
 /* One-sided communication: windows created on the program's memory and allocated by the
- * library, fence and passive-target epochs, every access call, request-based ones. */
+ * library, fence, passive-target and post/start/complete/wait epochs, every access call,
+ * request-based ones. */
 #include <string.h>
 #include "check.h"
 
@@ -69,6 +70,9 @@ static void passive(void) {
     MPI_Win win;
     CHECK_OK(MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     CHECK(base != NULL && base[0] == 0 && base[3] == 0);
+    /* The allocated window is the NIC's memory (unified model): peers' updates show at once,
+     * so everyone checks its zeros before anyone updates. */
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     /* Rank 0's counter, incremented by everyone with fetch-and-op. */
     long inc = 1, old = -1;
     CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
@@ -119,12 +123,59 @@ static void passive(void) {
     CHECK_OK(MPI_Win_free(&win));
 }
 
+/* General active target around the ring: each rank exposes its window to its left
+ * neighbour and accesses its right one, twice (the epochs' counters start over). */
+static void pscw(int allocate) {
+    long *base, *mine = NULL;
+    MPI_Win win;
+    if (allocate) {
+        CHECK_OK(MPI_Win_allocate(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    } else {
+        CHECK_OK(MPI_Alloc_mem(2 * sizeof(long), MPI_INFO_NULL, &mine));
+        base = mine;
+        base[0] = base[1] = 0;
+        CHECK_OK(MPI_Win_create(base, 2 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    }
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Group world, gl, gr;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_OK(MPI_Group_incl(world, 1, &left, &gl));
+    CHECK_OK(MPI_Group_incl(world, 1, &right, &gr));
+    for (int epoch = 0; epoch < 2; epoch++) {
+        CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        base[1] = 1000 * (epoch + 1) + rank;
+        CHECK_OK(MPI_Win_unlock(rank, win));
+        CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+        long v = 100 * (epoch + 1) + rank, got = -1;
+        CHECK_OK(MPI_Win_post(gl, 0, win));
+        CHECK_OK(MPI_Win_start(gr, 0, win));
+        CHECK_OK(MPI_Put(&v, 1, MPI_LONG, right, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Get(&got, 1, MPI_LONG, right, 1, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_complete(win));
+        CHECK(got == 1000 * (epoch + 1) + right);
+        CHECK_OK(MPI_Win_wait(win));
+        CHECK(base[0] == 100 * (epoch + 1) + left);
+        CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    /* Ending an epoch that is not open is an error, and the window stays usable. */
+    CHECK_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK(MPI_Win_complete(win) != MPI_SUCCESS);
+    CHECK(MPI_Win_wait(win) != MPI_SUCCESS);
+    CHECK_OK(MPI_Group_free(&gl));
+    CHECK_OK(MPI_Group_free(&gr));
+    CHECK_OK(MPI_Group_free(&world));
+    CHECK_OK(MPI_Win_free(&win));
+    if (mine) CHECK_OK(MPI_Free_mem(mine));
+}
+
 int main(int argc, char **argv) {
     CHECK_OK(MPI_Init(&argc, &argv));
     CHECK_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     fence_epochs();
     passive();
+    pscw(1);
+    pscw(0);
     CHECK_OK(MPI_Finalize());
     if (rank == 0) printf("rma: OK\n");
     return 0;

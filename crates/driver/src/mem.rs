@@ -109,6 +109,11 @@ pub trait HostMem: Send + Sync + fmt::Debug {
     fn bus_address(&self, addr: u64) -> u64 {
         addr
     }
+    /// Where `[addr, addr + len)` lives in this process, when the memory is this process's
+    /// own (the emulated node's RAM is); `None` otherwise. No access is made.
+    fn host_ptr(&self, _addr: u64, _len: u64) -> Option<*mut u8> {
+        None
+    }
 }
 
 fn mem_err(e: emu_core::memory::MemoryError) -> MemError {
@@ -205,6 +210,9 @@ impl HostMem for EmulatedHostMemory {
         self.mem
             .with_atomic_u32(GuestAddress(addr), |a| a.store(value, order))
             .map_err(mem_err)
+    }
+    fn host_ptr(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        self.mem.host_ptr(GuestAddress(addr), len).ok()
     }
 }
 
@@ -395,6 +403,14 @@ impl UserMemory {
 
     fn block(&self) -> &PageBlock {
         &self.region.pages
+    }
+
+    /// Where the buffer's bytes live in this process, when its memory is this process's own
+    /// ([`HostMem::host_ptr`]): a program may then load and store them directly, as it does
+    /// with memory it registered with a real NIC. Valid while this buffer lives.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        let p = &self.region.pages;
+        p.mem.host_ptr(p.addr, p.len)
     }
 
     fn addr_of(&self, offset: u64, len: u64) -> Result<u64, MemError> {

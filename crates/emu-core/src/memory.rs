@@ -239,6 +239,12 @@ mod raw {
         (end <= map.size()).then(|| map.as_ptr().wrapping_add(off))
     }
 
+    /// The mapping's bytes `[off, off + len)` as a pointer, if they lie inside it (no access
+    /// is made).
+    pub(super) fn ptr(map: &MmapRegion<()>, off: usize, len: usize) -> Option<*mut u8> {
+        span(map, off, len)
+    }
+
     /// Copy `buf.len()` bytes from the mapping at `off` into `buf`; false (nothing copied)
     /// if the range is not inside the mapping.
     pub(super) fn read(map: &MmapRegion<()>, off: usize, buf: &mut [u8]) -> bool {
@@ -388,6 +394,18 @@ impl HostMemory {
             addr: addr.0,
             len: len as u64,
         })
+    }
+
+    /// Where `[addr, addr + len)` lives in this process: a pointer into the mapping (bounds
+    /// checked), valid as long as any handle to this RAM lives. For a program that shares a
+    /// range of the node's RAM with the emulated devices, as a process shares its pinned
+    /// buffers with a real NIC (the MPI C bindings hand an `MPI_Win_allocate` window's memory
+    /// to the program this way). Accesses through it are the caller's to make sound; this
+    /// handle's own accessors tolerate concurrent stores to it (see [`raw`]).
+    pub fn host_ptr(&self, addr: GuestAddress, len: u64) -> Result<*mut u8, MemoryError> {
+        let off = self.offset(addr, usize::try_from(len).unwrap_or(usize::MAX))?;
+        raw::ptr(&self.inner.map, off, len as usize)
+            .ok_or(MemoryError::OutOfRange { addr: addr.0, len })
     }
 
     /// Copy `buf.len()` bytes from `addr` into `buf`.

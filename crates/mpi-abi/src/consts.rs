@@ -137,6 +137,7 @@ pub const MPI_LOCK_SHARED: c_int = 302;
 pub const MPI_WIN_FLAVOR_CREATE: c_int = 311;
 pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 312;
 pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 313;
+pub const MPI_WIN_UNIFIED: c_int = 321;
 pub const MPI_WIN_SEPARATE: c_int = 322;
 pub const MPI_KEYVAL_INVALID: c_int = 0;
 pub const MPI_TAG_UB: c_int = 501;

@@ -1,22 +1,34 @@
 //! One-sided communication (`MPI_Win_*`, `MPI_Put`, ...). The emulated NIC reaches memory of
 //! the emulated node only, so each window is a window of the mpi crate (node memory, reached
-//! by NIC RDMA and atomics), and the program's memory (its `base`) is the window's private
-//! copy in the sense of the separate memory model (`MPI_WIN_SEPARATE`, MPI 4.1 §12.4): every
-//! synchronization call first publishes the program's local stores (the bytes that changed
-//! since the last synchronization) into the window, then, once the window's operations are
-//! complete, copies the window back into the program's memory.
+//! by NIC RDMA and atomics). The node's memory is memory of this process, so:
+//!
+//! - `MPI_Win_allocate` hands the program the window's own memory (the node memory the NIC
+//!   reads and writes): the unified memory model (`MPI_WIN_UNIFIED`, MPI 4.1 §12.4), with no
+//!   copies at synchronizations.
+//! - `MPI_Win_create` exposes memory the program already has, which the NIC cannot reach: the
+//!   program's memory is the window's private copy in the sense of the separate memory model
+//!   (`MPI_WIN_SEPARATE`). Every synchronization call first publishes the program's local
+//!   stores (the bytes that changed since the last synchronization) into the window, then,
+//!   once the window's operations are complete, copies the window back into the program's
+//!   memory.
+//!
+//! A get is left in flight on the NIC until a synchronization completes it (`MPI_Win_flush`,
+//! `MPI_Win_unlock`, `MPI_Win_fence`, ...), which then writes its bytes into the origin
+//! buffer, so the gets of an epoch overlap on the network.
 
 #![forbid(unsafe_code)]
 
 use std::ffi::c_int;
+use std::rc::Rc;
 
 use mpi::typemap::Layout;
+use mpi::window::PendingGet;
 use mpi::{AccumulateOp, LockType, SimpleCommunicator, Window};
 
 use crate::coll::system_op;
 use crate::consts::*;
 use crate::error::{AResult, AbiError};
-use crate::ffi::mem::{Lent, OwnedMem};
+use crate::ffi::mem::{Lent, OwnedMem, window_memory};
 use crate::state::State;
 use crate::types::count;
 
@@ -30,62 +42,108 @@ pub(crate) struct WinAttrs {
     pub model: c_int,
 }
 
+/// How the program's memory of a window relates to the window's memory.
+enum Memory {
+    /// The program's memory is the window's (`MPI_WIN_UNIFIED`).
+    Unified,
+    /// The program's memory is a private copy (`MPI_WIN_SEPARATE`); `snapshot` is that copy
+    /// as of the last synchronization.
+    Separate { snapshot: Vec<u8> },
+}
+
+/// An `MPI_Get` in flight: its parts (one per contiguous target run, in the order of the
+/// packed data) and where the bytes go.
+struct Get {
+    parts: Vec<PendingGet>,
+    buf: Lent,
+    layout: Rc<Layout>,
+    count: usize,
+}
+
 /// A window the program holds.
 pub(crate) struct WinObj {
     pub win: Window<u8>,
     pub comm: SimpleCommunicator,
-    /// The program's memory (the private copy).
+    /// The program's memory of the window.
     pub base: Lent,
     pub size: usize,
     pub disp_unit: usize,
-    /// The private copy as of the last synchronization.
-    snapshot: Vec<u8>,
-    /// Memory this library allocated for `MPI_Win_allocate`, freed after the window.
+    memory: Memory,
+    /// Gets issued and not yet written to their origin buffers, oldest first.
+    gets: Vec<Get>,
+    /// Memory this library allocated for `MPI_Win_allocate` (when the window's own memory
+    /// cannot be handed out), freed after the window.
     _owned: Option<OwnedMem>,
     pub errh: Handle,
     pub attrs: Box<WinAttrs>,
 }
 
 impl WinObj {
-    /// Publish the program's local stores into this rank's part of the window.
+    /// Publish the program's local stores into this rank's part of the window (separate
+    /// model).
     fn publish(&mut self) -> AResult<()> {
+        let Memory::Separate { snapshot } = &mut self.memory else {
+            return Ok(());
+        };
         if self.size == 0 {
             return Ok(());
         }
         let now = self.base.read_bytes(self.size)?;
         let mut i = 0;
         while i < now.len() {
-            if now[i] == self.snapshot[i] {
+            if now[i] == snapshot[i] {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < now.len() && now[i] != self.snapshot[i] {
+            while i < now.len() && now[i] != snapshot[i] {
                 i += 1;
             }
             self.win.local_write(start, &now[start..i])?;
         }
-        self.snapshot = now;
+        *snapshot = now;
         Ok(())
     }
 
-    /// Copy this rank's part of the window into the program's memory.
+    /// Copy this rank's part of the window into the program's memory (separate model).
     fn refresh(&mut self) -> AResult<()> {
+        let Memory::Separate { snapshot } = &mut self.memory else {
+            return Ok(());
+        };
         if self.size == 0 {
             return Ok(());
         }
-        let mut buf = vec![0u8; self.size];
-        self.win.local_read_bytes(0, &mut buf)?;
-        self.base.write_bytes(&buf)?;
-        self.snapshot = buf;
+        self.win.local_read_bytes(0, snapshot)?;
+        self.base.write_bytes(snapshot)?;
         Ok(())
     }
 
-    /// Run synchronization `f` between a publish and a refresh.
+    /// Write the gets that synchronization completed into their origin buffers.
+    fn deliver(&mut self) -> AResult<()> {
+        let mut i = 0;
+        while i < self.gets.len() {
+            let g = &self.gets[i];
+            if !g.parts.iter().all(|p| self.win.get_ready(p)) {
+                i += 1;
+                continue;
+            }
+            let g = self.gets.remove(i);
+            let mut data = Vec::new();
+            for p in &g.parts {
+                data.extend(self.win.take_get(p).unwrap_or_default());
+            }
+            g.buf.write(&g.layout, g.count, &data)?;
+        }
+        Ok(())
+    }
+
+    /// Run synchronization `f` between a publish and a refresh; then the gets it completed
+    /// reach their origin buffers.
     fn sync(&mut self, f: impl FnOnce(&mut Window<u8>) -> mpi::Result<()>) -> AResult<()> {
         self.publish()?;
         f(&mut self.win)?;
-        self.refresh()
+        self.refresh()?;
+        self.deliver()
     }
 }
 
@@ -113,12 +171,33 @@ pub(crate) fn create(
     // Whole 64-bit words, so that every element sits in a word the NIC's compare-and-swap
     // can reach (the program sees `size` bytes).
     let win = comm.window_allocate::<u8>(size.next_multiple_of(8))?;
-    let (owned, base) = match base {
-        Some(b) => (None, b),
-        None => {
+    let own = match base {
+        None if size > 0 => window_memory(&win),
+        _ => None,
+    };
+    let (owned, base, memory) = match (base, own) {
+        (Some(b), _) => (
+            None,
+            b,
+            Memory::Separate {
+                snapshot: vec![0; size],
+            },
+        ),
+        (None, Some(b)) => (None, b, Memory::Unified),
+        (None, None) => {
             let (m, b) = OwnedMem::new(size);
-            (Some(m), b)
+            (
+                Some(m),
+                b,
+                Memory::Separate {
+                    snapshot: vec![0; size],
+                },
+            )
         }
+    };
+    let model = match memory {
+        Memory::Unified => MPI_WIN_UNIFIED,
+        Memory::Separate { .. } => MPI_WIN_SEPARATE,
     };
     let mut w = WinObj {
         win,
@@ -126,7 +205,8 @@ pub(crate) fn create(
         base,
         size,
         disp_unit: disp_unit as usize,
-        snapshot: vec![0; size],
+        memory,
+        gets: Vec::new(),
         _owned: owned,
         errh,
         attrs: Box::new(WinAttrs {
@@ -134,7 +214,7 @@ pub(crate) fn create(
             size: size as isize,
             disp_unit,
             flavor,
-            model: MPI_WIN_SEPARATE,
+            model,
         }),
     };
     // The window starts with the program's memory (MPI_Win_create exposes it as it is).
@@ -160,6 +240,7 @@ pub(crate) fn free(s: &mut State, h: &mut Handle) -> AResult<()> {
     w.win.flush_all()?;
     w.comm.barrier()?;
     w.refresh()?;
+    w.deliver()?;
     *h = MPI_WIN_NULL;
     Ok(())
 }
@@ -219,13 +300,75 @@ pub(crate) fn flush(s: &mut State, rank: Option<c_int>, h: Handle) -> AResult<()
     })
 }
 
+/// The ranks of the window's communicator that group `g` holds (`MPI_ERR_GROUP` for a
+/// member outside the window's group).
+fn group_ranks(s: &State, g: Handle, h: Handle) -> AResult<Vec<c_int>> {
+    let grp = s.group(g)?;
+    let wg = s
+        .wins
+        .get(&h)
+        .ok_or_else(|| AbiError::new(MPI_ERR_WIN, format!("{h:#x} is not a window handle")))?
+        .comm
+        .group();
+    (0..grp.size())
+        .map(|r| {
+            grp.translate_rank(r, &wg)?.ok_or_else(|| {
+                AbiError::new(
+                    MPI_ERR_GROUP,
+                    format!("member {r} of the group is not in the window's group"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `MPI_Win_post` (`post`) and `MPI_Win_start` (`!post`) with the ranks of group `g`.
+pub(crate) fn post_start(s: &mut State, g: Handle, h: Handle, post: bool) -> AResult<()> {
+    let ranks = group_ranks(s, g, h)?;
+    win(s, h)?.sync(|w| {
+        if post {
+            w.post(&ranks)
+        } else {
+            w.start(&ranks)
+        }
+    })
+}
+
+/// `MPI_Win_complete` (`complete`) and `MPI_Win_wait` (`!complete`).
+pub(crate) fn complete_wait(s: &mut State, h: Handle, complete: bool) -> AResult<()> {
+    win(s, h)?.sync(|w| if complete { w.complete() } else { w.wait() })
+}
+
 /// `MPI_Win_sync`.
 pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
     win(s, h)?.sync(|_| Ok(()))
 }
 
-/// The byte runs of `count` elements of `layout` at `disp` units of the target's part.
+/// The longest run of one NIC operation: a Cassini get is answered by one reply carrying all
+/// its bytes, which must land within the initiator's request timeout; on a slow (debug) build
+/// of the emulator a 1 MiB reply did not. Longer runs are split; the pieces are in flight
+/// together.
+const MAX_RUN: usize = 64 << 10;
+
+/// The byte runs of `count` elements of `layout` at `disp` units of the target's part, in
+/// the order of the packed data, a run that starts where the previous one ends merged into it
+/// (`count` contiguous elements are one run: one NIC operation, not one per element), then
+/// cut into pieces of at most [`MAX_RUN`] bytes.
 fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
+    let merged = merged_runs(w, disp, layout, n)?;
+    let mut out = Vec::with_capacity(merged.len());
+    for (at, len) in merged {
+        let mut done = 0;
+        while done < len || (len == 0 && done == 0) {
+            let piece = (len - done).min(MAX_RUN);
+            out.push((at + done, piece));
+            done += piece.max(1);
+        }
+    }
+    Ok(out)
+}
+
+fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
     let size = w.size;
     let base = disp
         .checked_mul(w.disp_unit as isize)
@@ -247,7 +390,10 @@ fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usiz
                     format!("{l} bytes at target offset {at} outside a window of {size} bytes"),
                 ));
             }
-            out.push((at, l));
+            match out.last_mut() {
+                Some((start, len)) if *start + *len == at => *len += l,
+                _ => out.push((at, l)),
+            }
         }
     }
     Ok(out)
@@ -343,11 +489,18 @@ pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()>
         return Ok(());
     }
     check_target(w, t.rank)?;
-    let mut data = Vec::with_capacity(tl.size() * tn);
-    for (off, len) in runs(w, t.disp, &tl, tn)? {
-        data.extend(w.win.get(t.rank, off, len)?);
-    }
-    o.buf.write(&ol, on, &data)?;
+    let parts = runs(w, t.disp, &tl, tn)?
+        .into_iter()
+        .map(|(off, len)| w.win.get_start(t.rank, off, len))
+        .collect::<mpi::Result<Vec<_>>>()?;
+    // Completed (and written to the origin buffer) by the synchronization that ends the
+    // access: MPI lets the program use the buffer only after it.
+    w.gets.push(Get {
+        parts,
+        buf: o.buf,
+        layout: ol,
+        count: on,
+    });
     Ok(())
 }
 

@@ -433,11 +433,28 @@ pub(crate) fn raise(name: &str, eh: Eh, e: AbiError) -> c_int {
                  MPI_ERRORS_ARE_FATAL)",
                 e.msg, e.class
             );
-            std::process::exit(e.class.clamp(1, 255));
+            exit_job(
+                e.class.clamp(1, 255),
+                &format!("fatal error in {name}: {}", e.msg),
+            );
         }
         Action::User(u, h) => {
             u.invoke(h, e.class);
             e.class
         }
     }
+}
+
+/// End this process and the job it belongs to with exit status `status` (a fatal error,
+/// `MPI_Abort`): the process manager is told to end every rank, and this rank's MPI state is
+/// left as it is. Exiting runs the destructors of this thread's state, and dropping the MPI
+/// environment would finalize, which is collective: the rank would wait for peers that are
+/// not coming (a job whose rank failed with a window open hung until its time limit).
+pub(crate) fn exit_job(status: c_int, why: &str) -> ! {
+    let state = STATE.with(|cell| cell.try_borrow_mut().ok().and_then(|mut g| g.take()));
+    if let Some(s) = state {
+        s.world.universe.abort(why);
+        std::mem::forget(s);
+    }
+    std::process::exit(status)
 }

@@ -9,7 +9,16 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The programs and the line each prints on success.
-const PROGRAMS: [&str; 7] = ["hello", "p2p", "coll", "dtype", "comm", "rma", "errors"];
+const PROGRAMS: [&str; 8] = [
+    "hello",
+    "p2p",
+    "coll",
+    "dtype",
+    "comm",
+    "rma",
+    "rma_ranges",
+    "errors",
+];
 
 /// The longest a program may run (they take well under a second on a quiet machine).
 const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -191,6 +200,35 @@ fn run_all_multi_process(nic: &str) {
     let text = run_job(&dir.join("hello"), 4, nic).expect("hello");
     for r in 0..4 {
         assert!(text.contains(&format!("rank {r} of 4")), "{text}");
+    }
+}
+
+/// An `MPI_Get` of a contiguous range is one NIC get per 64 KiB, not one per byte:
+/// `rma_ranges` reads 5 byte ranges (2.2 MiB in all: 36 pieces of at most 64 KiB) and 1,000
+/// strided 3-byte blocks from its neighbour on each of its two windows, 2,072 gets per rank;
+/// one NIC get per byte would be over 4 million. Counted by the Cassini counters of each rank
+/// (`MPICH_OFI_CXI_COUNTER_REPORT=5`).
+#[test]
+fn a_get_of_a_contiguous_range_is_one_nic_get() {
+    let mut spec =
+        launch::job::JobSpec::new(2, vec![binaries().join("rma_ranges").display().to_string()]);
+    spec.env.push(("NICEMU_NIC".into(), "cassini".into()));
+    spec.env
+        .push(("MPICH_OFI_CXI_COUNTER_REPORT".into(), "5".into()));
+    spec.timeout = Some(RUN_LIMIT);
+    let text = launch::job::run_captured(&spec).expect("rma_ranges on 2 Cassini processes");
+    assert!(text.contains("rma_ranges: OK"), "{text}");
+    let gets: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("get_cmds="))
+        .map(|n| n.parse().expect("a get_cmds count"))
+        .collect();
+    assert_eq!(gets.len(), 2, "one get_cmds counter per rank:\n{text}");
+    for n in gets {
+        assert!(
+            (2072..4000).contains(&n),
+            "{n} NIC gets for 2,072 MPI_Get pieces"
+        );
     }
 }
 

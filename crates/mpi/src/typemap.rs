@@ -266,12 +266,37 @@ impl Layout {
         })
     }
 
+    /// The runs of selected bytes of `count` elements, in type-map order, a run that starts
+    /// where the previous one ends merged into it (contiguous elements are one run, so packing
+    /// `count` bytes is one copy, not `count`).
     fn runs(&self, count: usize) -> impl Iterator<Item = (isize, usize)> + '_ {
         let ext = self.extent();
-        (0..count).flat_map(move |i| {
-            let base = i as isize * ext;
-            self.blocks.iter().map(move |&(o, l)| (base + o, l))
-        })
+        let whole = self.is_contiguous();
+        let first = whole
+            .then(|| (0, self.size * count))
+            .filter(|&(_, l)| l > 0);
+        let mut each = (0..if whole { 0 } else { count })
+            .flat_map(move |i| {
+                let base = i as isize * ext;
+                self.blocks.iter().map(move |&(o, l)| (base + o, l))
+            })
+            .filter(|&(_, l)| l > 0);
+        let mut cur: Option<(isize, usize)> = None;
+        first.into_iter().chain(std::iter::from_fn(move || {
+            for (o, l) in each.by_ref() {
+                match cur {
+                    Some((co, cl)) if co.checked_add_unsigned(cl) == Some(o) => {
+                        cur = Some((co, cl + l));
+                    }
+                    Some(done) => {
+                        cur = Some((o, l));
+                        return Some(done);
+                    }
+                    None => cur = Some((o, l)),
+                }
+            }
+            cur.take()
+        }))
     }
 
     /// `buf[i]` is the byte at offset `i - origin`: the range of one run, checked.

@@ -137,6 +137,17 @@ impl Universe {
     }
 }
 
+impl Universe {
+    /// Abort the whole job with reason `why` (`MPI_Abort`, a fatal error handler): the
+    /// process manager ends every rank, so no peer waits for this one. The caller then exits
+    /// without finalizing (finalize is collective, and the peers are not coming).
+    pub fn abort(&self, why: &str) {
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            core.transport.abort(why);
+        }
+    }
+}
+
 impl Drop for Universe {
     fn drop(&mut self) {
         // Immediate collectives never completed hold handles on the core: let them go (after

@@ -6,9 +6,12 @@
 //! atomic. Locks are a 64-bit word at the start of each rank's window, taken with NIC atomics
 //! (exclusive: compare-and-swap 0 → writer bit; shared: fetch-add of one reader, backed out
 //! when a writer holds it), as MPI libraries over RDMA networks implement passive target.
+//! General active target (post/start/complete/wait) counts posts and completes in two more
+//! header words, incremented by the peers' NIC atomics.
 //! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
 //! integers and floats) are `MPI_ERR_OP`.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use zerocopy::IntoBytes;
@@ -20,8 +23,21 @@ use crate::op::SystemOperation;
 use crate::transport::{AmoOp, AmoType, Atomic, Completion, OpId, WinId};
 use crate::universe::wait_op;
 
-/// Bytes before the user's part of each rank's window: the lock word.
-const HEADER: usize = 8;
+/// Bytes before the user's part of each rank's window: the lock word, then padding, so that
+/// the user's part starts 64-byte aligned (window memory is page aligned) for a program that
+/// works on it directly ([`Window::local_memory`]).
+const HEADER: usize = 64;
+/// At most this many bytes of puts and gets in flight per window (each holds a staging
+/// buffer in the node's memory); beyond it the oldest operations are completed first, which
+/// MPI allows (an operation may complete any time before its synchronization).
+const IN_FLIGHT_BYTES: usize = 8 << 20;
+/// What one NIC atomic in flight is counted as against [`IN_FLIGHT_BYTES`] (its staging
+/// buffer, a page on cxi).
+const ATOMIC_STAGING: usize = 4096;
+/// Offset of the word counting the posts this rank received as an origin (PSCW).
+const POSTS: usize = 8;
+/// Offset of the word counting the completes this rank received as a target (PSCW).
+const COMPLETES: usize = 16;
 /// The writer bit of the lock word.
 const WRITER: u64 = 1 << 63;
 
@@ -39,10 +55,20 @@ pub struct Window<T: Equivalence> {
     comm: SimpleCommunicator,
     win: WinId,
     len: usize,
-    /// Operations issued and not yet known complete, by target.
-    pending: Vec<(CommRank, OpId)>,
+    /// Operations issued and not yet known complete, by target, oldest first, with the
+    /// staging bytes each holds.
+    pending: Vec<(CommRank, OpId, usize)>,
+    /// Staging bytes of `pending`.
+    in_flight: usize,
+    /// Bytes of gets completed by a synchronization and not yet taken
+    /// ([`take_get`](Window::take_get)).
+    fetched: HashMap<OpId, Vec<u8>>,
     /// Locks held: (target, kind).
     locks: Vec<(CommRank, LockType)>,
+    /// The targets of the access epoch opened by [`start`](Window::start).
+    access: Option<Vec<CommRank>>,
+    /// The number of origins of the exposure epoch opened by [`post`](Window::post).
+    exposure: Option<usize>,
     _t: PhantomData<T>,
 }
 
@@ -108,7 +134,11 @@ impl SimpleCommunicator {
             win,
             len: count,
             pending: Vec::new(),
+            in_flight: 0,
+            fetched: HashMap::new(),
             locks: Vec::new(),
+            access: None,
+            exposure: None,
             _t: PhantomData,
         })
     }
@@ -165,29 +195,86 @@ impl<T: Equivalence> Window<T> {
     /// `MPI_Put`: complete at the next synchronization (fence, flush, unlock).
     pub fn put(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<()> {
         let (w, off) = self.check(target, disp, data.len())?;
+        self.make_room(data.as_bytes().len())?;
         let op = self
             .comm
             .core
             .borrow_mut()
             .transport
             .put(self.win, w, off, data.as_bytes())?;
-        self.pending.push((target, op));
+        self.issued(target, op, data.as_bytes().len());
         Ok(())
     }
 
     /// `MPI_Get` (here completed before returning, which the standard allows).
     pub fn get(&mut self, target: CommRank, disp: usize, count: usize) -> Result<Vec<T>> {
+        let g = self.get_start(target, disp, count)?;
+        self.get_wait(g)
+    }
+
+    /// `MPI_Get` left in flight: its elements are there once a synchronization that completes
+    /// operations to `target` (flush, unlock, fence) has returned ([`take_get`]
+    /// (Self::take_get)), or when [`get_wait`](Self::get_wait) returns them. Many gets in
+    /// flight overlap on the network, where [`get`](Self::get) waits for each.
+    pub fn get_start(&mut self, target: CommRank, disp: usize, count: usize) -> Result<PendingGet> {
         let (w, off) = self.check(target, disp, count)?;
         let n = count * std::mem::size_of::<T>();
+        self.make_room(n)?;
         let op = self
             .comm
             .core
             .borrow_mut()
             .transport
             .get(self.win, w, off, n)?;
-        match wait_op(&self.comm.core, op)? {
-            Completion::Fetched(b) => Ok(vec_from_bytes(&b)),
-            c => Err(Error::Rma(format!("a get completed as {c:?}"))),
+        self.issued(target, op, n);
+        Ok(PendingGet { op, target })
+    }
+
+    /// Whether get `g` is complete (its elements wait in [`take_get`](Self::take_get)).
+    pub fn get_ready(&self, g: &PendingGet) -> bool {
+        self.fetched.contains_key(&g.op)
+    }
+
+    /// The elements of get `g` if it is complete (a synchronization completed it), else
+    /// `None` and `g` stays in flight.
+    pub fn take_get(&mut self, g: &PendingGet) -> Option<Vec<T>> {
+        self.fetched.remove(&g.op).map(|b| vec_from_bytes(&b))
+    }
+
+    /// The elements of get `g`, waiting for it if needed (`MPI_Wait` on an `MPI_Rget`).
+    pub fn get_wait(&mut self, g: PendingGet) -> Result<Vec<T>> {
+        if let Some(i) = self.pending.iter().position(|p| p.1 == g.op) {
+            self.complete_pending(i)?;
+        }
+        self.take_get(&g)
+            .ok_or_else(|| Error::Rma(format!("get {:?} has no data", g.op)))
+    }
+
+    /// Record an operation just issued.
+    fn issued(&mut self, target: CommRank, op: OpId, bytes: usize) {
+        self.pending.push((target, op, bytes));
+        self.in_flight += bytes;
+    }
+
+    /// Complete the oldest operations until `bytes` more fit in [`IN_FLIGHT_BYTES`].
+    fn make_room(&mut self, bytes: usize) -> Result<()> {
+        while !self.pending.is_empty() && self.in_flight + bytes > IN_FLIGHT_BYTES {
+            self.complete_pending(0)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for `pending[i]` and take it out (a get's bytes go to `fetched`).
+    fn complete_pending(&mut self, i: usize) -> Result<()> {
+        let (_, op, bytes) = self.pending.remove(i);
+        self.in_flight -= bytes;
+        self.finished(op, wait_op(&self.comm.core, op)?);
+        Ok(())
+    }
+
+    fn finished(&mut self, op: OpId, c: Completion) {
+        if let Completion::Fetched(b) = c {
+            self.fetched.insert(op, b);
         }
     }
 
@@ -215,6 +302,7 @@ impl<T: Equivalence> Window<T> {
         fetch: bool,
     ) -> Result<OpId> {
         let (w, _) = self.check(target, 0, 0)?;
+        self.make_room(ATOMIC_STAGING)?;
         let a = Atomic {
             op,
             ty,
@@ -242,7 +330,7 @@ impl<T: Equivalence> Window<T> {
         let size = std::mem::size_of::<T>();
         for (i, x) in data.iter().enumerate() {
             let id = self.atomic(target, off + i * size, aop, x.as_bytes(), &[], false)?;
-            self.pending.push((target, id));
+            self.issued(target, id, ATOMIC_STAGING);
         }
         Ok(())
     }
@@ -260,7 +348,7 @@ impl<T: Equivalence> Window<T> {
                 &[],
                 false,
             )?;
-            self.pending.push((target, id));
+            self.issued(target, id, ATOMIC_STAGING);
         }
         Ok(())
     }
@@ -334,23 +422,16 @@ impl<T: Equivalence> Window<T> {
 
     /// `MPI_Win_flush`: every operation to `target` is complete at the target.
     pub fn flush(&mut self, target: CommRank) -> Result<()> {
-        let mine: Vec<OpId> = self
-            .pending
-            .iter()
-            .filter(|(t, _)| *t == target)
-            .map(|(_, op)| *op)
-            .collect();
-        self.pending.retain(|(t, _)| *t != target);
-        for op in mine {
-            wait_op(&self.comm.core, op)?;
+        while let Some(i) = self.pending.iter().position(|p| p.0 == target) {
+            self.complete_pending(i)?;
         }
         Ok(())
     }
 
     /// `MPI_Win_flush_all`.
     pub fn flush_all(&mut self) -> Result<()> {
-        for (_, op) in std::mem::take(&mut self.pending) {
-            wait_op(&self.comm.core, op)?;
+        while !self.pending.is_empty() {
+            self.complete_pending(0)?;
         }
         Ok(())
     }
@@ -437,6 +518,109 @@ impl<T: Equivalence> Window<T> {
         Ok(())
     }
 
+    /// Wait until this rank's counter word at `off` reaches `n`, then take `n` off it (with
+    /// a NIC atomic on this rank, so that increments from peers are never lost).
+    fn consume(&mut self, off: usize, n: usize, what: &str) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let me = self.comm.rank();
+        let mut w = crate::universe::Waiter::new();
+        loop {
+            let mut b = [0u8; 8];
+            self.comm
+                .core
+                .borrow_mut()
+                .transport
+                .win_read(self.win, off, &mut b)?;
+            if u64::from_le_bytes(b) >= n as u64 {
+                break;
+            }
+            w.tick(&self.comm.core, &what)?;
+            self.comm.core.borrow_mut().transport.progress()?;
+        }
+        self.counter_add(me, off, (n as u64).wrapping_neg())
+    }
+
+    /// Add `v` to the counter word at `off` of `target` (a NIC atomic, complete on return).
+    fn counter_add(&mut self, target: CommRank, off: usize, v: u64) -> Result<()> {
+        let (w, _) = self.check(target, 0, 0)?;
+        let a = Atomic {
+            op: AmoOp::Sum,
+            ty: AmoType::U64,
+            operand: v.to_le_bytes().to_vec(),
+            compare: Vec::new(),
+            fetch: true,
+        };
+        let id = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .atomic(self.win, w, off, &a)?;
+        wait_op(&self.comm.core, id).map(|_| ())
+    }
+
+    /// `MPI_Win_post`: expose this rank's part to `origins` (ranks of the window's
+    /// communicator) until [`wait`](Self::wait). Each origin is told with a NIC atomic on a
+    /// counter in its window header, which its [`start`](Self::start) waits for.
+    pub fn post(&mut self, origins: &[CommRank]) -> Result<()> {
+        if self.exposure.is_some() {
+            return Err(Error::Rma(
+                "an exposure epoch is already open (MPI_Win_post)".into(),
+            ));
+        }
+        for &o in origins {
+            self.check(o, 0, 0)?;
+        }
+        for &o in origins {
+            self.counter_add(o, POSTS, 1)?;
+        }
+        self.exposure = Some(origins.len());
+        Ok(())
+    }
+
+    /// `MPI_Win_start`: open an access epoch to `targets`, once each of them has posted.
+    pub fn start(&mut self, targets: &[CommRank]) -> Result<()> {
+        if self.access.is_some() {
+            return Err(Error::Rma(
+                "an access epoch is already open (MPI_Win_start)".into(),
+            ));
+        }
+        for &t in targets {
+            self.check(t, 0, 0)?;
+        }
+        self.consume(POSTS, targets.len(), "MPI_Win_start (the targets' posts)")?;
+        self.access = Some(targets.to_vec());
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: complete every operation of the access epoch at its target, then
+    /// tell each target (a NIC atomic on a counter in its window header).
+    pub fn complete(&mut self) -> Result<()> {
+        let targets = self
+            .access
+            .take()
+            .ok_or_else(|| Error::Rma("no access epoch is open (MPI_Win_start)".into()))?;
+        for &t in &targets {
+            self.flush(t)?;
+        }
+        for &t in &targets {
+            self.counter_add(t, COMPLETES, 1)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_wait`: end the exposure epoch once every origin has completed.
+    pub fn wait(&mut self) -> Result<()> {
+        let n = self
+            .exposure
+            .ok_or_else(|| Error::Rma("no exposure epoch is open (MPI_Win_post)".into()))?;
+        self.consume(COMPLETES, n, "MPI_Win_wait (the origins' completes)")?;
+        self.exposure = None;
+        Ok(())
+    }
+
     /// `MPI_Win_lock_all`: a shared lock on every rank.
     pub fn lock_all(&mut self) -> Result<()> {
         for r in 0..self.comm.size() {
@@ -451,6 +635,20 @@ impl<T: Equivalence> Window<T> {
             self.unlock(r)?;
         }
         Ok(())
+    }
+}
+
+/// A get in flight ([`Window::get_start`]).
+#[derive(Debug)]
+pub struct PendingGet {
+    op: OpId,
+    target: CommRank,
+}
+
+impl PendingGet {
+    /// The rank the get reads from.
+    pub fn target(&self) -> CommRank {
+        self.target
     }
 }
 
@@ -619,7 +817,7 @@ impl Window<u8> {
             if let Element::Pending(id) =
                 self.element(kind, target, off + i * size, op, x, false)?
             {
-                self.pending.push((target, id));
+                self.issued(target, id, ATOMIC_STAGING);
             }
         }
         Ok(())
@@ -684,6 +882,16 @@ impl Window<u8> {
         self.element_by_cas(target, off, size, |cur| {
             Ok((cur == compare).then(|| value.to_vec()))
         })
+    }
+
+    /// Where this rank's part of the window lives in this process, when it is this process's
+    /// memory (the emulated node's RAM is): the NIC reads and writes these bytes, and a program
+    /// may load and store them directly (MPI's unified memory model) instead of through
+    /// [`local_read_bytes`](Self::local_read_bytes) / [`local_write`](Window::local_write).
+    /// Valid for [`len`](Window::len) bytes until the window is dropped; 64-byte aligned.
+    pub fn local_memory(&self) -> Option<*mut u8> {
+        let base = self.comm.core.borrow_mut().transport.win_memory(self.win)?;
+        Some(base.wrapping_add(HEADER))
     }
 
     /// Read `out.len()` bytes of this rank's part at byte `disp` (a local load).

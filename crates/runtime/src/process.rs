@@ -26,7 +26,8 @@
 //! when that is on another host, else the first address the host name resolves to that is
 //! not loopback, else 127.0.0.1), `NICEMU_HOST` (the host name published: ranks with the
 //! same one link through shared memory; default the kernel's host name; `nicemu run
-//! --hosts` sets it).
+//! --hosts` sets it), `NICEMU_NODE_MEMORY_MIB` (the node's RAM, default 1024: committed only
+//! as it is touched; the OSU one-sided bandwidth tests allocate a 256 MiB window).
 
 #![forbid(unsafe_code)]
 
@@ -97,7 +98,7 @@ impl ProcessConfig {
         ProcessConfig {
             nic,
             env: Env::new(),
-            memory: 256 << 20,
+            memory: 1 << 30,
             force_tcp: false,
             timeout: Duration::from_secs(10),
             ring_bytes: 1 << 20,
@@ -147,6 +148,21 @@ impl ProcessConfig {
                 .filter(|&k: &usize| k >= 4 && k.is_power_of_two())
                 .ok_or_else(|| bad("NICEMU_FABRIC_RING_KIB", v, "expected a power of two >= 4"))?;
             cfg.ring_bytes = kib << 10;
+        }
+        if let Some(v) = env.get("NICEMU_NODE_MEMORY_MIB") {
+            let mib: u64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|m| (16..=1 << 20).contains(m))
+                .ok_or_else(|| {
+                    bad(
+                        "NICEMU_NODE_MEMORY_MIB",
+                        v,
+                        "expected MiB between 16 and 1048576",
+                    )
+                })?;
+            cfg.memory = mib << 20;
         }
         if let Some(v) = env.get("NICEMU_HOST") {
             let v = v.trim();

@@ -252,6 +252,8 @@ fn bad_nic_and_fabric_settings_are_clear_errors() {
         ("NICEMU_FABRIC_RING_KIB", "3"),
         ("NICEMU_FABRIC_IP", "not-an-ip"),
         ("NICEMU_HOST", "two words"),
+        ("NICEMU_NODE_MEMORY_MIB", "8"),
+        ("NICEMU_NODE_MEMORY_MIB", "lots"),
     ] {
         let e = ProcessConfig::from_env(&mpi::Env::new().with(var, value))
             .unwrap_err()
@@ -262,10 +264,12 @@ fn bad_nic_and_fabric_settings_are_clear_errors() {
         &mpi::Env::new()
             .with("NICEMU_FABRIC", "tcp")
             .with("NICEMU_FABRIC_TIMEOUT_MS", "250")
-            .with("NICEMU_FABRIC_RING_KIB", "64"),
+            .with("NICEMU_FABRIC_RING_KIB", "64")
+            .with("NICEMU_NODE_MEMORY_MIB", "512"),
     )
     .unwrap();
     assert!(c.force_tcp);
+    assert_eq!(c.memory, 512 << 20);
     assert_eq!(c.timeout, Duration::from_millis(250));
     assert_eq!(c.ring_bytes, 64 << 10);
 }

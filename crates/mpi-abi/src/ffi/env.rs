@@ -148,7 +148,10 @@ pub unsafe extern "C" fn MPI_Abort(_comm: Handle, errorcode: c_int) -> c_int {
     eprintln!("nicemu MPI: MPI_Abort called with error code {errorcode}");
     // The exit status keeps the low byte; an abort never exits with success.
     let status = errorcode & 0xff;
-    std::process::exit(if status == 0 { 1 } else { status });
+    crate::state::exit_job(
+        if status == 0 { 1 } else { status },
+        &format!("MPI_Abort called with error code {errorcode}"),
+    )
 }
 
 #[unsafe(no_mangle)]

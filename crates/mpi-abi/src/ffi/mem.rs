@@ -257,6 +257,19 @@ impl Drop for Staged {
 
 /// Memory this library allocates and hands to the program (`MPI_Win_allocate`,
 /// `MPI_Alloc_mem`): zeroed, freed when this value is dropped.
+/// The memory of this rank's part of `win` as a buffer the program may use, when the window
+/// lives in memory of this process ([`Window::local_memory`]): what `MPI_Win_allocate`
+/// returns. The caller keeps `win` alive as long as the buffer is used (`rma::WinObj` holds
+/// both; the program may use the memory until `MPI_Win_free`, the standard's rule).
+pub(crate) fn window_memory(win: &mpi::Window<u8>) -> Option<Lent> {
+    let p = win.local_memory()?;
+    // SAFETY: `Window::local_memory` is valid for the window's `len()` bytes (at least the
+    // program's `size`) until the window is dropped, and nothing in Rust holds a reference
+    // into it (the NIC side copies through raw pointers); per `Lent::new`'s contract the
+    // program lends it to the library at each RMA call like any window memory.
+    Some(unsafe { Lent::new(p.cast_const().cast()) })
+}
+
 pub(crate) struct OwnedMem {
     mem: *mut [u8],
 }

@@ -103,6 +103,34 @@ pub unsafe extern "C" fn MPI_Win_fence(_assert: c_int, w: Handle) -> c_int {
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_post(g: Handle, _assert: c_int, w: Handle) -> c_int {
+    call("MPI_Win_post", Eh::Win(w), |s| {
+        rma::post_start(s, g, w, true)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_start(g: Handle, _assert: c_int, w: Handle) -> c_int {
+    call("MPI_Win_start", Eh::Win(w), |s| {
+        rma::post_start(s, g, w, false)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_complete(w: Handle) -> c_int {
+    call("MPI_Win_complete", Eh::Win(w), |s| {
+        rma::complete_wait(s, w, true)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_wait(w: Handle) -> c_int {
+    call("MPI_Win_wait", Eh::Win(w), |s| {
+        rma::complete_wait(s, w, false)
+    })
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_lock(
     kind: c_int,
     rank: c_int,

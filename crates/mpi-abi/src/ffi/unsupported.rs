@@ -155,10 +155,10 @@ not_implemented! {
     MPI_Type_get_value_index MPI_Type_indexed_c MPI_Type_match_size MPI_Type_set_attr
     MPI_Type_size_c MPI_Type_size_x MPI_Type_vector_c MPI_Unpack_c MPI_Unpack_external
     MPI_Unpack_external_c MPI_Unpublish_name MPI_Win_allocate_c MPI_Win_allocate_shared_c
-    MPI_Win_call_errhandler MPI_Win_complete MPI_Win_create_c MPI_Win_create_keyval
-    MPI_Win_delete_attr MPI_Win_free_keyval MPI_Win_get_info MPI_Win_get_name MPI_Win_post
+    MPI_Win_call_errhandler MPI_Win_create_c MPI_Win_create_keyval
+    MPI_Win_delete_attr MPI_Win_free_keyval MPI_Win_get_info MPI_Win_get_name
     MPI_Win_set_attr MPI_Win_set_info MPI_Win_set_name MPI_Win_shared_query
-    MPI_Win_shared_query_c MPI_Win_start MPI_Win_test MPI_Win_wait
+    MPI_Win_shared_query_c MPI_Win_test
 }
 
 tools_not_implemented! {

@@ -263,6 +263,14 @@ pub trait Transport {
     /// Write this rank's part of `win` at `offset` (local store).
     fn win_write(&mut self, win: WinId, offset: usize, data: &[u8]) -> Result<()>;
 
+    /// Where this rank's part of `win` lives in this process (byte 0 of it), when its memory
+    /// is this process's own and stays put until [`win_free`](Self::win_free): a program may
+    /// then load and store the window directly (the unified memory model) instead of through
+    /// [`win_read`](Self::win_read) / [`win_write`](Self::win_write). `None` otherwise.
+    fn win_memory(&mut self, _win: WinId) -> Option<*mut u8> {
+        None
+    }
+
     /// Put `data` into `target`'s part of `win` at `offset` (NIC RDMA write). Completes with
     /// [`Completion::Sent`] once the data is at the target (remote completion).
     fn put(&mut self, win: WinId, target: Rank, offset: usize, data: &[u8]) -> Result<OpId>;

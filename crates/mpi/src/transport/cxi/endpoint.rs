@@ -316,6 +316,20 @@ impl Endpoint {
         Ok(Buf { mem, md })
     }
 
+    /// A registered buffer of `len` bytes rounded up to whole pages, zeroed, not from the pool
+    /// (window memory).
+    pub fn buf_exact(&mut self, len: usize) -> Result<Buf> {
+        let mem = self
+            .dev
+            .alloc_buffer((len.max(1) as u64).next_multiple_of(4096))
+            .map_err(cxi_err("allocating window memory"))?;
+        let md = self
+            .lni
+            .map_buffer(&mem, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
+            .map_err(cxi_err("registering window memory"))?;
+        Ok(Buf { mem, md })
+    }
+
     /// Give a staging buffer back (kept for reuse up to a few per size).
     pub fn release(&mut self, b: Buf) {
         let v = self.pool.entry(b.mem.len()).or_default();

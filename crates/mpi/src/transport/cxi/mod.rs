@@ -642,6 +642,10 @@ impl Transport for CxiTransport {
         self.rma_win_write(win, offset, data)
     }
 
+    fn win_memory(&mut self, win: WinId) -> Option<*mut u8> {
+        self.window(win).ok()?.buf.mem.host_ptr()
+    }
+
     fn put(&mut self, win: WinId, target: Rank, offset: usize, data: &[u8]) -> Result<OpId> {
         self.check()?;
         self.check_rank(target)?;

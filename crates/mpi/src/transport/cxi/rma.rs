@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::transport::{AmoOp, AmoType, Atomic, OpId, Rank, WinId};
 
 impl CxiTransport {
-    fn window(&self, win: WinId) -> Result<&Window> {
+    pub(super) fn window(&self, win: WinId) -> Result<&Window> {
         self.windows
             .get(&win.0)
             .ok_or_else(|| Error::Rma(format!("window {} does not exist", win.0)))
@@ -48,8 +48,9 @@ impl CxiTransport {
         }
         let id = self.next_win;
         self.next_win += 1;
-        let buf = self.ep.buf(len)?;
-        buf.write(0, &vec![0u8; len])?;
+        // Exactly the window's pages (a staging buffer would round a 256 MiB window up to
+        // 512 MiB); fresh pages are zeroed, and window memory never comes from the pool.
+        let buf = self.ep.buf_exact(len)?;
         let pte = self.ep.rma.pte.clone();
         self.ep.append(
             &pte,

@@ -103,6 +103,9 @@ pub(super) fn sorted_drain<K: Ord + Copy, V>(map: &mut HashMap<K, V>) -> Vec<(K,
     v
 }
 
+/// How long a post waits for room on a full FMA descriptor or BTE queue.
+const RESOURCE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn tr(e: GniError) -> Error {
     Error::Transport(format!("gni: {e}"))
 }
@@ -341,11 +344,28 @@ impl GniTransport {
         if bte {
             fence(&mut d);
         }
-        let ep = self.post_ep(peer)?;
-        if bte {
-            ep.post_rdma(&d).map_err(tr)?;
-        } else {
-            ep.post_fma(&d).map_err(tr)?;
+        // An FMA descriptor tracks a bounded number of transactions and the BTE queues are
+        // bounded: while they are full, complete earlier posts and try again (as a uGNI
+        // application does on GNI_RC_ERROR_RESOURCE), for at most RESOURCE_WAIT.
+        let start = std::time::Instant::now();
+        loop {
+            let ep = self.post_ep(peer)?;
+            let r = if bte {
+                ep.post_rdma(&d)
+            } else {
+                ep.post_fma(&d)
+            };
+            match r {
+                Ok(()) => break,
+                Err(e)
+                    if e.rc() == ReturnCode::ErrorResource && start.elapsed() < RESOURCE_WAIT =>
+                {
+                    if !self.drain_tx()? {
+                        self.nic.progress();
+                    }
+                }
+                Err(e) => return Err(tr(e)),
+            }
         }
         self.count(if bte { "bte" } else { "fma" });
         self.posted.insert(
@@ -672,6 +692,10 @@ impl Transport for GniTransport {
 
     fn win_write(&mut self, win: WinId, offset: usize, data: &[u8]) -> Result<()> {
         self.rma.write(win, offset, data)
+    }
+
+    fn win_memory(&mut self, win: WinId) -> Option<*mut u8> {
+        self.rma.local_memory(win)
     }
 
     fn put(&mut self, win: WinId, target: Rank, offset: usize, data: &[u8]) -> Result<OpId> {

@@ -109,6 +109,11 @@ impl Rma {
         Ok(())
     }
 
+    /// Where this rank's part of `w` lives in this process, if it is this process's memory.
+    pub(super) fn local_memory(&self, w: WinId) -> Option<*mut u8> {
+        self.win(w).ok()?.local.mem.host_ptr()
+    }
+
     pub(super) fn read(&self, w: WinId, offset: usize, out: &mut [u8]) -> Result<()> {
         let win = self.win(w)?;
         Self::check(win.local.mem.len(), offset, out.len())?;
