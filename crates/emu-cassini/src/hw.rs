@@ -128,6 +128,7 @@ impl Hw {
             + self.cqs.allocated_entries()
             + self.rmu.allocated_entries()
             + self.atu.allocated_entries()
+            + self.tables.allocated_entries()
     }
 
     /// Patch hardware-owned fields of a CSR entry image before software reads it.
@@ -196,35 +197,35 @@ impl Hw {
             let wr = csrs.field(c, n, f::c_cq_tgq_wrptr_table::MEM_Q_WR_PTR);
             self.doorbell(io, true, n, wr);
         } else if is(c, csr::C_CQ_CFG_AC_ARRAY) {
-            if let Some(s) = self.tables.ac_array.get_mut(n as usize) {
+            if let Ok(s) = self.tables.ac_array.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_ac_array::AC) as u16;
             }
         } else if is(c, csr::C_CQ_CFG_CID_ARRAY) {
-            if let Some(s) = self.tables.cid_array.get_mut(n as usize) {
+            if let Ok(s) = self.tables.cid_array.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_cid_array::CID) as u8;
             }
             self.tables.cp_gen += 1;
         } else if is(c, csr::C_CQ_CFG_CP_TABLE) {
-            if let Some(s) = self.tables.cp.get_mut(n as usize) {
+            if let Ok(s) = self.tables.cp.get_mut(n as usize) {
                 s.vni = csrs.field(c, n, f::c_cq_cfg_cp_table::VNI) as u16;
                 s.valid = csrs.field(c, n, f::c_cq_cfg_cp_table::VALID) != 0;
             }
             self.tables.cp_gen += 1;
         } else if is(c, csr::C_CQ_CFG_CP_FL_TABLE) {
-            if let Some(s) = self.tables.cp.get_mut(n as usize) {
+            if let Ok(s) = self.tables.cp.get_mut(n as usize) {
                 s.tc = csrs.field(c, n, f::c_cq_cfg_cp_fl_table::TC) as u8;
             }
             self.tables.cp_gen += 1;
         } else if is(c, csr::C_CQ_CFG_PTLTE_RGID_TABLE) {
-            if let Some(s) = self.tables.ptlte_rgid.get_mut(n as usize) {
+            if let Ok(s) = self.tables.ptlte_rgid.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_ptlte_rgid_table::RGID) as u8;
             }
         } else if is(c, csr::C_CQ_CFG_EQ_RGID_TABLE) {
-            if let Some(s) = self.tables.eq_rgid.get_mut(n as usize) {
+            if let Ok(s) = self.tables.eq_rgid.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_eq_rgid_table::RGID) as u8;
             }
         } else if is(c, csr::C_CQ_CFG_CT_RGID_TABLE) {
-            if let Some(s) = self.tables.ct_rgid.get_mut(n as usize) {
+            if let Ok(s) = self.tables.ct_rgid.get_mut(n as usize) {
                 *s = csrs.field(c, n, f::c_cq_cfg_ct_rgid_table::RGID) as u8;
             }
         } else if is(c, csr::C_CQ_CFG_CQ_POLICY) {

@@ -26,7 +26,9 @@ pub struct OutOfRange {
     pub len: usize,
 }
 
-/// A fixed-length table whose entries read as `reset` until written (module docs).
+/// A fixed-length table whose entries read as `reset` until written (module docs). The page
+/// directory is empty until the first write, so an untouched table costs no heap: for tables
+/// of one-byte entries the directory (one pointer per page) is as large as the entries.
 #[derive(Debug, Clone)]
 pub struct SparseTable<T> {
     len: usize,
@@ -37,11 +39,10 @@ pub struct SparseTable<T> {
 impl<T: Clone> SparseTable<T> {
     /// A table of `len` entries, all at `reset`, with no page allocated.
     pub fn new(len: usize, reset: T) -> Self {
-        let npages = len.div_ceil(PAGE);
         Self {
             len,
             reset,
-            pages: (0..npages).map(|_| None).collect(),
+            pages: Box::default(),
         }
     }
 
@@ -66,7 +67,7 @@ impl<T: Clone> SparseTable<T> {
         if i >= self.len {
             return Err(self.out_of_range(i));
         }
-        Ok(match &self.pages[i / PAGE] {
+        Ok(match self.page(i) {
             Some(page) => &page[i % PAGE],
             None => &self.reset,
         })
@@ -77,6 +78,9 @@ impl<T: Clone> SparseTable<T> {
     pub fn get_mut(&mut self, i: usize) -> Result<&mut T, OutOfRange> {
         if i >= self.len {
             return Err(self.out_of_range(i));
+        }
+        if self.pages.is_empty() {
+            self.pages = (0..self.len.div_ceil(PAGE)).map(|_| None).collect();
         }
         let reset = &self.reset;
         let page = self.pages[i / PAGE].get_or_insert_with(|| vec![reset.clone(); PAGE].into());
@@ -90,7 +94,11 @@ impl<T: Clone> SparseTable<T> {
         if i >= self.len {
             return Err(self.out_of_range(i));
         }
-        Ok(self.pages[i / PAGE].as_mut().map(|p| &mut p[i % PAGE]))
+        Ok(self
+            .pages
+            .get_mut(i / PAGE)
+            .and_then(Option::as_mut)
+            .map(|p| &mut p[i % PAGE]))
     }
 
     /// Store `v` at entry `i`.
@@ -119,7 +127,7 @@ impl<T: Clone> SparseTable<T> {
         (0..self.len).map(move |i| {
             (
                 i,
-                match &self.pages[i / PAGE] {
+                match self.page(i) {
                     Some(page) => &page[i % PAGE],
                     None => &self.reset,
                 },
@@ -162,7 +170,7 @@ impl<T: Clone> SparseTable<T> {
     pub fn position_from(&self, from: usize, mut pred: impl FnMut(&T) -> bool) -> Option<usize> {
         let mut i = from;
         while i < self.len {
-            match &self.pages[i / PAGE] {
+            match self.page(i) {
                 Some(page) => {
                     if pred(&page[i % PAGE]) {
                         return Some(i);
@@ -180,6 +188,13 @@ impl<T: Clone> SparseTable<T> {
         None
     }
 
+    /// The page holding entry `i`, if allocated (the page directory itself is allocated on
+    /// the first write to the table, so a table nobody wrote holds no heap at all).
+    #[inline]
+    fn page(&self, i: usize) -> Option<&[T]> {
+        self.pages.get(i / PAGE).and_then(|p| p.as_deref())
+    }
+
     fn out_of_range(&self, index: usize) -> OutOfRange {
         OutOfRange {
             index,
@@ -191,6 +206,26 @@ impl<T: Clone> SparseTable<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_untouched_table_holds_no_heap_and_the_directory_comes_with_the_first_write() {
+        let mut t = SparseTable::new(4096, 0u8);
+        assert_eq!(t.heap_bytes(), 0, "no directory before a write");
+        assert_eq!(t.get_mut_if_touched(100), Ok(None));
+        assert_eq!(t.position_from(5, |v| *v == 0), Some(5));
+        assert_eq!(t.position_from(5, |v| *v == 1), None);
+        assert_eq!(t.heap_bytes(), 0, "reads and searches allocate nothing");
+        t.set(100, 7).unwrap();
+        let dir = 4096 / PAGE * size_of::<Option<Box<[u8]>>>();
+        assert_eq!(t.heap_bytes(), dir + PAGE);
+        assert_eq!(*t.get(100).unwrap(), 7);
+        assert_eq!(*t.get(4095).unwrap(), 0);
+        assert_eq!(t.position_from(0, |v| *v == 7), Some(100));
+        assert_eq!(t.iter().filter(|(_, v)| **v == 7).count(), 1);
+        t.clear();
+        assert_eq!(t.allocated_entries(), 0);
+        assert_eq!(*t.get(100).unwrap(), 0);
+    }
 
     #[test]
     fn untouched_entries_read_as_reset_and_allocate_nothing() {
