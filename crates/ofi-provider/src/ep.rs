@@ -242,9 +242,13 @@ impl Ep {
                 let mut v = Vec::with_capacity(wire::DATA_LEN + op.data.len());
                 v.extend_from_slice(&d.to_le_bytes());
                 v.extend_from_slice(op.data);
-                s.t.send(dest, bits, &v, SendMode::Standard)?
+                s.t.send(dest, bits, &v, SendMode::Standard)
+                    .map_err(crate::error::posting)?
             }
-            None => s.t.send(dest, bits, op.data, SendMode::Standard)?,
+            None => {
+                s.t.send(dest, bits, op.data, SendMode::Standard)
+                    .map_err(crate::error::posting)?
+            }
         };
         let report = op
             .completion
@@ -283,14 +287,16 @@ impl Ep {
         };
         let (bits, ignore) = wire::recv_match(tag);
         // Room for the remote CQ data a message may carry in front of its payload.
-        let id = s.t.recv(
-            MatchSpec {
-                source,
-                bits,
-                ignore,
-            },
-            buf.len() + wire::DATA_LEN,
-        )?;
+        let id =
+            s.t.recv(
+                MatchSpec {
+                    source,
+                    bits,
+                    ignore,
+                },
+                buf.len() + wire::DATA_LEN,
+            )
+            .map_err(crate::error::posting)?;
         let report = completion.unwrap_or(!s.rx_selective || self.defaults.rx_completion);
         s.ops.insert(
             id,
