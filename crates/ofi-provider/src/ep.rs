@@ -242,9 +242,13 @@ impl Ep {
                 let mut v = Vec::with_capacity(wire::DATA_LEN + op.data.len());
                 v.extend_from_slice(&d.to_le_bytes());
                 v.extend_from_slice(op.data);
-                s.t.send(dest, bits, &v, SendMode::Standard)?
+                s.t.send(dest, bits, &v, SendMode::Standard)
+                    .map_err(crate::error::posting)?
             }
-            None => s.t.send(dest, bits, op.data, SendMode::Standard)?,
+            None => {
+                s.t.send(dest, bits, op.data, SendMode::Standard)
+                    .map_err(crate::error::posting)?
+            }
         };
         let report = op
             .completion
@@ -283,14 +287,16 @@ impl Ep {
         };
         let (bits, ignore) = wire::recv_match(tag);
         // Room for the remote CQ data a message may carry in front of its payload.
-        let id = s.t.recv(
-            MatchSpec {
-                source,
-                bits,
-                ignore,
-            },
-            buf.len() + wire::DATA_LEN,
-        )?;
+        let id =
+            s.t.recv(
+                MatchSpec {
+                    source,
+                    bits,
+                    ignore,
+                },
+                buf.len() + wire::DATA_LEN,
+            )
+            .map_err(crate::error::posting)?;
         let report = completion.unwrap_or(!s.rx_selective || self.defaults.rx_completion);
         s.ops.insert(
             id,
@@ -327,14 +333,46 @@ impl Ep {
                 && !s.failed
             {
                 s.failed = true;
-                let err = ErrEntry {
-                    entry: Entry::default(),
-                    err: FI_EOTHER,
-                    olen: 0,
-                    message: e.to_string(),
-                };
-                for cq in [&s.tx_cq, &s.rx_cq].into_iter().flatten() {
-                    done.push((Arc::clone(cq), Err(err.clone())));
+                // Each pending operation with a context fails with it: applications take
+                // the context of an error entry as their request (Open MPI's MTL does, and
+                // crashed on a context-less entry). Only when none has a context is the
+                // failure reported without one.
+                let message = e.to_string();
+                let pending = std::mem::take(&mut s.ops);
+                for op in pending.into_values().filter(|o| o.context != 0) {
+                    let kind = if op.tagged { FI_TAGGED } else { FI_MSG };
+                    let (cq, flags) = match op.recv {
+                        Some(_) => (&s.rx_cq, FI_RECV | kind),
+                        None => (&s.tx_cq, FI_SEND | kind),
+                    };
+                    if let Some(cq) = cq {
+                        let entry = Entry {
+                            context: op.context,
+                            flags,
+                            buf: op.recv.as_ref().map_or(0, UserBuf::addr),
+                            ..Entry::default()
+                        };
+                        done.push((
+                            Arc::clone(cq),
+                            Err(ErrEntry {
+                                entry,
+                                err: FI_EOTHER,
+                                olen: 0,
+                                message: message.clone(),
+                            }),
+                        ));
+                    }
+                }
+                if done.is_empty() {
+                    let err = ErrEntry {
+                        entry: Entry::default(),
+                        err: FI_EOTHER,
+                        olen: 0,
+                        message,
+                    };
+                    for cq in [&s.tx_cq, &s.rx_cq].into_iter().flatten() {
+                        done.push((Arc::clone(cq), Err(err.clone())));
+                    }
                 }
             }
         }

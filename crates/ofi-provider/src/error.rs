@@ -2,7 +2,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::ffi::types::{FI_EINVAL, FI_EMSGSIZE, FI_ENOSYS, FI_EOPBADSTATE, FI_EOTHER};
+use crate::ffi::types::{FI_EINVAL, FI_EMSGSIZE, FI_ENOMEM, FI_ENOSYS, FI_EOPBADSTATE, FI_EOTHER};
 
 /// An error of a provider call.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +22,13 @@ pub enum Error {
     /// The object is not ready for this call (e.g. no CQ bound).
     #[error("nicemu: {0}")]
     State(String),
+    /// The emulated node's memory ([`crate::nic::NODE_MEMORY`]) cannot hold the staging
+    /// buffer of one more message in flight.
+    #[error(
+        "nicemu: {0} (the emulated node has {mib} MiB for the staging buffers of every message in flight; complete some before posting more)",
+        mib = crate::nic::NODE_MEMORY >> 20
+    )]
+    OutOfMemory(String),
     /// Not implemented by this provider.
     #[error("nicemu: {0} is not supported")]
     Unsupported(&'static str),
@@ -35,8 +42,20 @@ impl Error {
             Error::Invalid(_) => FI_EINVAL,
             Error::TooLong(_) => FI_EMSGSIZE,
             Error::State(_) => FI_EOPBADSTATE,
+            Error::OutOfMemory(_) => FI_ENOMEM,
             Error::Unsupported(_) => FI_ENOSYS,
         }
+    }
+}
+
+/// A transport error of posting a message: out of node memory when a staging buffer could
+/// not be allocated.
+pub fn posting(e: mpi::Error) -> Error {
+    let text = e.to_string();
+    if text.contains("staging buffer") {
+        Error::OutOfMemory(text)
+    } else {
+        Error::Transport(e)
     }
 }
 

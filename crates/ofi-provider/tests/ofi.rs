@@ -220,6 +220,54 @@ fn two_endpoints_exchange_tagged_and_untagged_messages_from_c() {
     );
 }
 
+/// Event queues, wait sets, counters and poll sets are refused with `-FI_ENOSYS`, not a
+/// call through a null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test`
+/// crashed on it).
+#[test]
+fn objects_the_provider_lacks_are_refused_not_crashed_on() {
+    if let Some(why) = missing_c_toolchain() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-refused-objects");
+    gcc("refused_objects.c", &exe, &["-lfabric"]);
+    let out = Command::new(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("FI_PROVIDER", "nicemu")
+        .output()
+        .expect("running refused_objects");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("refused_objects: ok"),
+        "{t}"
+    );
+}
+
+/// A window of 72 posted 4 MiB receives (osu_bw's window is 64) fits the emulated node's
+/// 512 MiB: the 8 bytes of room for remote CQ data must not double a receive's staging
+/// buffer to the next power of two (`tests/c/recv_window.c`).
+#[test]
+fn a_window_of_4_mib_receives_fits_the_node_memory() {
+    if let Some(why) = missing_c_toolchain() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-recv-window");
+    gcc("recv_window.c", &exe, &["-lfabric"]);
+    let out = Command::new(&exe)
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .env("FI_PROVIDER", "nicemu")
+        .output()
+        .expect("running recv_window");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("recv_window: ok (72 receives of 4194304 B)"),
+        "{t}"
+    );
+}
+
 /// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank without a
 /// launcher (the provider builds its one-node machine in the process).
 #[test]

@@ -65,6 +65,27 @@ unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
     -FI_ENOSYS
 }
 
+/// Event queues, wait sets, counters and poll sets are not provided: their `open` calls fail
+/// with `-FI_ENOSYS` (libfabric's inline `fi_eq_open` & co. call through the table unchecked,
+/// so a null entry would crash the caller; fabtests' `fi_eq_test` opens an EQ first thing).
+unsafe extern "C" fn open_refused(
+    _owner: *mut c_void,
+    _attr: *mut c_void,
+    _out: *mut *mut c_void,
+    _context: *mut c_void,
+) -> c_int {
+    -FI_ENOSYS
+}
+
+/// [`open_refused`] for the entries without a context argument.
+unsafe extern "C" fn open_refused3(
+    _owner: *mut c_void,
+    _attr: *mut c_void,
+    _out: *mut *mut c_void,
+) -> c_int {
+    -FI_ENOSYS
+}
+
 unsafe extern "C" fn no_control(_f: *mut fid, _command: c_int, _arg: *mut c_void) -> c_int {
     -FI_ENOSYS
 }
@@ -94,8 +115,8 @@ static FABRIC_OPS: fi_ops_fabric = fi_ops_fabric {
     size: size_of::<fi_ops_fabric>(),
     domain: Some(domain_open),
     passive_ep: None,
-    eq_open: None,
-    wait_open: None,
+    eq_open: Some(open_refused),
+    wait_open: Some(open_refused3),
     trywait: None,
     domain2: None,
 };
@@ -132,8 +153,8 @@ static DOMAIN_OPS: fi_ops_domain = fi_ops_domain {
     cq_open: Some(cq_open),
     endpoint: Some(ep_open),
     scalable_ep: None,
-    cntr_open: None,
-    poll_open: None,
+    cntr_open: Some(open_refused),
+    poll_open: Some(open_refused3),
     stx_ctx: None,
     srx_ctx: None,
     query_atomic: None,

@@ -239,6 +239,13 @@ pub struct fid_fabric {
 }
 
 type Unused = Option<unsafe extern "C" fn()>;
+/// An `open` entry the provider refuses (`fi_eq_open`, `fi_cntr_open`): every argument is a
+/// pointer (object, attributes, out object, context).
+pub type OpenRefused =
+    Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut *mut c_void, *mut c_void) -> c_int>;
+/// The same without a context (`fi_wait_open`, `fi_poll_open`).
+pub type OpenRefused3 =
+    Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut *mut c_void) -> c_int>;
 
 #[repr(C)]
 pub struct fi_ops_fabric {
@@ -252,8 +259,8 @@ pub struct fi_ops_fabric {
         ) -> c_int,
     >,
     pub passive_ep: Unused,
-    pub eq_open: Unused,
-    pub wait_open: Unused,
+    pub eq_open: OpenRefused,
+    pub wait_open: OpenRefused3,
     pub trywait: Option<unsafe extern "C" fn(*mut fid_fabric, *mut *mut fid, c_int) -> c_int>,
     pub domain2: Unused,
 }
@@ -288,8 +295,8 @@ pub struct fi_ops_domain {
         unsafe extern "C" fn(*mut fid_domain, *mut fi_info, *mut *mut fid_ep, *mut c_void) -> c_int,
     >,
     pub scalable_ep: Unused,
-    pub cntr_open: Unused,
-    pub poll_open: Unused,
+    pub cntr_open: OpenRefused,
+    pub poll_open: OpenRefused3,
     pub stx_ctx: Unused,
     pub srx_ctx: Unused,
     pub query_atomic: Unused,

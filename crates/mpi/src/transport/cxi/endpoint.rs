@@ -36,6 +36,24 @@ pub const RX_INDEX: u32 = 0;
 pub const RMA_INDEX: u32 = 117;
 /// Event queue size: 64 pages of 64 B slots.
 const EQ_BYTES: u64 = 64 * 4096;
+/// Staging buffers up to this size are powers of two (few sizes, good reuse from the pool);
+/// larger ones are rounded to a page only.
+pub const POW2_STAGING_MAX: u64 = 64 << 10;
+/// Released staging buffers up to this size are kept for reuse (a 4 MiB message plus a
+/// header still fits).
+const POOLED_STAGING_MAX: u64 = (4 << 20) + PAGE;
+const PAGE: u64 = 4096;
+
+/// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
+pub fn staging_size(len: usize) -> u64 {
+    let len = (len.max(1) as u64).max(PAGE);
+    if len <= POW2_STAGING_MAX {
+        len.next_power_of_two()
+    } else {
+        len.div_ceil(PAGE) * PAGE
+    }
+}
+
 /// Slots of the EQ that receive (target) events leave free (`reserved_fc`): a flood of
 /// unexpected messages puts the receive PtlTE into flow control (FC_EQ_FULL) while the
 /// acknowledgements of this rank's own sends and control messages still find room.
@@ -299,9 +317,13 @@ impl Endpoint {
         Ok(ev)
     }
 
-    /// A staging buffer of at least `len` bytes (a whole number of pages, a power of two).
+    /// A staging buffer of at least `len` bytes: a power of two (at least a page) up to
+    /// [`POW2_STAGING_MAX`], a whole number of pages above it. Rounding large buffers to a
+    /// power of two would double a message just over one (a 4 MiB payload with 8 bytes of
+    /// remote CQ data in front took 8 MiB on each side, and a window of 64 of them filled a
+    /// 512 MiB node).
     pub fn buf(&mut self, len: usize) -> Result<Buf> {
-        let size = (len.max(1) as u64).next_power_of_two().max(4096);
+        let size = staging_size(len);
         if let Some(b) = self.pool.get_mut(&size).and_then(Vec::pop) {
             return Ok(b);
         }
@@ -333,7 +355,7 @@ impl Endpoint {
     /// Give a staging buffer back (kept for reuse up to a few per size).
     pub fn release(&mut self, b: Buf) {
         let v = self.pool.entry(b.mem.len()).or_default();
-        if v.len() < 8 && b.mem.len() <= (4 << 20) {
+        if v.len() < 8 && b.mem.len() <= POOLED_STAGING_MAX {
             v.push(b);
         }
     }
@@ -530,5 +552,27 @@ impl Endpoint {
         self.emit(true, |q| q.emit_target(&cmd))?;
         self.ring_tg()?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_staging_buffers_are_powers_of_two() {
+        assert_eq!(staging_size(0), PAGE);
+        assert_eq!(staging_size(1), PAGE);
+        assert_eq!(staging_size(4097), 8192);
+        assert_eq!(staging_size(40 << 10), 64 << 10);
+    }
+
+    #[test]
+    fn a_large_message_with_a_header_takes_one_page_more_not_twice_its_size() {
+        let four_mib = 4usize << 20;
+        assert_eq!(staging_size(four_mib), 4 << 20);
+        assert_eq!(staging_size(four_mib + 8), (4 << 20) + PAGE);
+        assert!(staging_size(four_mib + 8) <= POOLED_STAGING_MAX);
+        assert_eq!(staging_size((64 << 10) + 1), (64 << 10) + PAGE);
     }
 }
