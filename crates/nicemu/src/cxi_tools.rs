@@ -2,7 +2,7 @@
 //! `send-lat`, `write-lat`, `read-lat`, `atomic-lat`, `send-bw`, `write-bw`, `read-bw`, each
 //! over an emulated pair of Cassinis, with the options of the HPE `cxi_*` utilities.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -235,6 +235,7 @@ impl BwArgs {
             restricted: !self.unrestricted,
             buf_size: self.buf_sz.1,
             buf_align: self.buf_align,
+            progress: std::io::stderr().is_terminal(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! `gni-read-bw`, each over an emulated pair of Geminis, with options in the style of the
 //! Cassini tools.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -182,6 +182,7 @@ impl BwArgs {
             credits: self.credits,
             buf_size: self.buf_sz.1,
             buf_align: self.buf_align,
+            progress: std::io::stderr().is_terminal(),
         }
     }
 }

@@ -8,3 +8,4 @@
 pub mod cxi;
 pub mod gni;
 pub mod osu;
+pub mod progress;

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use crate::progress::{Plan, Progress};
+
 use firmware_spec::cassini::cmd::{CState, DmaFlags, DmaOp, FullDma, IdcMsg, IdcPut, Payload};
 use firmware_spec::cassini::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
 use platform::EngineKind;
@@ -38,6 +40,8 @@ pub struct BwOptions {
     pub buf_size: u64,
     /// Alignment of the operations in the buffers.
     pub buf_align: u64,
+    /// Progress on stderr (the caller's choice: when stderr is a terminal).
+    pub progress: bool,
 }
 
 impl Default for BwOptions {
@@ -53,6 +57,7 @@ impl Default for BwOptions {
             restricted: true,
             buf_size: 64 << 20,
             buf_align: 64,
+            progress: false,
         }
     }
 }
@@ -309,6 +314,11 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
         span,
     };
     let mut results = Vec::with_capacity(list.len());
+    let progress = Progress::new(kind.bw_tool(false), o.progress);
+    let plan = match o.duration {
+        Some(d) => Plan::Duration(d),
+        None => Plan::Iterations(o.iters),
+    };
     for &size in &list {
         // One unmeasured iteration.
         ctx.iteration(size)?;
@@ -324,7 +334,9 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
             }
             ctx.iteration(size)?;
             iters += 1;
+            progress.show(size, iters, o.list_size, plan, start.elapsed());
         }
+        progress.finish();
         let secs = start.elapsed().as_secs_f64().max(1e-9);
         let ops = iters * u64::from(o.list_size);
         let pkts = ops * size.div_ceil(PORTALS_MTU).max(1);

@@ -158,6 +158,21 @@ impl ToolKind {
         format!("{family} {what} {measure} Test")
     }
 
+    /// The command name of a family's bandwidth tool (`gni` for the Gemini family), as the
+    /// CLI spells it.
+    pub(crate) fn bw_tool(self, gni: bool) -> &'static str {
+        match (self, gni) {
+            (ToolKind::Send, false) => "send-bw",
+            (ToolKind::Write, false) => "write-bw",
+            (ToolKind::Read, false) => "read-bw",
+            (ToolKind::Atomic, false) => "atomic-bw",
+            (ToolKind::Send, true) => "gni-send-bw",
+            (ToolKind::Write, true) => "gni-write-bw",
+            (ToolKind::Read, true) => "gni-read-bw",
+            (ToolKind::Atomic, true) => "gni-atomic-bw",
+        }
+    }
+
     /// The size column's heading.
     pub(crate) fn size_col(self) -> &'static str {
         match self {

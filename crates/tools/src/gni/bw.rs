@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use crate::progress::{Plan, Progress};
+
 use firmware_spec::gemini::gni::{DlvrMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
 use platform::EngineKind;
@@ -39,6 +41,8 @@ pub struct BwOptions {
     pub buf_size: u64,
     /// Alignment of the operations in the buffers.
     pub buf_align: u64,
+    /// Progress on stderr (the caller's choice: when stderr is a terminal).
+    pub progress: bool,
 }
 
 impl Default for BwOptions {
@@ -55,6 +59,7 @@ impl Default for BwOptions {
             credits: 64,
             buf_size: 64 << 20,
             buf_align: 64,
+            progress: false,
         }
     }
 }
@@ -299,6 +304,11 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
         sent: 0,
     };
     let mut results = Vec::with_capacity(list.len());
+    let progress = Progress::new(kind.bw_tool(true), o.progress);
+    let plan = match o.duration {
+        Some(d) => Plan::Duration(d),
+        None => Plan::Iterations(o.iters),
+    };
     for &size in &list {
         // One unmeasured iteration.
         ctx.iteration(size)?;
@@ -314,7 +324,9 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
             }
             ctx.iteration(size)?;
             iters += 1;
+            progress.show(size, iters, o.list_size, plan, start.elapsed());
         }
+        progress.finish();
         let secs = start.elapsed().as_secs_f64().max(1e-9);
         let ops = iters * u64::from(o.list_size);
         let st = BwStats {
