@@ -16,7 +16,7 @@ use emu_core::dma::DmaPort;
 use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::{Threaded, ThreadedConfig};
 use emu_core::engine::{DeviceId, Engine, EngineError};
-use emu_core::fabric::{Fabric, FabricConfig, Topology};
+use emu_core::fabric::{Fabric, FabricConfig, LinkParams, Topology};
 use emu_core::memory::{GuestAddress, HostMemory};
 use emu_core::mmio::{Mmio, MmioError};
 use firmware_spec::cassini::cmd::{CmdHeader, CmdSize, CmdType, DmaOp};
@@ -156,10 +156,23 @@ impl Cluster {
         seed: u64,
         node_mem: u64,
     ) -> Result<Cluster, HarnessError> {
-        let fabric = Fabric::new(FabricConfig::new(Topology::SingleSwitch {
+        Self::deterministic_with_link(n, ports, seed, node_mem, LinkParams::default())
+    }
+
+    /// [`Cluster::deterministic_with_ports`] with the fabric's links timed by `link` (a
+    /// slow link makes a long transfer take long in engine time).
+    pub fn deterministic_with_link(
+        n: u32,
+        ports: u32,
+        seed: u64,
+        node_mem: u64,
+        link: LinkParams,
+    ) -> Result<Cluster, HarnessError> {
+        let mut cfg = FabricConfig::new(Topology::SingleSwitch {
             ports: ports.max(n).max(2),
-        }))
-        .map_err(EngineError::from)?;
+        });
+        cfg.link = link;
+        let fabric = Fabric::new(cfg).map_err(EngineError::from)?;
         let det = Deterministic::new(seed, fabric);
         let engine: Arc<dyn Engine> = Arc::new(det.clone());
         let mut c = Cluster {

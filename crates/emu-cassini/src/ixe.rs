@@ -76,6 +76,9 @@ pub(crate) struct Req {
     data_rc: Option<ReturnCode>,
     /// When it was launched (ps of engine time).
     at: u64,
+    /// Time added to [`REQUEST_TIMEOUT`] for this request (ps): a restricted put's
+    /// [`restricted_grace`].
+    grace: u64,
     /// Generation of the table entry (see [`INDEX_BITS`]).
     generation: u32,
     /// A rendezvous Get the NIC issued: its REPLY event has `rendezvous` set.
@@ -90,9 +93,22 @@ pub(crate) struct Req {
 /// packets: a port without a device, a link down, drop faults. Sequenced messages stream
 /// (their frames are read as the window opens and acknowledged as they land), so a long one
 /// stays alive while it moves; a restricted put is answered only once all of it has landed,
-/// so on the threaded engine a restricted put the emulator needs more than this long to
-/// carry (about 1 GiB on the development VM) still fails.
+/// so its timeout is extended by [`restricted_grace`].
 pub(crate) const REQUEST_TIMEOUT: SimDuration = SimDuration::from_us(1_000_000);
+/// The slowest rate at which the emulator is assumed to carry a restricted put's bytes
+/// (bytes per second of engine time). A restricted put is unsequenced: all its frames leave
+/// at the doorbell and nothing comes back until the last has landed, so on the threaded
+/// engine its answer arrives only after the host CPU moved every byte. Its timeout is
+/// extended by the time its length takes at this rate (1 GiB: 21.5 s), so the emulator's
+/// own slowness is not reported as a lost packet; a put that is really lost still completes
+/// UNDELIVERABLE after the extended time. An emulator rule, not a hardware figure (the
+/// hardware carries 1 GiB in about 43 ms at 200 Gb/s, well inside its timeout).
+pub(crate) const RESTRICTED_FLOOR_BYTES_PER_S: u64 = 50_000_000;
+
+/// The extra timeout of a restricted put of `len` bytes ([`RESTRICTED_FLOOR_BYTES_PER_S`]).
+pub(crate) fn restricted_grace(len: u32) -> SimDuration {
+    SimDuration::from_ps(u64::from(len) * (1_000_000_000_000 / RESTRICTED_FLOOR_BYTES_PER_S))
+}
 /// Period of the timeout scan while requests are outstanding.
 pub(crate) const SCAN_PERIOD: SimDuration = SimDuration::from_us(10_000);
 /// Timer token of the timeout scan.
@@ -675,6 +691,11 @@ pub(crate) trait IxeOps: IxeCtx {
             local_addr: 0,
             data_rc: None,
             at: io.now().as_ps(),
+            grace: if !get && l.flags.restricted && l.amo.is_none() {
+                restricted_grace(l.len).as_ps()
+            } else {
+                0
+            },
             generation: 0,
             rendezvous: false,
             rdzv_ct: None,
@@ -1242,7 +1263,9 @@ pub(crate) trait IxeOps: IxeCtx {
             .reqs
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.active && now.saturating_sub(r.at.max(progress)) >= limit)
+            .filter(|(_, r)| {
+                r.active && now.saturating_sub(r.at.max(progress)) >= limit.saturating_add(r.grace)
+            })
             .map(|(i, r)| (ixe.handle_of(i), *r))
             .collect();
         for (h, r) in expired {

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use emu_core::fabric::LinkParams;
 
 #[test]
 fn small_message_matches_a_priority_le() {
@@ -790,4 +791,69 @@ fn a_put_beyond_the_window_is_read_from_host_memory_as_it_streams() {
         got[LEN - TAIL..] == tail[..],
         "the tail was read when its frames left, after it was changed"
     );
+}
+
+/// A restricted put is answered only once all of it has landed. On a link slow enough that
+/// 32 MiB take 1.34 s of engine time (longer than the 1 s request timeout), the put still
+/// completes with its ACK: its timeout is extended by its length at the emulator's floor
+/// rate (`ixe::RESTRICTED_FLOOR_BYTES_PER_S`, 0.67 s for 32 MiB), so a slow carrier is not
+/// reported as UNDELIVERABLE.
+#[test]
+fn a_restricted_put_slower_than_the_request_timeout_is_not_undeliverable() {
+    const LEN: usize = 32 << 20;
+    let link = LinkParams {
+        bandwidth: 25_000_000,
+        ..LinkParams::default()
+    };
+    let c = Cluster::deterministic_with_link(2, 2, 11, 2 * LEN as u64, link).unwrap();
+    let mut p = Pair::with_tgt_eq(c, EqOpts::default());
+    let src = p.c.nodes[INIT].map(LEN as u64, true, false).unwrap();
+    let data = pattern(LEN, 0x5a);
+    p.init().write_host(src.host, &data).unwrap();
+    let dst = p.c.nodes[TGT].map(LEN as u64, true, true).unwrap();
+    p.target_cmd(&le_cmd(
+        TgtOp::Append,
+        PT_NOMATCH,
+        PtlList::Priority,
+        8,
+        &dst,
+        LeFlags::OP_PUT | LeFlags::OP_GET,
+        0,
+        0,
+    ));
+    assert_eq!(tgt_fields(&p.wait_tgt()).0, EventType::Link);
+    let (dfa, ext) = p.dfa(1);
+    let put = FullDma {
+        opcode: DmaOp::Put,
+        index_ext: ext,
+        lac: 0,
+        dfa,
+        local_addr: src.iova,
+        request_len: LEN as u32,
+        eq: EQ_TX,
+        user_ptr: 0x3333,
+        initiator: p.initiator(),
+        flags: DmaFlags {
+            restricted: true,
+            ..DmaFlags::default()
+        },
+        ..FullDma::default()
+    }
+    .encode();
+    let t0 = p.c.engine.now();
+    p.tx(&[&put]);
+    p.c.settle();
+    let send = init_fields(&p.wait_tx());
+    assert_eq!((send.0, send.1), (EventType::Send, ReturnCode::Ok));
+    let ack = init_fields(&p.wait_tx());
+    assert_eq!(
+        (ack.0, ack.1, ack.3),
+        (EventType::Ack, ReturnCode::Ok, 0x3333)
+    );
+    let took = p.c.engine.now().as_ps() - t0.as_ps();
+    assert!(
+        took > 1_000_000_000_000,
+        "the put took {took} ps: the link no longer makes it outlast the request timeout"
+    );
+    assert_eq!(p.tgt().read_host(dst.host, LEN).unwrap(), data);
 }
