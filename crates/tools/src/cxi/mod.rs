@@ -73,9 +73,10 @@ pub(crate) fn rc_hint(rc: firmware_spec::cassini::rc::ReturnCode) -> Option<&'st
              ran out (lower -l)",
         ),
         ReturnCode::Undeliverable => Some(
-            "no response within the 1 s request timeout, or retries exhausted: the target \
-             could not keep up (a restricted put is answered only once all of it has landed; \
-             --unrestricted streams a large one, acknowledged as it goes)",
+            "no response within the 1 s request timeout (a restricted put: 1 s plus its \
+             length at 50 MB/s, as it is answered only once all of it has landed), or \
+             retries exhausted: the target could not keep up (--unrestricted streams a large \
+             put, acknowledged as it goes)",
         ),
         _ => None,
     }
