@@ -24,6 +24,24 @@ fn cfg(nic: Nic, workload: Workload, faults: FaultSpec) -> SimConfig {
     }
 }
 
+/// Link flaps of 200 µs, longer than the link layer's 50 µs window: packets are lost.
+const LONG_FLAPS: &str = "drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200";
+
+/// Runs `seed` of `workload` under `faults` and asserts it passed, printing its replay
+/// command otherwise.
+fn passing_seed(nic: Nic, workload: Workload, faults: &str, seed: u64) -> sim::SimOutcome {
+    let mut c = cfg(nic, workload, FaultSpec::parse(faults).unwrap());
+    c.seed = seed;
+    let o = sim::run(&c);
+    assert!(
+        o.passed(),
+        "seed {seed}: {:?}\n  replay: {}",
+        o.failure,
+        c.replay_command()
+    );
+    o
+}
+
 /// Seeds per NIC in CI: 30 semantics + 50 random + 20 collectives = 100 (the full
 /// 100-seed campaigns per workload are offline commands, docs/RELIABILITY.md).
 fn campaign(base: SimConfig, seed_base: u64, count: u64) {
@@ -145,16 +163,11 @@ fn a_duplicated_in_order_request_is_applied_once_on_gemini() {
     // took the copy for a second connection from rank 3 and paired one of its endpoints
     // with a mailbox rank 3 had given to another: two senders wrote into one mailbox, and
     // the job deadlocked at 50 ms of virtual time. This seed failed that way.
-    let faults =
-        FaultSpec::parse("drop=0.05,dup=0.01,reorder=0.05,corrupt=0.01,linkflap=0.001").unwrap();
-    let mut c = cfg(Nic::Gemini, Workload::Random, faults);
-    c.seed = 1032;
-    let o = sim::run(&c);
-    assert!(
-        o.passed(),
-        "{:?}\n  replay: {}",
-        o.failure,
-        c.replay_command()
+    let o = passing_seed(
+        Nic::Gemini,
+        Workload::Random,
+        "drop=0.05,dup=0.01,reorder=0.05,corrupt=0.01,linkflap=0.001",
+        1032,
     );
     assert!(o.fabric.expect("counters").duplicated > 0);
 }
@@ -165,19 +178,9 @@ fn smsg_sends_lost_beyond_the_link_layer_are_retransmitted_on_gemini() {
     // time out at the sender. The user library's MBOX_AUTO_RETRANSMIT mailboxes write every
     // unreleased message again. These seeds ended with "gni: a transaction failed: status
     // REQUEST_TIMEOUT" from an SMSG send before.
-    let faults =
-        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
-    let mut c = cfg(Nic::Gemini, Workload::Random, faults);
     let mut lost = 0;
     for seed in [500, 501, 505] {
-        c.seed = seed;
-        let o = sim::run(&c);
-        assert!(
-            o.passed(),
-            "seed {seed}: {:?}\n  replay: {}",
-            o.failure,
-            c.replay_command()
-        );
+        let o = passing_seed(Nic::Gemini, Workload::Random, LONG_FLAPS, seed);
         lost += o.fabric.expect("counters").dropped_link_down;
     }
     assert!(lost > 0, "no packet was lost to a flapped link");
@@ -190,17 +193,7 @@ fn a_failed_bte_transfer_completes_the_post_that_waits_for_it_on_gemini() {
     // ("GNI_RC_DESCRIPTOR_ERROR: no RDMA post waits for this event") and the re-post never
     // happened. The error now carries the data of the event the transfer still owes. This
     // seed failed that way (200 µs flaps, beyond the link layer).
-    let faults =
-        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
-    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
-    c.seed = 504;
-    let o = sim::run(&c);
-    assert!(
-        o.passed(),
-        "{:?}\n  replay: {}",
-        o.failure,
-        c.replay_command()
-    );
+    let o = passing_seed(Nic::Gemini, Workload::Semantics, LONG_FLAPS, 504);
     assert!(o.fabric.expect("counters").dropped_link_down > 0);
 }
 
@@ -210,8 +203,7 @@ fn a_lost_datagram_response_is_sent_again_by_kgni() {
     // down for 200 µs): the responder's post had completed, the dialer's waited for ever,
     // and the job deadlocked. kgni now sends a lost response again. This seed deadlocked
     // that way; it may still end on a lost AMO (loudly), never in a deadlock.
-    let faults =
-        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let faults = FaultSpec::parse(LONG_FLAPS).unwrap();
     let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
     c.seed = 506;
     let o = sim::run(&c);
@@ -231,8 +223,7 @@ fn links_down_longer_than_the_link_layer_waits_end_gemini_jobs_loudly_not_with_b
     // requests time out. The transport re-posts PUTs and GETs and the library retransmits
     // SMSG messages; a lost AMO still fails the job (docs/RELIABILITY.md), loudly, with the
     // NIC's REQUEST_TIMEOUT, never with wrong data.
-    let faults =
-        FaultSpec::parse("drop=0.05,reorder,corrupt=0.01,linkflap=0.002,flap-down=200").unwrap();
+    let faults = FaultSpec::parse(LONG_FLAPS).unwrap();
     let mut c = cfg(Nic::Gemini, Workload::Random, faults);
     let mut failed = 0;
     for seed in 500..506 {
