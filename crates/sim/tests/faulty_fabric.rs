@@ -139,17 +139,13 @@ fn duplicated_amo_requests_are_executed_once_on_gemini() {
     // Regression: the Gemini target executed an AMO request the fabric delivered twice
     // twice (fetch-and-add tickets and accumulates of the semantics suite came out wrong).
     // These seeds failed that way.
-    let faults = FaultSpec::parse("reorder=0.1,dup=0.02").unwrap();
-    let mut c = cfg(Nic::Gemini, Workload::Semantics, faults);
     let mut dups = 0;
     for seed in [401, 404, 405] {
-        c.seed = seed;
-        let o = sim::run(&c);
-        assert!(
-            o.passed(),
-            "seed {seed}: {:?}\n  replay: {}",
-            o.failure,
-            c.replay_command()
+        let o = passing_seed(
+            Nic::Gemini,
+            Workload::Semantics,
+            "reorder=0.1,dup=0.02",
+            seed,
         );
         dups += o.fabric.expect("counters").duplicated;
     }
