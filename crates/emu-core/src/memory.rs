@@ -532,7 +532,7 @@ impl HostMemory {
             if byte == 0 {
                 s.read_slice(&mut seen[..n], off)
                     .map_err(|_| MemoryError::OutOfRange { addr: addr.0, len })?;
-                if seen[..n].iter().all(|&b| b == 0) {
+                if seen[..n] == chunk[..n] {
                     off += n;
                     continue;
                 }
