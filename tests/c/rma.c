@@ -1,6 +1,6 @@
 /* One-sided communication: windows created on the program's memory and allocated by the
- * library, fence, passive-target and post/start/complete/wait epochs, every access call,
- * request-based ones. */
+ * library, fence, passive-target (also contended) and post/start/complete/wait epochs, every
+ * access call, request-based ones. */
 #include <string.h>
 #include "check.h"
 
@@ -123,6 +123,31 @@ static void passive(void) {
     CHECK_OK(MPI_Win_free(&win));
 }
 
+/* Writers and readers on the same lock words at once: each rank takes the exclusive lock on
+ * itself while the others take shared locks on everyone. A reader's attempt that meets a
+ * writer backs out; the writer's release in between must keep the reader's count, or the
+ * word is left locked for good and every later lock spins forever. */
+static void lock_contention(void) {
+    enum { ROUNDS = 100 };
+    long *base = NULL;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    int right = (rank + 1) % size;
+    for (int i = 0; i < ROUNDS; i++) {
+        CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        base[0] += 1;
+        CHECK_OK(MPI_Win_unlock(rank, win));
+        long seen = -1;
+        CHECK_OK(MPI_Win_lock_all(0, win));
+        CHECK_OK(MPI_Get(&seen, 1, MPI_LONG, right, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_unlock_all(win));
+        CHECK(seen >= 0 && seen <= ROUNDS);
+    }
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[0] == ROUNDS);
+    CHECK_OK(MPI_Win_free(&win));
+}
+
 /* General active target around the ring: each rank exposes its window to its left
  * neighbour and accesses its right one, twice (the epochs' counters start over). */
 static void pscw(int allocate) {
@@ -174,6 +199,7 @@ int main(int argc, char **argv) {
     CHECK_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     fence_epochs();
     passive();
+    lock_contention();
     pscw(1);
     pscw(0);
     CHECK_OK(MPI_Finalize());

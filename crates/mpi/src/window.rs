@@ -4,8 +4,9 @@
 //!
 //! Nothing here is emulated with messages: every access is a transport RMA operation or NIC
 //! atomic. Locks are a 64-bit word at the start of each rank's window, taken with NIC atomics
-//! (exclusive: compare-and-swap 0 → writer bit; shared: fetch-add of one reader, backed out
-//! when a writer holds it), as MPI libraries over RDMA networks implement passive target.
+//! (exclusive: compare-and-swap 0 → writer bit, released by taking the bit away; shared:
+//! fetch-add of one reader, backed out when a writer holds it; `lock_word`), as MPI libraries
+//! over RDMA networks implement passive target.
 //! General active target (post/start/complete/wait) counts posts and completes in two more
 //! header words, incremented by the peers' NIC atomics.
 //! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
@@ -38,8 +39,8 @@ const ATOMIC_STAGING: usize = 4096;
 const POSTS: usize = 8;
 /// Offset of the word counting the completes this rank received as a target (PSCW).
 const COMPLETES: usize = 16;
-/// The writer bit of the lock word.
-const WRITER: u64 = 1 << 63;
+
+mod lock_word;
 
 /// The kind of a passive-target lock (`MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -443,19 +444,14 @@ impl<T: Equivalence> Window<T> {
         self.comm.barrier()
     }
 
-    fn lock_word(
-        &mut self,
-        target: CommRank,
-        op: AmoOp,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
+    /// One step of the lock protocol on `target`'s lock word; the old word.
+    fn lock_word(&mut self, target: CommRank, s: lock_word::Step) -> Result<u64> {
         let (w, _) = self.check(target, 0, 0)?;
         let a = Atomic {
-            op,
+            op: s.op,
             ty: AmoType::U64,
-            operand: operand.to_le_bytes().to_vec(),
-            compare: compare.to_le_bytes().to_vec(),
+            operand: s.operand.to_le_bytes().to_vec(),
+            compare: s.compare.to_le_bytes().to_vec(),
             fetch: true,
         };
         let id = self
@@ -477,21 +473,13 @@ impl<T: Equivalence> Window<T> {
         }
         let mut w = crate::universe::Waiter::new();
         loop {
-            let got = match kind {
-                LockType::Exclusive => self.lock_word(target, AmoOp::CompareSwap, WRITER, 0)? == 0,
-                LockType::Shared => {
-                    let old = self.lock_word(target, AmoOp::Sum, 1, 0)?;
-                    if old & WRITER != 0 {
-                        self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
-                        false
-                    } else {
-                        true
-                    }
-                }
-            };
-            if got {
+            let old = self.lock_word(target, lock_word::attempt(kind))?;
+            if lock_word::took(kind, old) {
                 self.locks.push((target, kind));
                 return Ok(());
+            }
+            if let Some(s) = lock_word::back_out(kind) {
+                self.lock_word(target, s)?;
             }
             w.tick(&self.comm.core, &"a window lock")?;
             self.comm.core.borrow_mut().transport.progress()?;
@@ -507,14 +495,7 @@ impl<T: Equivalence> Window<T> {
             .ok_or_else(|| Error::Rma(format!("rank {target} is not locked")))?;
         self.flush(target)?;
         let (_, kind) = self.locks.remove(i);
-        match kind {
-            LockType::Exclusive => {
-                self.lock_word(target, AmoOp::Replace, 0, 0)?;
-            }
-            LockType::Shared => {
-                self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
-            }
-        }
+        self.lock_word(target, lock_word::release(kind))?;
         Ok(())
     }
 
