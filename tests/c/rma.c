@@ -149,7 +149,8 @@ static void lock_contention(void) {
 }
 
 /* General active target around the ring: each rank exposes its window to its left
- * neighbour and accesses its right one, twice (the epochs' counters start over). */
+ * neighbour and accesses its right one, twice (the epochs' counters start over; the second
+ * exposure ends with MPI_Win_test). */
 static void pscw(int allocate) {
     long *base, *mine = NULL;
     MPI_Win win;
@@ -178,7 +179,13 @@ static void pscw(int allocate) {
         CHECK_OK(MPI_Get(&got, 1, MPI_LONG, right, 1, 1, MPI_LONG, win));
         CHECK_OK(MPI_Win_complete(win));
         CHECK(got == 1000 * (epoch + 1) + right);
-        CHECK_OK(MPI_Win_wait(win));
+        if (epoch == 0) {
+            CHECK_OK(MPI_Win_wait(win));
+        } else {
+            /* MPI_Win_test ends the exposure epoch once the origin completed. */
+            int done = 0;
+            while (!done) CHECK_OK(MPI_Win_test(win, &done));
+        }
         CHECK(base[0] == 100 * (epoch + 1) + left);
         CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     }
@@ -186,6 +193,8 @@ static void pscw(int allocate) {
     CHECK_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     CHECK(MPI_Win_complete(win) != MPI_SUCCESS);
     CHECK(MPI_Win_wait(win) != MPI_SUCCESS);
+    int flag = -1;
+    CHECK(MPI_Win_test(win, &flag) != MPI_SUCCESS);
     CHECK_OK(MPI_Group_free(&gl));
     CHECK_OK(MPI_Group_free(&gr));
     CHECK_OK(MPI_Group_free(&world));

@@ -339,6 +339,16 @@ pub(crate) fn complete_wait(s: &mut State, h: Handle, complete: bool) -> AResult
     win(s, h)?.sync(|w| if complete { w.complete() } else { w.wait() })
 }
 
+/// `MPI_Win_test`: whether the exposure epoch ended.
+pub(crate) fn test(s: &mut State, h: Handle) -> AResult<bool> {
+    let w = win(s, h)?;
+    w.publish()?;
+    let done = w.win.test()?;
+    w.refresh()?;
+    w.deliver()?;
+    Ok(done)
+}
+
 /// `MPI_Win_sync`.
 pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
     win(s, h)?.sync(|_| Ok(()))

@@ -602,6 +602,27 @@ impl<T: Equivalence> Window<T> {
         Ok(())
     }
 
+    /// `MPI_Win_test`: end the exposure epoch if every origin has completed (`true`), else
+    /// leave it open (`false`) without waiting.
+    pub fn test(&mut self) -> Result<bool> {
+        let n = self
+            .exposure
+            .ok_or_else(|| Error::Rma("no exposure epoch is open (MPI_Win_post)".into()))?;
+        self.comm.core.borrow_mut().transport.progress()?;
+        let mut b = [0u8; 8];
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_read(self.win, COMPLETES, &mut b)?;
+        if u64::from_le_bytes(b) < n as u64 {
+            return Ok(false);
+        }
+        self.consume(COMPLETES, n, "MPI_Win_test (the origins' completes)")?;
+        self.exposure = None;
+        Ok(true)
+    }
+
     /// `MPI_Win_lock_all`: a shared lock on every rank.
     pub fn lock_all(&mut self) -> Result<()> {
         for r in 0..self.comm.size() {

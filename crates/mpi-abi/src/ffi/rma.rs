@@ -124,6 +124,16 @@ pub unsafe extern "C" fn MPI_Win_complete(w: Handle) -> c_int {
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_test(w: Handle, flag: *mut c_int) -> c_int {
+    // SAFETY: MPI_Win_test's contract: `flag` points to an int.
+    let flag = unsafe { mem::out(flag) };
+    call("MPI_Win_test", Eh::Win(w), |s| {
+        let done = rma::test(s, w)?;
+        put(flag, c_int::from(done))
+    })
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_wait(w: Handle) -> c_int {
     call("MPI_Win_wait", Eh::Win(w), |s| {
         rma::complete_wait(s, w, false)
