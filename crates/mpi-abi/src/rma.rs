@@ -12,6 +12,14 @@
 //!   once the window's operations are complete, copies the window back into the program's
 //!   memory.
 //!
+//! - `MPI_Win_create_dynamic` allocates node memory for the memory the program attaches
+//!   later ([`attach`]): each attached region gets a place in it and is a private copy in the
+//!   separate model, as above. A directory at the start of the window (addresses, lengths,
+//!   places of the regions) is what an origin reads from the target's node memory with a NIC
+//!   get to turn a target displacement — an address (`MPI_Get_address`, relative to
+//!   `MPI_BOTTOM`), as the standard has it for dynamic windows (MPI 4.1 §12.2.4) — into a
+//!   place in the window.
+//!
 //! A get is left in flight on the NIC until a synchronization completes it (`MPI_Win_flush`,
 //! `MPI_Win_unlock`, `MPI_Win_fence`, ...), which then writes its bytes into the origin
 //! buffer, so the gets of an epoch overlap on the network.
@@ -60,6 +68,25 @@ struct Get {
     count: usize,
 }
 
+/// Regions a dynamic window's directory can name.
+const DIR_ENTRIES: usize = 64;
+/// Bytes of the directory: a count, then (address, length, place) per region.
+const DIR_BYTES: usize = 8 + DIR_ENTRIES * 24;
+/// Where the attached regions' places start in a dynamic window.
+const ARENA_AT: usize = 2048;
+/// Node memory a dynamic window has for attached regions (committed as it is touched).
+const ARENA_BYTES: usize = 16 << 20;
+
+/// Memory the program attached to a dynamic window: its private copy at `base`, its place
+/// `at` (bytes from the arena's start) in the window, the copy as of the last
+/// synchronization.
+struct Attached {
+    base: Lent,
+    len: usize,
+    at: usize,
+    snapshot: Vec<u8>,
+}
+
 /// A window the program holds.
 pub(crate) struct WinObj {
     pub win: Window<u8>,
@@ -71,6 +98,10 @@ pub(crate) struct WinObj {
     memory: Memory,
     /// Gets issued and not yet written to their origin buffers, oldest first.
     gets: Vec<Get>,
+    /// A dynamic window (`MPI_Win_create_dynamic`).
+    dynamic: bool,
+    /// Memory attached to a dynamic window.
+    attached: Vec<Attached>,
     /// Memory this library allocated for `MPI_Win_allocate` (when the window's own memory
     /// cannot be handed out), freed after the window.
     _owned: Option<OwnedMem>,
@@ -82,39 +113,23 @@ impl WinObj {
     /// Publish the program's local stores into this rank's part of the window (separate
     /// model).
     fn publish(&mut self) -> AResult<()> {
-        let Memory::Separate { snapshot } = &mut self.memory else {
-            return Ok(());
-        };
-        if self.size == 0 {
-            return Ok(());
+        if let Memory::Separate { snapshot } = &mut self.memory {
+            publish_region(&self.win, self.base, 0, snapshot)?;
         }
-        let now = self.base.read_bytes(self.size)?;
-        let mut i = 0;
-        while i < now.len() {
-            if now[i] == snapshot[i] {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < now.len() && now[i] != snapshot[i] {
-                i += 1;
-            }
-            self.win.local_write(start, &now[start..i])?;
+        for a in &mut self.attached {
+            publish_region(&self.win, a.base, ARENA_AT + a.at, &mut a.snapshot)?;
         }
-        *snapshot = now;
         Ok(())
     }
 
     /// Copy this rank's part of the window into the program's memory (separate model).
     fn refresh(&mut self) -> AResult<()> {
-        let Memory::Separate { snapshot } = &mut self.memory else {
-            return Ok(());
-        };
-        if self.size == 0 {
-            return Ok(());
+        if let Memory::Separate { snapshot } = &mut self.memory {
+            refresh_region(&self.win, self.base, 0, snapshot)?;
         }
-        self.win.local_read_bytes(0, snapshot)?;
-        self.base.write_bytes(snapshot)?;
+        for a in &mut self.attached {
+            refresh_region(&self.win, a.base, ARENA_AT + a.at, &mut a.snapshot)?;
+        }
         Ok(())
     }
 
@@ -147,6 +162,38 @@ impl WinObj {
     }
 }
 
+/// Write the bytes of the program's memory at `base` that changed since `snapshot` into the
+/// window at byte `at`.
+fn publish_region(win: &Window<u8>, base: Lent, at: usize, snapshot: &mut Vec<u8>) -> AResult<()> {
+    if snapshot.is_empty() {
+        return Ok(());
+    }
+    let now = base.read_bytes(snapshot.len())?;
+    let mut i = 0;
+    while i < now.len() {
+        if now[i] == snapshot[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < now.len() && now[i] != snapshot[i] {
+            i += 1;
+        }
+        win.local_write(at + start, &now[start..i])?;
+    }
+    *snapshot = now;
+    Ok(())
+}
+
+/// Copy the window's bytes at `at` into the program's memory at `base` (and `snapshot`).
+fn refresh_region(win: &Window<u8>, base: Lent, at: usize, snapshot: &mut [u8]) -> AResult<()> {
+    if snapshot.is_empty() {
+        return Ok(());
+    }
+    win.local_read_bytes(at, snapshot)?;
+    base.write_bytes(snapshot)
+}
+
 /// `MPI_Win_create` (`base` given), `MPI_Win_allocate` (`base` `None`: this library
 /// allocates) and `MPI_Win_create_dynamic` (`size` 0): the window handle and its base.
 pub(crate) fn create(
@@ -170,7 +217,13 @@ pub(crate) fn create(
     let errh = obj.errh;
     // Whole 64-bit words, so that every element sits in a word the NIC's compare-and-swap
     // can reach (the program sees `size` bytes).
-    let win = comm.window_allocate::<u8>(size.next_multiple_of(8))?;
+    let dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
+    let bytes = if dynamic {
+        ARENA_AT + ARENA_BYTES
+    } else {
+        size.next_multiple_of(8)
+    };
+    let win = comm.window_allocate::<u8>(bytes)?;
     let own = match base {
         None if size > 0 => window_memory(&win),
         _ => None,
@@ -207,10 +260,13 @@ pub(crate) fn create(
         disp_unit: disp_unit as usize,
         memory,
         gets: Vec::new(),
+        dynamic,
+        attached: Vec::new(),
         _owned: owned,
         errh,
         attrs: Box::new(WinAttrs {
-            base: base.addr(),
+            // A dynamic window's base is MPI_BOTTOM.
+            base: if dynamic { 0 } else { base.addr() },
             size: size as isize,
             disp_unit,
             flavor,
@@ -363,9 +419,20 @@ const MAX_RUN: usize = 64 << 10;
 /// The byte runs of `count` elements of `layout` at `disp` units of the target's part, in
 /// the order of the packed data, a run that starts where the previous one ends merged into it
 /// (`count` contiguous elements are one run: one NIC operation, not one per element), then
-/// cut into pieces of at most [`MAX_RUN`] bytes.
-fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
-    let merged = merged_runs(w, disp, layout, n)?;
+/// cut into pieces of at most [`MAX_RUN`] bytes. On a dynamic window `disp` is an address in
+/// memory `rank` attached, and the runs are turned into places of the window.
+fn runs(
+    w: &mut WinObj,
+    rank: c_int,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
+    let merged = if w.dynamic {
+        dynamic_runs(w, rank, disp, layout, n)?
+    } else {
+        merged_runs(w.size, w.disp_unit, disp, layout, n)?
+    };
     let mut out = Vec::with_capacity(merged.len());
     for (at, len) in merged {
         let mut done = 0;
@@ -378,10 +445,15 @@ fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usiz
     Ok(out)
 }
 
-fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
-    let size = w.size;
+fn merged_runs(
+    size: usize,
+    disp_unit: usize,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
     let base = disp
-        .checked_mul(w.disp_unit as isize)
+        .checked_mul(disp_unit as isize)
         .ok_or_else(|| AbiError::new(MPI_ERR_RMA_RANGE, "displacement overflows"))?;
     let mut out = Vec::new();
     let ext = layout.extent();
@@ -394,7 +466,7 @@ fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Ve
                     format!("target offset {at} is before the window"),
                 )
             })?;
-            if at + l > size {
+            if at.checked_add(l).is_none_or(|end| end > size) {
                 return Err(AbiError::new(
                     MPI_ERR_RMA_RANGE,
                     format!("{l} bytes at target offset {at} outside a window of {size} bytes"),
@@ -407,6 +479,171 @@ fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Ve
         }
     }
     Ok(out)
+}
+
+/// The runs of an access to a dynamic window: addresses of memory `rank` attached, turned
+/// into places of the window with `rank`'s directory.
+fn dynamic_runs(
+    w: &mut WinObj,
+    rank: c_int,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
+    let raw = merged_runs(usize::MAX, 1, disp, layout, n)?;
+    if raw.iter().all(|r| r.1 == 0) {
+        return Ok(raw.into_iter().map(|(_, l)| (ARENA_AT, l)).collect());
+    }
+    let dir = directory(w, rank)?;
+    raw.into_iter()
+        .map(|(addr, len)| {
+            dir.iter()
+                .find(|e| addr >= e.0 && addr + len <= e.0 + e.1)
+                .map(|e| (ARENA_AT + e.2 + (addr - e.0), len))
+                .ok_or_else(|| {
+                    AbiError::new(
+                        MPI_ERR_RMA_RANGE,
+                        format!(
+                            "{len} bytes at address {addr:#x} are not in memory rank {rank} \
+                             attached to the dynamic window ({} regions attached)",
+                            dir.len()
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `rank`'s directory of a dynamic window: (address, length, place) of each region; read
+/// from its node memory with a NIC get for another rank.
+fn directory(w: &mut WinObj, rank: c_int) -> AResult<Vec<(usize, usize, usize)>> {
+    let bytes = if rank == w.comm.rank() {
+        let mut b = vec![0u8; DIR_BYTES];
+        w.win.local_read_bytes(0, &mut b)?;
+        b
+    } else {
+        let g = w.win.get_start(rank, 0, DIR_BYTES)?;
+        w.win.get_wait(g)?
+    };
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(b) as usize
+    };
+    let n = word(0).min(DIR_ENTRIES);
+    Ok((0..n)
+        .map(|e| (word(1 + 3 * e), word(2 + 3 * e), word(3 + 3 * e)))
+        .collect())
+}
+
+/// Write this rank's directory of dynamic window `w` into its node memory.
+fn write_directory(w: &WinObj) -> AResult<()> {
+    let mut b = Vec::with_capacity(DIR_BYTES);
+    b.extend((w.attached.len() as u64).to_le_bytes());
+    for a in &w.attached {
+        for v in [a.base.addr(), a.len, a.at] {
+            b.extend((v as u64).to_le_bytes());
+        }
+    }
+    w.win.local_write(0, &b)?;
+    Ok(())
+}
+
+/// `MPI_Win_attach`: expose `size` bytes of the program's memory at `base` through dynamic
+/// window `h`. The memory gets a place in the window's node memory, aligned as the address
+/// is (mod 8, so that the NIC's atomics reach its 64-bit words), and a directory entry.
+pub(crate) fn attach(s: &mut State, h: Handle, base: Lent, size: isize) -> AResult<()> {
+    let w = win(s, h)?;
+    if !w.dynamic {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_FLAVOR,
+            "MPI_Win_attach needs a window made by MPI_Win_create_dynamic",
+        ));
+    }
+    let len = usize::try_from(size)
+        .map_err(|_| AbiError::new(MPI_ERR_SIZE, format!("attaching {size} bytes")))?;
+    let addr = base.addr();
+    if addr == 0 && len > 0 {
+        return Err(AbiError::new(
+            MPI_ERR_ARG,
+            "attaching memory at a null address",
+        ));
+    }
+    if let Some(a) = w
+        .attached
+        .iter()
+        .find(|a| addr < a.base.addr() + a.len && a.base.addr() < addr + len)
+    {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_ATTACH,
+            format!(
+                "{len} bytes at {addr:#x} overlap the {} bytes attached at {:#x}",
+                a.len,
+                a.base.addr()
+            ),
+        ));
+    }
+    if w.attached.len() == DIR_ENTRIES {
+        return Err(AbiError::unsupported(&format!(
+            "MPI_Win_attach of more than {DIR_ENTRIES} regions to one dynamic window"
+        )));
+    }
+    // First fit among the places in use, in order.
+    let mut used: Vec<(usize, usize)> = w.attached.iter().map(|a| (a.at, a.len)).collect();
+    used.sort_unstable();
+    let fit = |from: usize| from.next_multiple_of(8) + addr % 8;
+    let mut at = fit(0);
+    for (u, l) in used {
+        if at + len <= u {
+            break;
+        }
+        at = at.max(fit(u + l));
+    }
+    if at + len > ARENA_BYTES {
+        return Err(AbiError::unsupported(&format!(
+            "MPI_Win_attach of {len} bytes: a dynamic window holds {} MiB of attached memory \
+             ({} bytes attached)",
+            ARENA_BYTES >> 20,
+            w.attached.iter().map(|a| a.len).sum::<usize>()
+        )));
+    }
+    // The window exposes the memory as it is.
+    let snapshot = if len > 0 {
+        base.read_bytes(len)?
+    } else {
+        Vec::new()
+    };
+    w.win.local_write(ARENA_AT + at, &snapshot)?;
+    w.attached.push(Attached {
+        base,
+        len,
+        at,
+        snapshot,
+    });
+    write_directory(w)
+}
+
+/// `MPI_Win_detach`: stop exposing the memory attached at `base`.
+pub(crate) fn detach(s: &mut State, h: Handle, base: Lent) -> AResult<()> {
+    let w = win(s, h)?;
+    if !w.dynamic {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_FLAVOR,
+            "MPI_Win_detach needs a window made by MPI_Win_create_dynamic",
+        ));
+    }
+    let i = w
+        .attached
+        .iter()
+        .position(|a| a.base == base)
+        .ok_or_else(|| {
+            AbiError::new(
+                MPI_ERR_RMA_ATTACH,
+                format!("no memory is attached at {:#x}", base.addr()),
+            )
+        })?;
+    w.attached.remove(i);
+    write_directory(w)
 }
 
 /// Origin-side arguments of an RMA call.
@@ -469,7 +706,7 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
         ));
     }
     let mut at = 0;
-    for (off, len) in runs(w, t.disp, &tl, tn)? {
+    for (off, len) in runs(w, t.rank, t.disp, &tl, tn)? {
         let chunk = &data[at..at + len];
         match what {
             Access::Put | Access::Get => w.win.put(chunk, t.rank, off)?,
@@ -499,7 +736,7 @@ pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()>
         return Ok(());
     }
     check_target(w, t.rank)?;
-    let parts = runs(w, t.disp, &tl, tn)?
+    let parts = runs(w, t.rank, t.disp, &tl, tn)?
         .into_iter()
         .map(|(off, len)| w.win.get_start(t.rank, off, len))
         .collect::<mpi::Result<Vec<_>>>()?;
@@ -552,7 +789,7 @@ pub(crate) fn get_accumulate(
     }
     let mut old = Vec::with_capacity(data.len());
     let mut at = 0;
-    for (off, len) in runs(w, t.disp, &tl, tn)? {
+    for (off, len) in runs(w, t.rank, t.disp, &tl, tn)? {
         old.extend(
             w.win
                 .get_accumulate_kind(kind, &data[at..at + len], t.rank, off, aop)?,
@@ -587,7 +824,7 @@ pub(crate) fn compare_and_swap(
         return Ok(());
     }
     check_target(w, rank)?;
-    let off = runs(w, disp, &l, 1)?.first().map_or(0, |r| r.0);
+    let off = runs(w, rank, disp, &l, 1)?.first().map_or(0, |r| r.0);
     let old = w.win.compare_and_swap_kind(kind, &v, &c, rank, off)?;
     result.write(&l, 1, &old)?;
     Ok(())

@@ -65,23 +65,18 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_attach(w: Handle, _base: *mut c_void, _size: isize) -> c_int {
-    call("MPI_Win_attach", Eh::Win(w), |s| {
-        rma::win(s, w)?;
-        Err(AbiError::unsupported(
-            "MPI_Win_attach (memory of dynamic windows)",
-        ))
-    })
+pub unsafe extern "C" fn MPI_Win_attach(w: Handle, base: *mut c_void, size: isize) -> c_int {
+    // SAFETY: MPI_Win_attach's contract: `size` bytes at `base` stay the program's memory
+    // until they are detached (or the window is freed).
+    let b = unsafe { Lent::new(base) };
+    call("MPI_Win_attach", Eh::Win(w), |s| rma::attach(s, w, b, size))
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_detach(w: Handle, _base: *const c_void) -> c_int {
-    call("MPI_Win_detach", Eh::Win(w), |s| {
-        rma::win(s, w)?;
-        Err(AbiError::unsupported(
-            "MPI_Win_detach (memory of dynamic windows)",
-        ))
-    })
+pub unsafe extern "C" fn MPI_Win_detach(w: Handle, base: *const c_void) -> c_int {
+    // SAFETY: only the address is used (to find the attached memory).
+    let b = unsafe { Lent::new(base) };
+    call("MPI_Win_detach", Eh::Win(w), |s| rma::detach(s, w, b))
 }
 
 #[unsafe(no_mangle)]
