@@ -114,6 +114,25 @@ static void passive(void) {
     CHECK_OK(MPI_Win_unlock_all(win));
     CHECK_OK(MPI_Win_sync(win));
     CHECK(base[3] == 77);
+    /* Request-based operations to the right neighbour, in flight together: each request
+     * completes its own (a get's bytes are there once its request is complete, before any
+     * synchronization); the put is complete at the target after the unlock. */
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    long peer[2] = {-1, -1}, mark = 1000 + rank;
+    MPI_Request q[3];
+    CHECK_OK(MPI_Win_lock_all(0, win));
+    CHECK_OK(MPI_Rget(&peer[0], 1, MPI_LONG, right, 1, 1, MPI_LONG, win, &q[0]));
+    CHECK_OK(MPI_Rget(&peer[1], 1, MPI_LONG, right, 2, 1, MPI_LONG, win, &q[1]));
+    CHECK_OK(MPI_Rput(&mark, 1, MPI_LONG, right, 0, 1, MPI_LONG, win, &q[2]));
+    int done = 0;
+    while (!done) CHECK_OK(MPI_Test(&q[1], &done, MPI_STATUS_IGNORE));
+    CHECK(peer[1] == 4 && q[1] == MPI_REQUEST_NULL);
+    CHECK_OK(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+    CHECK(peer[0] == 9);
+    CHECK_OK(MPI_Win_unlock_all(win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[0] == 1000 + left);
     MPI_Group g;
     int gs;
     CHECK_OK(MPI_Win_get_group(win, &g));

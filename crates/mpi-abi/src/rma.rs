@@ -30,7 +30,7 @@ use std::ffi::c_int;
 use std::rc::Rc;
 
 use mpi::typemap::Layout;
-use mpi::window::PendingGet;
+use mpi::window::{PendingGet, PendingPut};
 use mpi::{AccumulateOp, LockType, SimpleCommunicator, Window};
 
 use crate::coll::system_op;
@@ -62,6 +62,8 @@ enum Memory {
 /// An `MPI_Get` in flight: its parts (one per contiguous target run, in the order of the
 /// packed data) and where the bytes go.
 struct Get {
+    /// Names it for a request (`MPI_Rget`).
+    id: u64,
     parts: Vec<PendingGet>,
     buf: Lent,
     layout: Rc<Layout>,
@@ -98,6 +100,8 @@ pub(crate) struct WinObj {
     memory: Memory,
     /// Gets issued and not yet written to their origin buffers, oldest first.
     gets: Vec<Get>,
+    /// The id of the next get.
+    next_get: u64,
     /// A dynamic window (`MPI_Win_create_dynamic`).
     dynamic: bool,
     /// Memory attached to a dynamic window.
@@ -260,6 +264,7 @@ pub(crate) fn create(
         disp_unit: disp_unit as usize,
         memory,
         gets: Vec::new(),
+        next_get: 0,
         dynamic,
         attached: Vec::new(),
         _owned: owned,
@@ -685,14 +690,22 @@ fn acc_op(op: Handle) -> AResult<AccumulateOp> {
     }
 }
 
-/// `MPI_Put` and `MPI_Accumulate`.
-pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) -> AResult<()> {
+/// `MPI_Put` and `MPI_Accumulate`; with `track` (`MPI_Rput`), the puts in flight.
+pub(crate) fn put(
+    s: &mut State,
+    o: Origin,
+    t: Target,
+    what: Access,
+    h: Handle,
+    track: bool,
+) -> AResult<Vec<PendingPut>> {
     let ol = s.layout(o.dtype)?;
     let data = o.buf.read(&ol, count(o.count)?)?;
     let (tl, tn) = target_layout(s, &t)?;
     let w = win(s, h)?;
+    let mut tracked = Vec::new();
     if t.rank == MPI_PROC_NULL {
-        return Ok(());
+        return Ok(tracked);
     }
     check_target(w, t.rank)?;
     if data.len() != tl.size() * tn {
@@ -709,6 +722,9 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
     for (off, len) in runs(w, t.rank, t.disp, &tl, tn)? {
         let chunk = &data[at..at + len];
         match what {
+            Access::Put | Access::Get if track => {
+                tracked.push(w.win.put_start(chunk, t.rank, off)?);
+            }
             Access::Put | Access::Get => w.win.put(chunk, t.rank, off)?,
             Access::Acc(op) => {
                 let kind = tl.kind().ok_or_else(|| {
@@ -723,17 +739,17 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
         }
         at += len;
     }
-    Ok(())
+    Ok(tracked)
 }
 
-/// `MPI_Get`.
-pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()> {
+/// `MPI_Get`: the id of the get in flight (`None` for `MPI_PROC_NULL`).
+pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<Option<u64>> {
     let ol = s.layout(o.dtype)?;
     let on = count(o.count)?;
     let (tl, tn) = target_layout(s, &t)?;
     let w = win(s, h)?;
     if t.rank == MPI_PROC_NULL {
-        return Ok(());
+        return Ok(None);
     }
     check_target(w, t.rank)?;
     let parts = runs(w, t.rank, t.disp, &tl, tn)?
@@ -742,13 +758,58 @@ pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()>
         .collect::<mpi::Result<Vec<_>>>()?;
     // Completed (and written to the origin buffer) by the synchronization that ends the
     // access: MPI lets the program use the buffer only after it.
+    let id = w.next_get;
+    w.next_get += 1;
     w.gets.push(Get {
+        id,
         parts,
         buf: o.buf,
         layout: ol,
         count: on,
     });
-    Ok(())
+    Ok(Some(id))
+}
+
+/// The operations of a request-based RMA call (`MPI_Rput`, `MPI_Rget`) on window `win`.
+pub(crate) struct RmaReq {
+    pub win: Handle,
+    pub puts: Vec<PendingPut>,
+    pub get: Option<u64>,
+}
+
+/// Test request-based operations once: complete when every put is complete at its target
+/// and the get's bytes are in the origin buffer (then written there). A synchronization
+/// completes them too, and a freed window has completed them all.
+pub(crate) fn req_done(s: &mut State, r: &mut RmaReq) -> AResult<bool> {
+    let Some(w) = s.wins.get_mut(&r.win) else {
+        return Ok(true);
+    };
+    while let Some(p) = r.puts.last() {
+        if !w.win.put_done(p)? {
+            return Ok(false);
+        }
+        r.puts.pop();
+    }
+    let Some(id) = r.get else {
+        return Ok(true);
+    };
+    let Some(i) = w.gets.iter().position(|g| g.id == id) else {
+        // A synchronization delivered it.
+        return Ok(true);
+    };
+    for p in &w.gets[i].parts {
+        if !w.win.get_done(p)? {
+            return Ok(false);
+        }
+    }
+    let g = w.gets.remove(i);
+    let mut data = Vec::new();
+    for p in &g.parts {
+        data.extend(w.win.take_get(p).unwrap_or_default());
+    }
+    g.buf.write(&g.layout, g.count, &data)?;
+    r.get = None;
+    Ok(true)
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op`, one element): `result` gets the old target

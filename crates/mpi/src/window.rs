@@ -207,6 +207,54 @@ impl<T: Equivalence> Window<T> {
         Ok(())
     }
 
+    /// `MPI_Rput`: a put whose completion can be tested on its own
+    /// ([`put_done`](Self::put_done)); a synchronization completes it too.
+    pub fn put_start(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<PendingPut> {
+        let (w, off) = self.check(target, disp, data.len())?;
+        self.make_room(data.as_bytes().len())?;
+        let op = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .put(self.win, w, off, data.as_bytes())?;
+        self.issued(target, op, data.as_bytes().len());
+        Ok(PendingPut { op })
+    }
+
+    /// Whether put `p` is complete at its target (tests once, without waiting).
+    pub fn put_done(&mut self, p: &PendingPut) -> Result<bool> {
+        self.op_done(p.op)
+    }
+
+    /// Whether get `g` is complete (tests once, without waiting); its elements then wait in
+    /// [`take_get`](Self::take_get).
+    pub fn get_done(&mut self, g: &PendingGet) -> Result<bool> {
+        self.op_done(g.op)
+    }
+
+    /// Test operation `op` once: complete when a synchronization completed it or the
+    /// transport reports it done (a get's bytes then go to `fetched`).
+    fn op_done(&mut self, op: OpId) -> Result<bool> {
+        if self.fetched.contains_key(&op) {
+            return Ok(true);
+        }
+        let Some(i) = self.pending.iter().position(|p| p.1 == op) else {
+            return Ok(true);
+        };
+        let r = self.comm.core.borrow_mut().transport.test(op);
+        match r {
+            Ok(Some(c)) => {
+                let (_, _, bytes) = self.pending.remove(i);
+                self.in_flight -= bytes;
+                self.finished(op, c);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(crate::universe::fatal(&self.comm.core, e)),
+        }
+    }
+
     /// `MPI_Get` (here completed before returning, which the standard allows).
     pub fn get(&mut self, target: CommRank, disp: usize, count: usize) -> Result<Vec<T>> {
         let g = self.get_start(target, disp, count)?;
@@ -638,6 +686,12 @@ impl<T: Equivalence> Window<T> {
         }
         Ok(())
     }
+}
+
+/// A put in flight ([`Window::put_start`]).
+#[derive(Debug)]
+pub struct PendingPut {
+    op: OpId,
 }
 
 /// A get in flight ([`Window::get_start`]).

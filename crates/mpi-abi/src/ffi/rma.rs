@@ -267,17 +267,40 @@ unsafe fn access(
             count: tc,
             dtype: tdt,
         };
-        match what {
-            Access::Get => rma::get(s, origin, target, w)?,
-            _ => rma::put(s, origin, target, what, w)?,
-        }
-        if let Some(req) = req {
-            // Request-based operations complete at the target before they return.
-            rma::flush(s, Some(rank).filter(|&r| r != MPI_PROC_NULL), w)?;
-            let h = s.new_req(Req::Done(StatusInfo::empty()));
-            put(req, h)?;
-        }
-        Ok(())
+        let Some(req) = req else {
+            match what {
+                Access::Get => {
+                    rma::get(s, origin, target, w)?;
+                }
+                _ => {
+                    rma::put(s, origin, target, what, w, false)?;
+                }
+            }
+            return Ok(());
+        };
+        let r = match what {
+            // Request-based puts and gets stay in flight until the request (or a
+            // synchronization) completes them.
+            Access::Get => rma::RmaReq {
+                win: w,
+                puts: Vec::new(),
+                get: rma::get(s, origin, target, w)?,
+            },
+            Access::Put => rma::RmaReq {
+                win: w,
+                puts: rma::put(s, origin, target, what, w, true)?,
+                get: None,
+            },
+            Access::Acc(_) => {
+                // Accumulates complete at the target before they return.
+                rma::put(s, origin, target, what, w, false)?;
+                rma::flush(s, Some(rank).filter(|&r| r != MPI_PROC_NULL), w)?;
+                let h = s.new_req(Req::Done(StatusInfo::empty()));
+                return put(req, h);
+            }
+        };
+        let h = s.new_req(Req::Rma(r));
+        put(req, h)
     })
 }
 
