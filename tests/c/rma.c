@@ -167,6 +167,29 @@ static void lock_contention(void) {
     CHECK_OK(MPI_Win_free(&win));
 }
 
+/* Accumulates of elements no NIC atomic does (8-bit sums), from every rank at once into the
+ * same bytes of rank 0, at an odd place and length (partial 64-bit words at both ends): each
+ * word is updated by one compare-and-swap, all words in flight together, retried for the
+ * words another rank changed meanwhile. */
+static void byte_accumulates(void) {
+    enum { N = 61 };
+    signed char *base = NULL, add[N], old[N];
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) add[i] = (signed char)(i % 5 + rank);
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_OK(MPI_Accumulate(add, N, MPI_SIGNED_CHAR, 0, 1, N, MPI_SIGNED_CHAR, MPI_SUM, win));
+    CHECK_OK(MPI_Win_unlock(0, win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_OK(MPI_Get_accumulate(NULL, 0, MPI_SIGNED_CHAR, old, N, MPI_SIGNED_CHAR, 0, 1, N, MPI_SIGNED_CHAR, MPI_NO_OP, win));
+    CHECK_OK(MPI_Win_unlock(0, win));
+    for (int i = 0; i < N; i++) CHECK(old[i] == size * (i % 5) + size * (size - 1) / 2);
+    if (rank == 0) CHECK(base[0] == 0 && base[N + 1] == 0);
+    CHECK_OK(MPI_Win_free(&win));
+}
+
 /* General active target around the ring: each rank exposes its window to its left
  * neighbour and accesses its right one, twice (the epochs' counters start over; the second
  * exposure ends with MPI_Win_test). */
@@ -228,6 +251,7 @@ int main(int argc, char **argv) {
     fence_epochs();
     passive();
     lock_contention();
+    byte_accumulates();
     pscw(1);
     pscw(0);
     CHECK_OK(MPI_Finalize());

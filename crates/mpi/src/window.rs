@@ -708,12 +708,6 @@ impl PendingGet {
     }
 }
 
-/// An element operation of a byte window: a NIC atomic in flight, or done (its old bytes).
-enum Element {
-    Pending(OpId),
-    Done(Vec<u8>),
-}
-
 /// What an accumulate does with each target element (`MPI_Accumulate`'s operation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccumulateOp {
@@ -832,9 +826,9 @@ impl Window<u8> {
         }
     }
 
-    /// One element of an accumulate: a NIC atomic when the NIC has it (pending when not
-    /// fetching), else done at once by [`element_by_cas`](Self::element_by_cas).
-    fn element(
+    /// One element of an accumulate as a NIC atomic, in flight, when the NIC has the
+    /// operation on elements of `kind` (`None` when it has not).
+    fn native(
         &mut self,
         kind: Kind,
         target: CommRank,
@@ -842,24 +836,117 @@ impl Window<u8> {
         op: AccumulateOp,
         x: &[u8],
         fetch: bool,
-    ) -> Result<Element> {
-        let native = amo_type(kind).and_then(|ty| Ok((ty, op.amo()?)));
-        if let Ok((ty, aop)) = native {
-            match self.atomic_typed(target, off, aop, ty, x, &[], fetch) {
-                Ok(id) => return Ok(Element::Pending(id)),
-                Err(Error::Op(_)) => {}
-                Err(e) => return Err(e),
+    ) -> Result<Option<OpId>> {
+        let Ok((ty, aop)) = amo_type(kind).and_then(|ty| Ok((ty, op.amo()?))) else {
+            return Ok(None);
+        };
+        match self.atomic_typed(target, off, aop, ty, x, &[], fetch) {
+            Ok(id) => Ok(Some(id)),
+            Err(Error::Op(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Elements the NIC has no atomic for, each `(offset, operand)` of `kind`, updated with
+    /// compare-and-swap on the 64-bit words holding them, every word in flight at once: one
+    /// fetch of each word, then one compare-and-swap of each (all elements of a word in one),
+    /// repeated for the words another writer changed meanwhile. Each word's update is
+    /// atomic, so each element's is. The old bytes of each element, in order.
+    fn elements_by_cas(
+        &mut self,
+        kind: Kind,
+        target: CommRank,
+        op: AccumulateOp,
+        elems: &[(usize, &[u8])],
+    ) -> Result<Vec<Vec<u8>>> {
+        let size = kind.size();
+        // The words, in order of first use, and which elements each holds.
+        let mut words: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (i, &(off, _)) in elems.iter().enumerate() {
+            let word = off & !7;
+            if off - word + size > 8 || word + 8 > HEADER + self.len {
+                return Err(Error::Op(format!(
+                    "no NIC atomic for this element, and a {size}-byte element at offset {} does \
+                     not sit in an 8-byte word of the window (a compare-and-swap loop needs one)",
+                    off - HEADER
+                )));
+            }
+            match words.iter_mut().find(|w| w.0 == word) {
+                Some(w) => w.1.push(i),
+                None => words.push((word, vec![i])),
             }
         }
-        let old = self.element_by_cas(target, off, kind.size(), |cur| {
-            Self::combine(kind, op, cur, x)
-        })?;
-        Ok(Element::Done(old))
+        let fetch = |me: &mut Self, word: usize, o: AmoOp, new: u64, old: u64| {
+            me.atomic_typed(
+                target,
+                word,
+                o,
+                AmoType::U64,
+                &new.to_le_bytes(),
+                &old.to_le_bytes(),
+                true,
+            )
+        };
+        let ids = words
+            .iter()
+            .map(|w| fetch(self, w.0, AmoOp::Sum, 0, 0))
+            .collect::<Result<Vec<_>>>()?;
+        let mut olds = ids
+            .into_iter()
+            .map(|id| self.fetched_word(id))
+            .collect::<Result<Vec<u64>>>()?;
+        let mut out = vec![Vec::new(); elems.len()];
+        let mut todo: Vec<usize> = (0..words.len()).collect();
+        let mut waiter = crate::universe::Waiter::new();
+        loop {
+            let mut tries = Vec::with_capacity(todo.len());
+            for &k in &todo {
+                let (word, members) = &words[k];
+                let mut bytes = olds[k].to_le_bytes();
+                for &i in members {
+                    let (off, x) = elems[i];
+                    let at = off - word;
+                    let cur = bytes[at..at + size].to_vec();
+                    if let Some(v) = Self::combine(kind, op, &cur, x)? {
+                        bytes[at..at + size].copy_from_slice(&v);
+                    }
+                    out[i] = cur;
+                }
+                let new = u64::from_le_bytes(bytes);
+                if new == olds[k] {
+                    // Nothing changes (MPI_NO_OP, or an identity): the read was atomic.
+                    continue;
+                }
+                tries.push((k, fetch(self, *word, AmoOp::CompareSwap, new, olds[k])?));
+            }
+            let mut again = Vec::new();
+            for (k, id) in tries {
+                let prev = self.fetched_word(id)?;
+                if prev != olds[k] {
+                    olds[k] = prev;
+                    again.push(k);
+                }
+            }
+            if again.is_empty() {
+                return Ok(out);
+            }
+            todo = again;
+            waiter.tick(&self.comm.core, &"a compare-and-swap loop")?;
+        }
+    }
+
+    /// The old word a fetching 64-bit atomic returned.
+    fn fetched_word(&mut self, id: OpId) -> Result<u64> {
+        match wait_op(&self.comm.core, id)? {
+            Completion::Fetched(b) => value_from_bytes(&b),
+            c => Err(Error::Rma(format!("a word atomic completed as {c:?}"))),
+        }
     }
 
     /// `MPI_Accumulate` of `data` (elements of `kind`) at byte `disp` of `target`'s part;
     /// complete at the next synchronization. Operations and element types the NIC's atomics
-    /// lack run as compare-and-swap loops (complete when this returns).
+    /// lack run as compare-and-swap loops on the elements' words, all words in flight at
+    /// once (complete when this returns).
     pub fn accumulate_kind(
         &mut self,
         kind: Kind,
@@ -869,12 +956,16 @@ impl Window<u8> {
         op: AccumulateOp,
     ) -> Result<()> {
         let (off, size) = self.check_kind(kind, target, disp, data.len())?;
+        let mut rest = Vec::new();
         for (i, x) in data.chunks_exact(size).enumerate() {
-            if let Element::Pending(id) =
-                self.element(kind, target, off + i * size, op, x, false)?
-            {
-                self.issued(target, id, ATOMIC_STAGING);
+            let at = off + i * size;
+            match self.native(kind, target, at, op, x, false)? {
+                Some(id) => self.issued(target, id, ATOMIC_STAGING),
+                None => rest.push((at, x)),
             }
+        }
+        if !rest.is_empty() {
+            self.elements_by_cas(kind, target, op, &rest)?;
         }
         Ok(())
     }
@@ -890,16 +981,27 @@ impl Window<u8> {
         op: AccumulateOp,
     ) -> Result<Vec<u8>> {
         let (off, size) = self.check_kind(kind, target, disp, data.len())?;
-        let elems = data
-            .chunks_exact(size)
-            .enumerate()
-            .map(|(i, x)| self.element(kind, target, off + i * size, op, x, true))
-            .collect::<Result<Vec<_>>>()?;
+        let mut elems = Vec::with_capacity(data.len() / size);
+        let mut rest = Vec::new();
+        for (i, x) in data.chunks_exact(size).enumerate() {
+            let at = off + i * size;
+            let e = self.native(kind, target, at, op, x, true)?;
+            if e.is_none() {
+                rest.push((at, x));
+            }
+            elems.push(e);
+        }
+        let mut by_cas = if rest.is_empty() {
+            Vec::new()
+        } else {
+            self.elements_by_cas(kind, target, op, &rest)?
+        }
+        .into_iter();
         let mut out = Vec::with_capacity(data.len());
         for e in elems {
             match e {
-                Element::Done(b) => out.extend_from_slice(&b),
-                Element::Pending(id) => match wait_op(&self.comm.core, id)? {
+                None => out.extend(by_cas.next().unwrap_or_default()),
+                Some(id) => match wait_op(&self.comm.core, id)? {
                     Completion::Fetched(b) => out.extend_from_slice(&b[..size.min(b.len())]),
                     c => return Err(Error::Rma(format!("a fetching atomic completed as {c:?}"))),
                 },
