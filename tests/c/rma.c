@@ -244,6 +244,50 @@ static void pscw(int allocate) {
     if (mine) CHECK_OK(MPI_Free_mem(mine));
 }
 
+/* Post groups that differ between epochs: rank 1 posts to rank 0 for rank 0's second
+ * access epoch while rank 0 still waits in its first, whose group is rank 2 only. Rank 0's
+ * first start must wait for rank 2's post (which comes after rank 1's), not take rank 1's. */
+static void pscw_posts_match_origins(void) {
+    long *base = NULL;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Group world, g;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int zero = 0, one = 1, two = 2, token = 0;
+    if (rank == 0) {
+        long got = -1;
+        CHECK_OK(MPI_Group_incl(world, 1, &two, &g));
+        CHECK_OK(MPI_Win_start(g, 0, win));
+        CHECK_OK(MPI_Get(&got, 1, MPI_LONG, 2, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_complete(win));
+        CHECK(got == 42);
+        CHECK_OK(MPI_Group_free(&g));
+        CHECK_OK(MPI_Group_incl(world, 1, &one, &g));
+        CHECK_OK(MPI_Win_start(g, 0, win));
+        CHECK_OK(MPI_Get(&got, 1, MPI_LONG, 1, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_complete(win));
+        CHECK(got == 0);
+        CHECK_OK(MPI_Group_free(&g));
+    } else if (rank == 1 || rank == 2) {
+        CHECK_OK(MPI_Group_incl(world, 1, &zero, &g));
+        if (rank == 1) {
+            CHECK_OK(MPI_Win_post(g, 0, win));
+            CHECK_OK(MPI_Send(&token, 1, MPI_INT, 2, 7, MPI_COMM_WORLD));
+        } else {
+            CHECK_OK(MPI_Recv(&token, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 2, 0, win));
+            base[0] = 42;
+            CHECK_OK(MPI_Win_unlock(2, win));
+            CHECK_OK(MPI_Win_post(g, 0, win));
+        }
+        CHECK_OK(MPI_Win_wait(win));
+        CHECK_OK(MPI_Group_free(&g));
+    }
+    CHECK_OK(MPI_Group_free(&world));
+    CHECK_OK(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv) {
     CHECK_OK(MPI_Init(&argc, &argv));
     CHECK_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -254,6 +298,7 @@ int main(int argc, char **argv) {
     byte_accumulates();
     pscw(1);
     pscw(0);
+    if (size >= 3) pscw_posts_match_origins();
     CHECK_OK(MPI_Finalize());
     if (rank == 0) printf("rma: OK\n");
     return 0;

@@ -7,8 +7,10 @@
 //! (exclusive: compare-and-swap 0 → writer bit, released by taking the bit away; shared:
 //! fetch-add of one reader, backed out when a writer holds it; `lock_word`), as MPI libraries
 //! over RDMA networks implement passive target.
-//! General active target (post/start/complete/wait) counts posts and completes in two more
-//! header words, incremented by the peers' NIC atomics.
+//! General active target (post/start/complete/wait) keeps posts and completes in two more
+//! header words, added to by the peers' NIC atomics: completes are counted; a post sets the
+//! poster's bit (communicators of at most 64 ranks, so that a start waits for its own
+//! group's posts) or counts one (larger ones).
 //! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
 //! integers and floats) are `MPI_ERR_OP`.
 
@@ -35,7 +37,8 @@ const IN_FLIGHT_BYTES: usize = 8 << 20;
 /// What one NIC atomic in flight is counted as against [`IN_FLIGHT_BYTES`] (its staging
 /// buffer, a page on cxi).
 const ATOMIC_STAGING: usize = 4096;
-/// Offset of the word counting the posts this rank received as an origin (PSCW).
+/// Offset of the word holding the posts this rank received as an origin (PSCW; a bit per
+/// poster, or a count: `post_mark`).
 const POSTS: usize = 8;
 /// Offset of the word counting the completes this rank received as a target (PSCW).
 const COMPLETES: usize = 16;
@@ -553,6 +556,18 @@ impl<T: Equivalence> Window<T> {
         if n == 0 {
             return Ok(());
         }
+        self.take_when(off, |v| v >= n as u64, n as u64, what)
+    }
+
+    /// Wait until this rank's word at `off` satisfies `ready`, then take `sub` off it (a NIC
+    /// atomic on this rank).
+    fn take_when(
+        &mut self,
+        off: usize,
+        ready: impl Fn(u64) -> bool,
+        sub: u64,
+        what: &str,
+    ) -> Result<()> {
         let me = self.comm.rank();
         let mut w = crate::universe::Waiter::new();
         loop {
@@ -562,13 +577,20 @@ impl<T: Equivalence> Window<T> {
                 .borrow_mut()
                 .transport
                 .win_read(self.win, off, &mut b)?;
-            if u64::from_le_bytes(b) >= n as u64 {
+            if ready(u64::from_le_bytes(b)) {
                 break;
             }
             w.tick(&self.comm.core, &what)?;
             self.comm.core.borrow_mut().transport.progress()?;
         }
-        self.counter_add(me, off, (n as u64).wrapping_neg())
+        self.counter_add(me, off, sub.wrapping_neg())
+    }
+
+    /// What a post from `rank` adds to its origin's posts word: with at most 64 ranks a bit
+    /// of its own (a start then waits for the posts of exactly its group's members), else
+    /// one (a start waits for as many posts as its group has members).
+    fn post_mark(&self, rank: CommRank) -> u64 {
+        if self.comm.size() <= 64 { 1 << rank } else { 1 }
     }
 
     /// Add `v` to the counter word at `off` of `target` (a NIC atomic, complete on return).
@@ -603,7 +625,8 @@ impl<T: Equivalence> Window<T> {
             self.check(o, 0, 0)?;
         }
         for &o in origins {
-            self.counter_add(o, POSTS, 1)?;
+            let mark = self.post_mark(self.comm.rank());
+            self.counter_add(o, POSTS, mark)?;
         }
         self.exposure = Some(origins.len());
         Ok(())
@@ -619,7 +642,15 @@ impl<T: Equivalence> Window<T> {
         for &t in targets {
             self.check(t, 0, 0)?;
         }
-        self.consume(POSTS, targets.len(), "MPI_Win_start (the targets' posts)")?;
+        let what = "MPI_Win_start (the targets' posts)";
+        if self.comm.size() <= 64 {
+            // A target posts to an origin again only after the origin completed the epoch
+            // that consumed its previous post, so each target's bit is set at most once.
+            let mask = targets.iter().fold(0u64, |m, &t| m | self.post_mark(t));
+            self.take_when(POSTS, |v| v & mask == mask, mask, what)?;
+        } else {
+            self.consume(POSTS, targets.len(), what)?;
+        }
         self.access = Some(targets.to_vec());
         Ok(())
     }
