@@ -1,6 +1,6 @@
 /* One-sided communication: windows created on the program's memory and allocated by the
- * library, fence, passive-target and post/start/complete/wait epochs, every access call,
- * request-based ones. */
+ * library, fence, passive-target (also contended) and post/start/complete/wait epochs, every
+ * access call, request-based ones. */
 #include <string.h>
 #include "check.h"
 
@@ -114,6 +114,25 @@ static void passive(void) {
     CHECK_OK(MPI_Win_unlock_all(win));
     CHECK_OK(MPI_Win_sync(win));
     CHECK(base[3] == 77);
+    /* Request-based operations to the right neighbour, in flight together: each request
+     * completes its own (a get's bytes are there once its request is complete, before any
+     * synchronization); the put is complete at the target after the unlock. */
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    long peer[2] = {-1, -1}, mark = 1000 + rank;
+    MPI_Request q[3];
+    CHECK_OK(MPI_Win_lock_all(0, win));
+    CHECK_OK(MPI_Rget(&peer[0], 1, MPI_LONG, right, 1, 1, MPI_LONG, win, &q[0]));
+    CHECK_OK(MPI_Rget(&peer[1], 1, MPI_LONG, right, 2, 1, MPI_LONG, win, &q[1]));
+    CHECK_OK(MPI_Rput(&mark, 1, MPI_LONG, right, 0, 1, MPI_LONG, win, &q[2]));
+    int done = 0;
+    while (!done) CHECK_OK(MPI_Test(&q[1], &done, MPI_STATUS_IGNORE));
+    CHECK(peer[1] == 4 && q[1] == MPI_REQUEST_NULL);
+    CHECK_OK(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+    CHECK(peer[0] == 9);
+    CHECK_OK(MPI_Win_unlock_all(win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[0] == 1000 + left);
     MPI_Group g;
     int gs;
     CHECK_OK(MPI_Win_get_group(win, &g));
@@ -123,8 +142,57 @@ static void passive(void) {
     CHECK_OK(MPI_Win_free(&win));
 }
 
+/* Writers and readers on the same lock words at once: each rank takes the exclusive lock on
+ * itself while the others take shared locks on everyone. A reader's attempt that meets a
+ * writer backs out; the writer's release in between must keep the reader's count, or the
+ * word is left locked for good and every later lock spins forever. */
+static void lock_contention(void) {
+    enum { ROUNDS = 100 };
+    long *base = NULL;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    int right = (rank + 1) % size;
+    for (int i = 0; i < ROUNDS; i++) {
+        CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        base[0] += 1;
+        CHECK_OK(MPI_Win_unlock(rank, win));
+        long seen = -1;
+        CHECK_OK(MPI_Win_lock_all(0, win));
+        CHECK_OK(MPI_Get(&seen, 1, MPI_LONG, right, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_unlock_all(win));
+        CHECK(seen >= 0 && seen <= ROUNDS);
+    }
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[0] == ROUNDS);
+    CHECK_OK(MPI_Win_free(&win));
+}
+
+/* Accumulates of elements no NIC atomic does (8-bit sums), from every rank at once into the
+ * same bytes of rank 0, at an odd place and length (partial 64-bit words at both ends): each
+ * word is updated by one compare-and-swap, all words in flight together, retried for the
+ * words another rank changed meanwhile. */
+static void byte_accumulates(void) {
+    enum { N = 61 };
+    signed char *base = NULL, add[N], old[N];
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) add[i] = (signed char)(i % 5 + rank);
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_OK(MPI_Accumulate(add, N, MPI_SIGNED_CHAR, 0, 1, N, MPI_SIGNED_CHAR, MPI_SUM, win));
+    CHECK_OK(MPI_Win_unlock(0, win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_OK(MPI_Get_accumulate(NULL, 0, MPI_SIGNED_CHAR, old, N, MPI_SIGNED_CHAR, 0, 1, N, MPI_SIGNED_CHAR, MPI_NO_OP, win));
+    CHECK_OK(MPI_Win_unlock(0, win));
+    for (int i = 0; i < N; i++) CHECK(old[i] == size * (i % 5) + size * (size - 1) / 2);
+    if (rank == 0) CHECK(base[0] == 0 && base[N + 1] == 0);
+    CHECK_OK(MPI_Win_free(&win));
+}
+
 /* General active target around the ring: each rank exposes its window to its left
- * neighbour and accesses its right one, twice (the epochs' counters start over). */
+ * neighbour and accesses its right one, twice (the epochs' counters start over; the second
+ * exposure ends with MPI_Win_test). */
 static void pscw(int allocate) {
     long *base, *mine = NULL;
     MPI_Win win;
@@ -153,7 +221,13 @@ static void pscw(int allocate) {
         CHECK_OK(MPI_Get(&got, 1, MPI_LONG, right, 1, 1, MPI_LONG, win));
         CHECK_OK(MPI_Win_complete(win));
         CHECK(got == 1000 * (epoch + 1) + right);
-        CHECK_OK(MPI_Win_wait(win));
+        if (epoch == 0) {
+            CHECK_OK(MPI_Win_wait(win));
+        } else {
+            /* MPI_Win_test ends the exposure epoch once the origin completed. */
+            int done = 0;
+            while (!done) CHECK_OK(MPI_Win_test(win, &done));
+        }
         CHECK(base[0] == 100 * (epoch + 1) + left);
         CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     }
@@ -161,11 +235,57 @@ static void pscw(int allocate) {
     CHECK_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     CHECK(MPI_Win_complete(win) != MPI_SUCCESS);
     CHECK(MPI_Win_wait(win) != MPI_SUCCESS);
+    int flag = -1;
+    CHECK(MPI_Win_test(win, &flag) != MPI_SUCCESS);
     CHECK_OK(MPI_Group_free(&gl));
     CHECK_OK(MPI_Group_free(&gr));
     CHECK_OK(MPI_Group_free(&world));
     CHECK_OK(MPI_Win_free(&win));
     if (mine) CHECK_OK(MPI_Free_mem(mine));
+}
+
+/* Post groups that differ between epochs: rank 1 posts to rank 0 for rank 0's second
+ * access epoch while rank 0 still waits in its first, whose group is rank 2 only. Rank 0's
+ * first start must wait for rank 2's post (which comes after rank 1's), not take rank 1's. */
+static void pscw_posts_match_origins(void) {
+    long *base = NULL;
+    MPI_Win win;
+    CHECK_OK(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Group world, g;
+    CHECK_OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int zero = 0, one = 1, two = 2, token = 0;
+    if (rank == 0) {
+        long got = -1;
+        CHECK_OK(MPI_Group_incl(world, 1, &two, &g));
+        CHECK_OK(MPI_Win_start(g, 0, win));
+        CHECK_OK(MPI_Get(&got, 1, MPI_LONG, 2, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_complete(win));
+        CHECK(got == 42);
+        CHECK_OK(MPI_Group_free(&g));
+        CHECK_OK(MPI_Group_incl(world, 1, &one, &g));
+        CHECK_OK(MPI_Win_start(g, 0, win));
+        CHECK_OK(MPI_Get(&got, 1, MPI_LONG, 1, 0, 1, MPI_LONG, win));
+        CHECK_OK(MPI_Win_complete(win));
+        CHECK(got == 0);
+        CHECK_OK(MPI_Group_free(&g));
+    } else if (rank == 1 || rank == 2) {
+        CHECK_OK(MPI_Group_incl(world, 1, &zero, &g));
+        if (rank == 1) {
+            CHECK_OK(MPI_Win_post(g, 0, win));
+            CHECK_OK(MPI_Send(&token, 1, MPI_INT, 2, 7, MPI_COMM_WORLD));
+        } else {
+            CHECK_OK(MPI_Recv(&token, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 2, 0, win));
+            base[0] = 42;
+            CHECK_OK(MPI_Win_unlock(2, win));
+            CHECK_OK(MPI_Win_post(g, 0, win));
+        }
+        CHECK_OK(MPI_Win_wait(win));
+        CHECK_OK(MPI_Group_free(&g));
+    }
+    CHECK_OK(MPI_Group_free(&world));
+    CHECK_OK(MPI_Win_free(&win));
 }
 
 int main(int argc, char **argv) {
@@ -174,8 +294,11 @@ int main(int argc, char **argv) {
     CHECK_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     fence_epochs();
     passive();
+    lock_contention();
+    byte_accumulates();
     pscw(1);
     pscw(0);
+    if (size >= 3) pscw_posts_match_origins();
     CHECK_OK(MPI_Finalize());
     if (rank == 0) printf("rma: OK\n");
     return 0;

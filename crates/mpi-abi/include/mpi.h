@@ -502,6 +502,7 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
 int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
 
 #if defined(__cplusplus)
 }

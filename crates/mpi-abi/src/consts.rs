@@ -108,6 +108,7 @@ pub const MPI_ERR_INFO: c_int = 34;
 pub const MPI_ERR_KEYVAL: c_int = 36;
 pub const MPI_ERR_LOCKTYPE: c_int = 37;
 pub const MPI_ERR_NO_MEM: c_int = 39;
+pub const MPI_ERR_RMA_ATTACH: c_int = 46;
 pub const MPI_ERR_RMA_RANGE: c_int = 48;
 pub const MPI_ERR_RMA_SYNC: c_int = 50;
 pub const MPI_ERR_SIZE: c_int = 52;

@@ -84,6 +84,7 @@ pub fn class_text(class: c_int) -> Option<&'static str> {
         MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL: invalid attribute key",
         MPI_ERR_LOCKTYPE => "MPI_ERR_LOCKTYPE: invalid lock type",
         MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM: out of memory",
+        MPI_ERR_RMA_ATTACH => "MPI_ERR_RMA_ATTACH: memory cannot be attached",
         MPI_ERR_RMA_RANGE => "MPI_ERR_RMA_RANGE: target memory is not part of the window",
         MPI_ERR_RMA_SYNC => "MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls",
         MPI_ERR_SIZE => "MPI_ERR_SIZE: invalid size",

@@ -75,6 +75,8 @@ pub(crate) enum Req {
     Recv { staged: Staged, dest: Dest },
     /// A collective whose output (if any) is unpacked into `dest` on completion.
     Coll { staged: Staged, dest: Option<Dest> },
+    /// Request-based RMA operations (`MPI_Rput`, `MPI_Rget`) in flight.
+    Rma(crate::rma::RmaReq),
     /// A persistent operation and its active instance.
     Persistent {
         args: Persist,
@@ -84,9 +86,16 @@ pub(crate) enum Req {
 
 /// Test `r` once: its status if complete (the request is then spent, except a persistent
 /// one, which becomes inactive).
-fn test_req(r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)> {
+fn test_req(s: &mut State, r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)> {
     match r {
         Req::Done(st) => Ok((Some(st), None)),
+        Req::Rma(mut q) => {
+            if crate::rma::req_done(s, &mut q)? {
+                Ok((Some(StatusInfo::empty()), None))
+            } else {
+                Ok((None, Some(Req::Rma(q))))
+            }
+        }
         Req::Send(q) => match q.test()? {
             Ok(st) => Ok((Some(StatusInfo::of(&st)), None)),
             Err(q) => Ok((None, Some(Req::Send(q)))),
@@ -151,7 +160,7 @@ fn test_req(r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)> {
                 Some(Req::Persistent { args, active: None }),
             )),
             Some(a) => {
-                let (st, rest) = test_req(*a)?;
+                let (st, rest) = test_req(s, *a)?;
                 let active = rest.map(Box::new);
                 Ok((st, Some(Req::Persistent { args, active })))
             }
@@ -172,7 +181,7 @@ pub(crate) fn test(s: &mut State, h: &mut Handle) -> AResult<Option<StatusInfo>>
         return Ok(Some(StatusInfo::empty()));
     }
     let r = s.reqs.remove(h).ok_or_else(|| bad_request(*h))?;
-    match test_req(r) {
+    match test_req(s, r) {
         Ok((st, rest)) => {
             match rest {
                 Some(r) => {
@@ -259,7 +268,7 @@ pub(crate) fn test_all(s: &mut State, hs: &mut [Handle]) -> AResult<Option<Vec<S
             continue;
         }
         let r = s.reqs.remove(h).ok_or_else(|| bad_request(*h))?;
-        let (st, rest) = test_req(r)?;
+        let (st, rest) = test_req(s, r)?;
         match (st, rest) {
             (Some(st), Some(Req::Persistent { args, .. })) => {
                 s.reqs.insert(
@@ -402,6 +411,10 @@ pub(crate) fn cancel(s: &mut State, h: Handle) -> AResult<()> {
         Some(Req::Coll { .. }) => Err(AbiError::new(
             MPI_ERR_REQUEST,
             "a nonblocking collective cannot be cancelled",
+        )),
+        Some(Req::Rma(_)) => Err(AbiError::new(
+            MPI_ERR_REQUEST,
+            "a request-based RMA operation cannot be cancelled",
         )),
         None => Err(bad_request(h)),
     }

@@ -12,6 +12,14 @@
 //!   once the window's operations are complete, copies the window back into the program's
 //!   memory.
 //!
+//! - `MPI_Win_create_dynamic` allocates node memory for the memory the program attaches
+//!   later ([`attach`]): each attached region gets a place in it and is a private copy in the
+//!   separate model, as above. A directory at the start of the window (addresses, lengths,
+//!   places of the regions) is what an origin reads from the target's node memory with a NIC
+//!   get to turn a target displacement — an address (`MPI_Get_address`, relative to
+//!   `MPI_BOTTOM`), as the standard has it for dynamic windows (MPI 4.1 §12.2.4) — into a
+//!   place in the window.
+//!
 //! A get is left in flight on the NIC until a synchronization completes it (`MPI_Win_flush`,
 //! `MPI_Win_unlock`, `MPI_Win_fence`, ...), which then writes its bytes into the origin
 //! buffer, so the gets of an epoch overlap on the network.
@@ -22,7 +30,7 @@ use std::ffi::c_int;
 use std::rc::Rc;
 
 use mpi::typemap::Layout;
-use mpi::window::PendingGet;
+use mpi::window::{PendingGet, PendingPut};
 use mpi::{AccumulateOp, LockType, SimpleCommunicator, Window};
 
 use crate::coll::system_op;
@@ -54,10 +62,31 @@ enum Memory {
 /// An `MPI_Get` in flight: its parts (one per contiguous target run, in the order of the
 /// packed data) and where the bytes go.
 struct Get {
+    /// Names it for a request (`MPI_Rget`).
+    id: u64,
     parts: Vec<PendingGet>,
     buf: Lent,
     layout: Rc<Layout>,
     count: usize,
+}
+
+/// Regions a dynamic window's directory can name.
+const DIR_ENTRIES: usize = 64;
+/// Bytes of the directory: a count, then (address, length, place) per region.
+const DIR_BYTES: usize = 8 + DIR_ENTRIES * 24;
+/// Where the attached regions' places start in a dynamic window.
+const ARENA_AT: usize = 2048;
+/// Node memory a dynamic window has for attached regions (committed as it is touched).
+const ARENA_BYTES: usize = 16 << 20;
+
+/// Memory the program attached to a dynamic window: its private copy at `base`, its place
+/// `at` (bytes from the arena's start) in the window, the copy as of the last
+/// synchronization.
+struct Attached {
+    base: Lent,
+    len: usize,
+    at: usize,
+    snapshot: Vec<u8>,
 }
 
 /// A window the program holds.
@@ -71,6 +100,12 @@ pub(crate) struct WinObj {
     memory: Memory,
     /// Gets issued and not yet written to their origin buffers, oldest first.
     gets: Vec<Get>,
+    /// The id of the next get.
+    next_get: u64,
+    /// A dynamic window (`MPI_Win_create_dynamic`).
+    dynamic: bool,
+    /// Memory attached to a dynamic window.
+    attached: Vec<Attached>,
     /// Memory this library allocated for `MPI_Win_allocate` (when the window's own memory
     /// cannot be handed out), freed after the window.
     _owned: Option<OwnedMem>,
@@ -82,39 +117,23 @@ impl WinObj {
     /// Publish the program's local stores into this rank's part of the window (separate
     /// model).
     fn publish(&mut self) -> AResult<()> {
-        let Memory::Separate { snapshot } = &mut self.memory else {
-            return Ok(());
-        };
-        if self.size == 0 {
-            return Ok(());
+        if let Memory::Separate { snapshot } = &mut self.memory {
+            publish_region(&self.win, self.base, 0, snapshot)?;
         }
-        let now = self.base.read_bytes(self.size)?;
-        let mut i = 0;
-        while i < now.len() {
-            if now[i] == snapshot[i] {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < now.len() && now[i] != snapshot[i] {
-                i += 1;
-            }
-            self.win.local_write(start, &now[start..i])?;
+        for a in &mut self.attached {
+            publish_region(&self.win, a.base, ARENA_AT + a.at, &mut a.snapshot)?;
         }
-        *snapshot = now;
         Ok(())
     }
 
     /// Copy this rank's part of the window into the program's memory (separate model).
     fn refresh(&mut self) -> AResult<()> {
-        let Memory::Separate { snapshot } = &mut self.memory else {
-            return Ok(());
-        };
-        if self.size == 0 {
-            return Ok(());
+        if let Memory::Separate { snapshot } = &mut self.memory {
+            refresh_region(&self.win, self.base, 0, snapshot)?;
         }
-        self.win.local_read_bytes(0, snapshot)?;
-        self.base.write_bytes(snapshot)?;
+        for a in &mut self.attached {
+            refresh_region(&self.win, a.base, ARENA_AT + a.at, &mut a.snapshot)?;
+        }
         Ok(())
     }
 
@@ -147,6 +166,38 @@ impl WinObj {
     }
 }
 
+/// Write the bytes of the program's memory at `base` that changed since `snapshot` into the
+/// window at byte `at`.
+fn publish_region(win: &Window<u8>, base: Lent, at: usize, snapshot: &mut Vec<u8>) -> AResult<()> {
+    if snapshot.is_empty() {
+        return Ok(());
+    }
+    let now = base.read_bytes(snapshot.len())?;
+    let mut i = 0;
+    while i < now.len() {
+        if now[i] == snapshot[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < now.len() && now[i] != snapshot[i] {
+            i += 1;
+        }
+        win.local_write(at + start, &now[start..i])?;
+    }
+    *snapshot = now;
+    Ok(())
+}
+
+/// Copy the window's bytes at `at` into the program's memory at `base` (and `snapshot`).
+fn refresh_region(win: &Window<u8>, base: Lent, at: usize, snapshot: &mut [u8]) -> AResult<()> {
+    if snapshot.is_empty() {
+        return Ok(());
+    }
+    win.local_read_bytes(at, snapshot)?;
+    base.write_bytes(snapshot)
+}
+
 /// `MPI_Win_create` (`base` given), `MPI_Win_allocate` (`base` `None`: this library
 /// allocates) and `MPI_Win_create_dynamic` (`size` 0): the window handle and its base.
 pub(crate) fn create(
@@ -170,7 +221,13 @@ pub(crate) fn create(
     let errh = obj.errh;
     // Whole 64-bit words, so that every element sits in a word the NIC's compare-and-swap
     // can reach (the program sees `size` bytes).
-    let win = comm.window_allocate::<u8>(size.next_multiple_of(8))?;
+    let dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
+    let bytes = if dynamic {
+        ARENA_AT + ARENA_BYTES
+    } else {
+        size.next_multiple_of(8)
+    };
+    let win = comm.window_allocate::<u8>(bytes)?;
     let own = match base {
         None if size > 0 => window_memory(&win),
         _ => None,
@@ -207,10 +264,14 @@ pub(crate) fn create(
         disp_unit: disp_unit as usize,
         memory,
         gets: Vec::new(),
+        next_get: 0,
+        dynamic,
+        attached: Vec::new(),
         _owned: owned,
         errh,
         attrs: Box::new(WinAttrs {
-            base: base.addr(),
+            // A dynamic window's base is MPI_BOTTOM.
+            base: if dynamic { 0 } else { base.addr() },
             size: size as isize,
             disp_unit,
             flavor,
@@ -339,6 +400,16 @@ pub(crate) fn complete_wait(s: &mut State, h: Handle, complete: bool) -> AResult
     win(s, h)?.sync(|w| if complete { w.complete() } else { w.wait() })
 }
 
+/// `MPI_Win_test`: whether the exposure epoch ended.
+pub(crate) fn test(s: &mut State, h: Handle) -> AResult<bool> {
+    let w = win(s, h)?;
+    w.publish()?;
+    let done = w.win.test()?;
+    w.refresh()?;
+    w.deliver()?;
+    Ok(done)
+}
+
 /// `MPI_Win_sync`.
 pub(crate) fn win_sync(s: &mut State, h: Handle) -> AResult<()> {
     win(s, h)?.sync(|_| Ok(()))
@@ -353,9 +424,20 @@ const MAX_RUN: usize = 64 << 10;
 /// The byte runs of `count` elements of `layout` at `disp` units of the target's part, in
 /// the order of the packed data, a run that starts where the previous one ends merged into it
 /// (`count` contiguous elements are one run: one NIC operation, not one per element), then
-/// cut into pieces of at most [`MAX_RUN`] bytes.
-fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
-    let merged = merged_runs(w, disp, layout, n)?;
+/// cut into pieces of at most [`MAX_RUN`] bytes. On a dynamic window `disp` is an address in
+/// memory `rank` attached, and the runs are turned into places of the window.
+fn runs(
+    w: &mut WinObj,
+    rank: c_int,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
+    let merged = if w.dynamic {
+        dynamic_runs(w, rank, disp, layout, n)?
+    } else {
+        merged_runs(w.size, w.disp_unit, disp, layout, n)?
+    };
     let mut out = Vec::with_capacity(merged.len());
     for (at, len) in merged {
         let mut done = 0;
@@ -368,10 +450,15 @@ fn runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usiz
     Ok(out)
 }
 
-fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Vec<(usize, usize)>> {
-    let size = w.size;
+fn merged_runs(
+    size: usize,
+    disp_unit: usize,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
     let base = disp
-        .checked_mul(w.disp_unit as isize)
+        .checked_mul(disp_unit as isize)
         .ok_or_else(|| AbiError::new(MPI_ERR_RMA_RANGE, "displacement overflows"))?;
     let mut out = Vec::new();
     let ext = layout.extent();
@@ -384,7 +471,7 @@ fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Ve
                     format!("target offset {at} is before the window"),
                 )
             })?;
-            if at + l > size {
+            if at.checked_add(l).is_none_or(|end| end > size) {
                 return Err(AbiError::new(
                     MPI_ERR_RMA_RANGE,
                     format!("{l} bytes at target offset {at} outside a window of {size} bytes"),
@@ -397,6 +484,171 @@ fn merged_runs(w: &WinObj, disp: isize, layout: &Layout, n: usize) -> AResult<Ve
         }
     }
     Ok(out)
+}
+
+/// The runs of an access to a dynamic window: addresses of memory `rank` attached, turned
+/// into places of the window with `rank`'s directory.
+fn dynamic_runs(
+    w: &mut WinObj,
+    rank: c_int,
+    disp: isize,
+    layout: &Layout,
+    n: usize,
+) -> AResult<Vec<(usize, usize)>> {
+    let raw = merged_runs(usize::MAX, 1, disp, layout, n)?;
+    if raw.iter().all(|r| r.1 == 0) {
+        return Ok(raw.into_iter().map(|(_, l)| (ARENA_AT, l)).collect());
+    }
+    let dir = directory(w, rank)?;
+    raw.into_iter()
+        .map(|(addr, len)| {
+            dir.iter()
+                .find(|e| addr >= e.0 && addr + len <= e.0 + e.1)
+                .map(|e| (ARENA_AT + e.2 + (addr - e.0), len))
+                .ok_or_else(|| {
+                    AbiError::new(
+                        MPI_ERR_RMA_RANGE,
+                        format!(
+                            "{len} bytes at address {addr:#x} are not in memory rank {rank} \
+                             attached to the dynamic window ({} regions attached)",
+                            dir.len()
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `rank`'s directory of a dynamic window: (address, length, place) of each region; read
+/// from its node memory with a NIC get for another rank.
+fn directory(w: &mut WinObj, rank: c_int) -> AResult<Vec<(usize, usize, usize)>> {
+    let bytes = if rank == w.comm.rank() {
+        let mut b = vec![0u8; DIR_BYTES];
+        w.win.local_read_bytes(0, &mut b)?;
+        b
+    } else {
+        let g = w.win.get_start(rank, 0, DIR_BYTES)?;
+        w.win.get_wait(g)?
+    };
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(b) as usize
+    };
+    let n = word(0).min(DIR_ENTRIES);
+    Ok((0..n)
+        .map(|e| (word(1 + 3 * e), word(2 + 3 * e), word(3 + 3 * e)))
+        .collect())
+}
+
+/// Write this rank's directory of dynamic window `w` into its node memory.
+fn write_directory(w: &WinObj) -> AResult<()> {
+    let mut b = Vec::with_capacity(DIR_BYTES);
+    b.extend((w.attached.len() as u64).to_le_bytes());
+    for a in &w.attached {
+        for v in [a.base.addr(), a.len, a.at] {
+            b.extend((v as u64).to_le_bytes());
+        }
+    }
+    w.win.local_write(0, &b)?;
+    Ok(())
+}
+
+/// `MPI_Win_attach`: expose `size` bytes of the program's memory at `base` through dynamic
+/// window `h`. The memory gets a place in the window's node memory, aligned as the address
+/// is (mod 8, so that the NIC's atomics reach its 64-bit words), and a directory entry.
+pub(crate) fn attach(s: &mut State, h: Handle, base: Lent, size: isize) -> AResult<()> {
+    let w = win(s, h)?;
+    if !w.dynamic {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_FLAVOR,
+            "MPI_Win_attach needs a window made by MPI_Win_create_dynamic",
+        ));
+    }
+    let len = usize::try_from(size)
+        .map_err(|_| AbiError::new(MPI_ERR_SIZE, format!("attaching {size} bytes")))?;
+    let addr = base.addr();
+    if addr == 0 && len > 0 {
+        return Err(AbiError::new(
+            MPI_ERR_ARG,
+            "attaching memory at a null address",
+        ));
+    }
+    if let Some(a) = w
+        .attached
+        .iter()
+        .find(|a| addr < a.base.addr() + a.len && a.base.addr() < addr + len)
+    {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_ATTACH,
+            format!(
+                "{len} bytes at {addr:#x} overlap the {} bytes attached at {:#x}",
+                a.len,
+                a.base.addr()
+            ),
+        ));
+    }
+    if w.attached.len() == DIR_ENTRIES {
+        return Err(AbiError::unsupported(&format!(
+            "MPI_Win_attach of more than {DIR_ENTRIES} regions to one dynamic window"
+        )));
+    }
+    // First fit among the places in use, in order.
+    let mut used: Vec<(usize, usize)> = w.attached.iter().map(|a| (a.at, a.len)).collect();
+    used.sort_unstable();
+    let fit = |from: usize| from.next_multiple_of(8) + addr % 8;
+    let mut at = fit(0);
+    for (u, l) in used {
+        if at + len <= u {
+            break;
+        }
+        at = at.max(fit(u + l));
+    }
+    if at + len > ARENA_BYTES {
+        return Err(AbiError::unsupported(&format!(
+            "MPI_Win_attach of {len} bytes: a dynamic window holds {} MiB of attached memory \
+             ({} bytes attached)",
+            ARENA_BYTES >> 20,
+            w.attached.iter().map(|a| a.len).sum::<usize>()
+        )));
+    }
+    // The window exposes the memory as it is.
+    let snapshot = if len > 0 {
+        base.read_bytes(len)?
+    } else {
+        Vec::new()
+    };
+    w.win.local_write(ARENA_AT + at, &snapshot)?;
+    w.attached.push(Attached {
+        base,
+        len,
+        at,
+        snapshot,
+    });
+    write_directory(w)
+}
+
+/// `MPI_Win_detach`: stop exposing the memory attached at `base`.
+pub(crate) fn detach(s: &mut State, h: Handle, base: Lent) -> AResult<()> {
+    let w = win(s, h)?;
+    if !w.dynamic {
+        return Err(AbiError::new(
+            MPI_ERR_RMA_FLAVOR,
+            "MPI_Win_detach needs a window made by MPI_Win_create_dynamic",
+        ));
+    }
+    let i = w
+        .attached
+        .iter()
+        .position(|a| a.base == base)
+        .ok_or_else(|| {
+            AbiError::new(
+                MPI_ERR_RMA_ATTACH,
+                format!("no memory is attached at {:#x}", base.addr()),
+            )
+        })?;
+    w.attached.remove(i);
+    write_directory(w)
 }
 
 /// Origin-side arguments of an RMA call.
@@ -438,14 +690,22 @@ fn acc_op(op: Handle) -> AResult<AccumulateOp> {
     }
 }
 
-/// `MPI_Put` and `MPI_Accumulate`.
-pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) -> AResult<()> {
+/// `MPI_Put` and `MPI_Accumulate`; with `track` (`MPI_Rput`), the puts in flight.
+pub(crate) fn put(
+    s: &mut State,
+    o: Origin,
+    t: Target,
+    what: Access,
+    h: Handle,
+    track: bool,
+) -> AResult<Vec<PendingPut>> {
     let ol = s.layout(o.dtype)?;
     let data = o.buf.read(&ol, count(o.count)?)?;
     let (tl, tn) = target_layout(s, &t)?;
     let w = win(s, h)?;
+    let mut tracked = Vec::new();
     if t.rank == MPI_PROC_NULL {
-        return Ok(());
+        return Ok(tracked);
     }
     check_target(w, t.rank)?;
     if data.len() != tl.size() * tn {
@@ -459,9 +719,12 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
         ));
     }
     let mut at = 0;
-    for (off, len) in runs(w, t.disp, &tl, tn)? {
+    for (off, len) in runs(w, t.rank, t.disp, &tl, tn)? {
         let chunk = &data[at..at + len];
         match what {
+            Access::Put | Access::Get if track => {
+                tracked.push(w.win.put_start(chunk, t.rank, off)?);
+            }
             Access::Put | Access::Get => w.win.put(chunk, t.rank, off)?,
             Access::Acc(op) => {
                 let kind = tl.kind().ok_or_else(|| {
@@ -476,32 +739,77 @@ pub(crate) fn put(s: &mut State, o: Origin, t: Target, what: Access, h: Handle) 
         }
         at += len;
     }
-    Ok(())
+    Ok(tracked)
 }
 
-/// `MPI_Get`.
-pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<()> {
+/// `MPI_Get`: the id of the get in flight (`None` for `MPI_PROC_NULL`).
+pub(crate) fn get(s: &mut State, o: Origin, t: Target, h: Handle) -> AResult<Option<u64>> {
     let ol = s.layout(o.dtype)?;
     let on = count(o.count)?;
     let (tl, tn) = target_layout(s, &t)?;
     let w = win(s, h)?;
     if t.rank == MPI_PROC_NULL {
-        return Ok(());
+        return Ok(None);
     }
     check_target(w, t.rank)?;
-    let parts = runs(w, t.disp, &tl, tn)?
+    let parts = runs(w, t.rank, t.disp, &tl, tn)?
         .into_iter()
         .map(|(off, len)| w.win.get_start(t.rank, off, len))
         .collect::<mpi::Result<Vec<_>>>()?;
     // Completed (and written to the origin buffer) by the synchronization that ends the
     // access: MPI lets the program use the buffer only after it.
+    let id = w.next_get;
+    w.next_get += 1;
     w.gets.push(Get {
+        id,
         parts,
         buf: o.buf,
         layout: ol,
         count: on,
     });
-    Ok(())
+    Ok(Some(id))
+}
+
+/// The operations of a request-based RMA call (`MPI_Rput`, `MPI_Rget`) on window `win`.
+pub(crate) struct RmaReq {
+    pub win: Handle,
+    pub puts: Vec<PendingPut>,
+    pub get: Option<u64>,
+}
+
+/// Test request-based operations once: complete when every put is complete at its target
+/// and the get's bytes are in the origin buffer (then written there). A synchronization
+/// completes them too, and a freed window has completed them all.
+pub(crate) fn req_done(s: &mut State, r: &mut RmaReq) -> AResult<bool> {
+    let Some(w) = s.wins.get_mut(&r.win) else {
+        return Ok(true);
+    };
+    while let Some(p) = r.puts.last() {
+        if !w.win.put_done(p)? {
+            return Ok(false);
+        }
+        r.puts.pop();
+    }
+    let Some(id) = r.get else {
+        return Ok(true);
+    };
+    let Some(i) = w.gets.iter().position(|g| g.id == id) else {
+        // A synchronization delivered it.
+        return Ok(true);
+    };
+    for p in &w.gets[i].parts {
+        if !w.win.get_done(p)? {
+            return Ok(false);
+        }
+    }
+    let g = w.gets.remove(i);
+    let mut data = Vec::new();
+    for p in &g.parts {
+        data.extend(w.win.take_get(p).unwrap_or_default());
+    }
+    g.buf.write(&g.layout, g.count, &data)?;
+    r.get = None;
+    Ok(true)
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op`, one element): `result` gets the old target
@@ -542,7 +850,7 @@ pub(crate) fn get_accumulate(
     }
     let mut old = Vec::with_capacity(data.len());
     let mut at = 0;
-    for (off, len) in runs(w, t.disp, &tl, tn)? {
+    for (off, len) in runs(w, t.rank, t.disp, &tl, tn)? {
         old.extend(
             w.win
                 .get_accumulate_kind(kind, &data[at..at + len], t.rank, off, aop)?,
@@ -577,7 +885,7 @@ pub(crate) fn compare_and_swap(
         return Ok(());
     }
     check_target(w, rank)?;
-    let off = runs(w, disp, &l, 1)?.first().map_or(0, |r| r.0);
+    let off = runs(w, rank, disp, &l, 1)?.first().map_or(0, |r| r.0);
     let old = w.win.compare_and_swap_kind(kind, &v, &c, rank, off)?;
     result.write(&l, 1, &old)?;
     Ok(())

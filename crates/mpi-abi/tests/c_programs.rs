@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The programs and the line each prints on success.
-const PROGRAMS: [&str; 8] = [
+const PROGRAMS: [&str; 9] = [
     "hello",
     "p2p",
     "coll",
@@ -17,6 +17,7 @@ const PROGRAMS: [&str; 8] = [
     "comm",
     "rma",
     "rma_ranges",
+    "rma_dynamic",
     "errors",
 ];
 

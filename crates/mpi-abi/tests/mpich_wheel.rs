@@ -204,7 +204,7 @@ fn programs_compiled_by_the_wheels_mpicc_abi_run_on_both_nics() {
     let (_, libdir) = ours();
     let bin = tmp().join("bin");
     std::fs::create_dir_all(&bin).expect("creating the output directory");
-    for name in ["hello", "p2p", "coll", "rma"] {
+    for name in ["hello", "p2p", "coll", "rma", "rma_dynamic"] {
         let exe = bin.join(name);
         let out = Command::new("bash")
             .arg(data.join("bin/mpicc_abi"))

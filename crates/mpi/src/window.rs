@@ -4,10 +4,13 @@
 //!
 //! Nothing here is emulated with messages: every access is a transport RMA operation or NIC
 //! atomic. Locks are a 64-bit word at the start of each rank's window, taken with NIC atomics
-//! (exclusive: compare-and-swap 0 → writer bit; shared: fetch-add of one reader, backed out
-//! when a writer holds it), as MPI libraries over RDMA networks implement passive target.
-//! General active target (post/start/complete/wait) counts posts and completes in two more
-//! header words, incremented by the peers' NIC atomics.
+//! (exclusive: compare-and-swap 0 → writer bit, released by taking the bit away; shared:
+//! fetch-add of one reader, backed out when a writer holds it; `lock_word`), as MPI libraries
+//! over RDMA networks implement passive target.
+//! General active target (post/start/complete/wait) keeps posts and completes in two more
+//! header words, added to by the peers' NIC atomics: completes are counted; a post sets the
+//! poster's bit (communicators of at most 64 ranks, so that a start waits for its own
+//! group's posts) or counts one (larger ones).
 //! Operations an NIC atomic cannot do (`MPI_PROD`, element types other than 32/64-bit
 //! integers and floats) are `MPI_ERR_OP`.
 
@@ -34,12 +37,13 @@ const IN_FLIGHT_BYTES: usize = 8 << 20;
 /// What one NIC atomic in flight is counted as against [`IN_FLIGHT_BYTES`] (its staging
 /// buffer, a page on cxi).
 const ATOMIC_STAGING: usize = 4096;
-/// Offset of the word counting the posts this rank received as an origin (PSCW).
+/// Offset of the word holding the posts this rank received as an origin (PSCW; a bit per
+/// poster, or a count: `post_mark`).
 const POSTS: usize = 8;
 /// Offset of the word counting the completes this rank received as a target (PSCW).
 const COMPLETES: usize = 16;
-/// The writer bit of the lock word.
-const WRITER: u64 = 1 << 63;
+
+mod lock_word;
 
 /// The kind of a passive-target lock (`MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +208,54 @@ impl<T: Equivalence> Window<T> {
             .put(self.win, w, off, data.as_bytes())?;
         self.issued(target, op, data.as_bytes().len());
         Ok(())
+    }
+
+    /// `MPI_Rput`: a put whose completion can be tested on its own
+    /// ([`put_done`](Self::put_done)); a synchronization completes it too.
+    pub fn put_start(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<PendingPut> {
+        let (w, off) = self.check(target, disp, data.len())?;
+        self.make_room(data.as_bytes().len())?;
+        let op = self
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .put(self.win, w, off, data.as_bytes())?;
+        self.issued(target, op, data.as_bytes().len());
+        Ok(PendingPut { op })
+    }
+
+    /// Whether put `p` is complete at its target (tests once, without waiting).
+    pub fn put_done(&mut self, p: &PendingPut) -> Result<bool> {
+        self.op_done(p.op)
+    }
+
+    /// Whether get `g` is complete (tests once, without waiting); its elements then wait in
+    /// [`take_get`](Self::take_get).
+    pub fn get_done(&mut self, g: &PendingGet) -> Result<bool> {
+        self.op_done(g.op)
+    }
+
+    /// Test operation `op` once: complete when a synchronization completed it or the
+    /// transport reports it done (a get's bytes then go to `fetched`).
+    fn op_done(&mut self, op: OpId) -> Result<bool> {
+        if self.fetched.contains_key(&op) {
+            return Ok(true);
+        }
+        let Some(i) = self.pending.iter().position(|p| p.1 == op) else {
+            return Ok(true);
+        };
+        let r = self.comm.core.borrow_mut().transport.test(op);
+        match r {
+            Ok(Some(c)) => {
+                let (_, _, bytes) = self.pending.remove(i);
+                self.in_flight -= bytes;
+                self.finished(op, c);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(crate::universe::fatal(&self.comm.core, e)),
+        }
     }
 
     /// `MPI_Get` (here completed before returning, which the standard allows).
@@ -443,19 +495,14 @@ impl<T: Equivalence> Window<T> {
         self.comm.barrier()
     }
 
-    fn lock_word(
-        &mut self,
-        target: CommRank,
-        op: AmoOp,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
+    /// One step of the lock protocol on `target`'s lock word; the old word.
+    fn lock_word(&mut self, target: CommRank, s: lock_word::Step) -> Result<u64> {
         let (w, _) = self.check(target, 0, 0)?;
         let a = Atomic {
-            op,
+            op: s.op,
             ty: AmoType::U64,
-            operand: operand.to_le_bytes().to_vec(),
-            compare: compare.to_le_bytes().to_vec(),
+            operand: s.operand.to_le_bytes().to_vec(),
+            compare: s.compare.to_le_bytes().to_vec(),
             fetch: true,
         };
         let id = self
@@ -477,21 +524,13 @@ impl<T: Equivalence> Window<T> {
         }
         let mut w = crate::universe::Waiter::new();
         loop {
-            let got = match kind {
-                LockType::Exclusive => self.lock_word(target, AmoOp::CompareSwap, WRITER, 0)? == 0,
-                LockType::Shared => {
-                    let old = self.lock_word(target, AmoOp::Sum, 1, 0)?;
-                    if old & WRITER != 0 {
-                        self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
-                        false
-                    } else {
-                        true
-                    }
-                }
-            };
-            if got {
+            let old = self.lock_word(target, lock_word::attempt(kind))?;
+            if lock_word::took(kind, old) {
                 self.locks.push((target, kind));
                 return Ok(());
+            }
+            if let Some(s) = lock_word::back_out(kind) {
+                self.lock_word(target, s)?;
             }
             w.tick(&self.comm.core, &"a window lock")?;
             self.comm.core.borrow_mut().transport.progress()?;
@@ -507,14 +546,7 @@ impl<T: Equivalence> Window<T> {
             .ok_or_else(|| Error::Rma(format!("rank {target} is not locked")))?;
         self.flush(target)?;
         let (_, kind) = self.locks.remove(i);
-        match kind {
-            LockType::Exclusive => {
-                self.lock_word(target, AmoOp::Replace, 0, 0)?;
-            }
-            LockType::Shared => {
-                self.lock_word(target, AmoOp::Sum, u64::MAX, 0)?;
-            }
-        }
+        self.lock_word(target, lock_word::release(kind))?;
         Ok(())
     }
 
@@ -524,6 +556,18 @@ impl<T: Equivalence> Window<T> {
         if n == 0 {
             return Ok(());
         }
+        self.take_when(off, |v| v >= n as u64, n as u64, what)
+    }
+
+    /// Wait until this rank's word at `off` satisfies `ready`, then take `sub` off it (a NIC
+    /// atomic on this rank).
+    fn take_when(
+        &mut self,
+        off: usize,
+        ready: impl Fn(u64) -> bool,
+        sub: u64,
+        what: &str,
+    ) -> Result<()> {
         let me = self.comm.rank();
         let mut w = crate::universe::Waiter::new();
         loop {
@@ -533,13 +577,20 @@ impl<T: Equivalence> Window<T> {
                 .borrow_mut()
                 .transport
                 .win_read(self.win, off, &mut b)?;
-            if u64::from_le_bytes(b) >= n as u64 {
+            if ready(u64::from_le_bytes(b)) {
                 break;
             }
             w.tick(&self.comm.core, &what)?;
             self.comm.core.borrow_mut().transport.progress()?;
         }
-        self.counter_add(me, off, (n as u64).wrapping_neg())
+        self.counter_add(me, off, sub.wrapping_neg())
+    }
+
+    /// What a post from `rank` adds to its origin's posts word: with at most 64 ranks a bit
+    /// of its own (a start then waits for the posts of exactly its group's members), else
+    /// one (a start waits for as many posts as its group has members).
+    fn post_mark(&self, rank: CommRank) -> u64 {
+        if self.comm.size() <= 64 { 1 << rank } else { 1 }
     }
 
     /// Add `v` to the counter word at `off` of `target` (a NIC atomic, complete on return).
@@ -574,7 +625,8 @@ impl<T: Equivalence> Window<T> {
             self.check(o, 0, 0)?;
         }
         for &o in origins {
-            self.counter_add(o, POSTS, 1)?;
+            let mark = self.post_mark(self.comm.rank());
+            self.counter_add(o, POSTS, mark)?;
         }
         self.exposure = Some(origins.len());
         Ok(())
@@ -590,7 +642,15 @@ impl<T: Equivalence> Window<T> {
         for &t in targets {
             self.check(t, 0, 0)?;
         }
-        self.consume(POSTS, targets.len(), "MPI_Win_start (the targets' posts)")?;
+        let what = "MPI_Win_start (the targets' posts)";
+        if self.comm.size() <= 64 {
+            // A target posts to an origin again only after the origin completed the epoch
+            // that consumed its previous post, so each target's bit is set at most once.
+            let mask = targets.iter().fold(0u64, |m, &t| m | self.post_mark(t));
+            self.take_when(POSTS, |v| v & mask == mask, mask, what)?;
+        } else {
+            self.consume(POSTS, targets.len(), what)?;
+        }
         self.access = Some(targets.to_vec());
         Ok(())
     }
@@ -621,6 +681,27 @@ impl<T: Equivalence> Window<T> {
         Ok(())
     }
 
+    /// `MPI_Win_test`: end the exposure epoch if every origin has completed (`true`), else
+    /// leave it open (`false`) without waiting.
+    pub fn test(&mut self) -> Result<bool> {
+        let n = self
+            .exposure
+            .ok_or_else(|| Error::Rma("no exposure epoch is open (MPI_Win_post)".into()))?;
+        self.comm.core.borrow_mut().transport.progress()?;
+        let mut b = [0u8; 8];
+        self.comm
+            .core
+            .borrow_mut()
+            .transport
+            .win_read(self.win, COMPLETES, &mut b)?;
+        if u64::from_le_bytes(b) < n as u64 {
+            return Ok(false);
+        }
+        self.consume(COMPLETES, n, "MPI_Win_test (the origins' completes)")?;
+        self.exposure = None;
+        Ok(true)
+    }
+
     /// `MPI_Win_lock_all`: a shared lock on every rank.
     pub fn lock_all(&mut self) -> Result<()> {
         for r in 0..self.comm.size() {
@@ -638,6 +719,12 @@ impl<T: Equivalence> Window<T> {
     }
 }
 
+/// A put in flight ([`Window::put_start`]).
+#[derive(Debug)]
+pub struct PendingPut {
+    op: OpId,
+}
+
 /// A get in flight ([`Window::get_start`]).
 #[derive(Debug)]
 pub struct PendingGet {
@@ -650,12 +737,6 @@ impl PendingGet {
     pub fn target(&self) -> CommRank {
         self.target
     }
-}
-
-/// An element operation of a byte window: a NIC atomic in flight, or done (its old bytes).
-enum Element {
-    Pending(OpId),
-    Done(Vec<u8>),
 }
 
 /// What an accumulate does with each target element (`MPI_Accumulate`'s operation).
@@ -776,9 +857,9 @@ impl Window<u8> {
         }
     }
 
-    /// One element of an accumulate: a NIC atomic when the NIC has it (pending when not
-    /// fetching), else done at once by [`element_by_cas`](Self::element_by_cas).
-    fn element(
+    /// One element of an accumulate as a NIC atomic, in flight, when the NIC has the
+    /// operation on elements of `kind` (`None` when it has not).
+    fn native(
         &mut self,
         kind: Kind,
         target: CommRank,
@@ -786,24 +867,117 @@ impl Window<u8> {
         op: AccumulateOp,
         x: &[u8],
         fetch: bool,
-    ) -> Result<Element> {
-        let native = amo_type(kind).and_then(|ty| Ok((ty, op.amo()?)));
-        if let Ok((ty, aop)) = native {
-            match self.atomic_typed(target, off, aop, ty, x, &[], fetch) {
-                Ok(id) => return Ok(Element::Pending(id)),
-                Err(Error::Op(_)) => {}
-                Err(e) => return Err(e),
+    ) -> Result<Option<OpId>> {
+        let Ok((ty, aop)) = amo_type(kind).and_then(|ty| Ok((ty, op.amo()?))) else {
+            return Ok(None);
+        };
+        match self.atomic_typed(target, off, aop, ty, x, &[], fetch) {
+            Ok(id) => Ok(Some(id)),
+            Err(Error::Op(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Elements the NIC has no atomic for, each `(offset, operand)` of `kind`, updated with
+    /// compare-and-swap on the 64-bit words holding them, every word in flight at once: one
+    /// fetch of each word, then one compare-and-swap of each (all elements of a word in one),
+    /// repeated for the words another writer changed meanwhile. Each word's update is
+    /// atomic, so each element's is. The old bytes of each element, in order.
+    fn elements_by_cas(
+        &mut self,
+        kind: Kind,
+        target: CommRank,
+        op: AccumulateOp,
+        elems: &[(usize, &[u8])],
+    ) -> Result<Vec<Vec<u8>>> {
+        let size = kind.size();
+        // The words, in order of first use, and which elements each holds.
+        let mut words: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (i, &(off, _)) in elems.iter().enumerate() {
+            let word = off & !7;
+            if off - word + size > 8 || word + 8 > HEADER + self.len {
+                return Err(Error::Op(format!(
+                    "no NIC atomic for this element, and a {size}-byte element at offset {} does \
+                     not sit in an 8-byte word of the window (a compare-and-swap loop needs one)",
+                    off - HEADER
+                )));
+            }
+            match words.iter_mut().find(|w| w.0 == word) {
+                Some(w) => w.1.push(i),
+                None => words.push((word, vec![i])),
             }
         }
-        let old = self.element_by_cas(target, off, kind.size(), |cur| {
-            Self::combine(kind, op, cur, x)
-        })?;
-        Ok(Element::Done(old))
+        let fetch = |me: &mut Self, word: usize, o: AmoOp, new: u64, old: u64| {
+            me.atomic_typed(
+                target,
+                word,
+                o,
+                AmoType::U64,
+                &new.to_le_bytes(),
+                &old.to_le_bytes(),
+                true,
+            )
+        };
+        let ids = words
+            .iter()
+            .map(|w| fetch(self, w.0, AmoOp::Sum, 0, 0))
+            .collect::<Result<Vec<_>>>()?;
+        let mut olds = ids
+            .into_iter()
+            .map(|id| self.fetched_word(id))
+            .collect::<Result<Vec<u64>>>()?;
+        let mut out = vec![Vec::new(); elems.len()];
+        let mut todo: Vec<usize> = (0..words.len()).collect();
+        let mut waiter = crate::universe::Waiter::new();
+        loop {
+            let mut tries = Vec::with_capacity(todo.len());
+            for &k in &todo {
+                let (word, members) = &words[k];
+                let mut bytes = olds[k].to_le_bytes();
+                for &i in members {
+                    let (off, x) = elems[i];
+                    let at = off - word;
+                    let cur = bytes[at..at + size].to_vec();
+                    if let Some(v) = Self::combine(kind, op, &cur, x)? {
+                        bytes[at..at + size].copy_from_slice(&v);
+                    }
+                    out[i] = cur;
+                }
+                let new = u64::from_le_bytes(bytes);
+                if new == olds[k] {
+                    // Nothing changes (MPI_NO_OP, or an identity): the read was atomic.
+                    continue;
+                }
+                tries.push((k, fetch(self, *word, AmoOp::CompareSwap, new, olds[k])?));
+            }
+            let mut again = Vec::new();
+            for (k, id) in tries {
+                let prev = self.fetched_word(id)?;
+                if prev != olds[k] {
+                    olds[k] = prev;
+                    again.push(k);
+                }
+            }
+            if again.is_empty() {
+                return Ok(out);
+            }
+            todo = again;
+            waiter.tick(&self.comm.core, &"a compare-and-swap loop")?;
+        }
+    }
+
+    /// The old word a fetching 64-bit atomic returned.
+    fn fetched_word(&mut self, id: OpId) -> Result<u64> {
+        match wait_op(&self.comm.core, id)? {
+            Completion::Fetched(b) => value_from_bytes(&b),
+            c => Err(Error::Rma(format!("a word atomic completed as {c:?}"))),
+        }
     }
 
     /// `MPI_Accumulate` of `data` (elements of `kind`) at byte `disp` of `target`'s part;
     /// complete at the next synchronization. Operations and element types the NIC's atomics
-    /// lack run as compare-and-swap loops (complete when this returns).
+    /// lack run as compare-and-swap loops on the elements' words, all words in flight at
+    /// once (complete when this returns).
     pub fn accumulate_kind(
         &mut self,
         kind: Kind,
@@ -813,12 +987,16 @@ impl Window<u8> {
         op: AccumulateOp,
     ) -> Result<()> {
         let (off, size) = self.check_kind(kind, target, disp, data.len())?;
+        let mut rest = Vec::new();
         for (i, x) in data.chunks_exact(size).enumerate() {
-            if let Element::Pending(id) =
-                self.element(kind, target, off + i * size, op, x, false)?
-            {
-                self.issued(target, id, ATOMIC_STAGING);
+            let at = off + i * size;
+            match self.native(kind, target, at, op, x, false)? {
+                Some(id) => self.issued(target, id, ATOMIC_STAGING),
+                None => rest.push((at, x)),
             }
+        }
+        if !rest.is_empty() {
+            self.elements_by_cas(kind, target, op, &rest)?;
         }
         Ok(())
     }
@@ -834,16 +1012,27 @@ impl Window<u8> {
         op: AccumulateOp,
     ) -> Result<Vec<u8>> {
         let (off, size) = self.check_kind(kind, target, disp, data.len())?;
-        let elems = data
-            .chunks_exact(size)
-            .enumerate()
-            .map(|(i, x)| self.element(kind, target, off + i * size, op, x, true))
-            .collect::<Result<Vec<_>>>()?;
+        let mut elems = Vec::with_capacity(data.len() / size);
+        let mut rest = Vec::new();
+        for (i, x) in data.chunks_exact(size).enumerate() {
+            let at = off + i * size;
+            let e = self.native(kind, target, at, op, x, true)?;
+            if e.is_none() {
+                rest.push((at, x));
+            }
+            elems.push(e);
+        }
+        let mut by_cas = if rest.is_empty() {
+            Vec::new()
+        } else {
+            self.elements_by_cas(kind, target, op, &rest)?
+        }
+        .into_iter();
         let mut out = Vec::with_capacity(data.len());
         for e in elems {
             match e {
-                Element::Done(b) => out.extend_from_slice(&b),
-                Element::Pending(id) => match wait_op(&self.comm.core, id)? {
+                None => out.extend(by_cas.next().unwrap_or_default()),
+                Some(id) => match wait_op(&self.comm.core, id)? {
                     Completion::Fetched(b) => out.extend_from_slice(&b[..size.min(b.len())]),
                     c => return Err(Error::Rma(format!("a fetching atomic completed as {c:?}"))),
                 },

@@ -65,23 +65,18 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_attach(w: Handle, _base: *mut c_void, _size: isize) -> c_int {
-    call("MPI_Win_attach", Eh::Win(w), |s| {
-        rma::win(s, w)?;
-        Err(AbiError::unsupported(
-            "MPI_Win_attach (memory of dynamic windows)",
-        ))
-    })
+pub unsafe extern "C" fn MPI_Win_attach(w: Handle, base: *mut c_void, size: isize) -> c_int {
+    // SAFETY: MPI_Win_attach's contract: `size` bytes at `base` stay the program's memory
+    // until they are detached (or the window is freed).
+    let b = unsafe { Lent::new(base) };
+    call("MPI_Win_attach", Eh::Win(w), |s| rma::attach(s, w, b, size))
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_detach(w: Handle, _base: *const c_void) -> c_int {
-    call("MPI_Win_detach", Eh::Win(w), |s| {
-        rma::win(s, w)?;
-        Err(AbiError::unsupported(
-            "MPI_Win_detach (memory of dynamic windows)",
-        ))
-    })
+pub unsafe extern "C" fn MPI_Win_detach(w: Handle, base: *const c_void) -> c_int {
+    // SAFETY: only the address is used (to find the attached memory).
+    let b = unsafe { Lent::new(base) };
+    call("MPI_Win_detach", Eh::Win(w), |s| rma::detach(s, w, b))
 }
 
 #[unsafe(no_mangle)]
@@ -120,6 +115,16 @@ pub unsafe extern "C" fn MPI_Win_start(g: Handle, _assert: c_int, w: Handle) -> 
 pub unsafe extern "C" fn MPI_Win_complete(w: Handle) -> c_int {
     call("MPI_Win_complete", Eh::Win(w), |s| {
         rma::complete_wait(s, w, true)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_test(w: Handle, flag: *mut c_int) -> c_int {
+    // SAFETY: MPI_Win_test's contract: `flag` points to an int.
+    let flag = unsafe { mem::out(flag) };
+    call("MPI_Win_test", Eh::Win(w), |s| {
+        let done = rma::test(s, w)?;
+        put(flag, c_int::from(done))
     })
 }
 
@@ -262,17 +267,40 @@ unsafe fn access(
             count: tc,
             dtype: tdt,
         };
-        match what {
-            Access::Get => rma::get(s, origin, target, w)?,
-            _ => rma::put(s, origin, target, what, w)?,
-        }
-        if let Some(req) = req {
-            // Request-based operations complete at the target before they return.
-            rma::flush(s, Some(rank).filter(|&r| r != MPI_PROC_NULL), w)?;
-            let h = s.new_req(Req::Done(StatusInfo::empty()));
-            put(req, h)?;
-        }
-        Ok(())
+        let Some(req) = req else {
+            match what {
+                Access::Get => {
+                    rma::get(s, origin, target, w)?;
+                }
+                _ => {
+                    rma::put(s, origin, target, what, w, false)?;
+                }
+            }
+            return Ok(());
+        };
+        let r = match what {
+            // Request-based puts and gets stay in flight until the request (or a
+            // synchronization) completes them.
+            Access::Get => rma::RmaReq {
+                win: w,
+                puts: Vec::new(),
+                get: rma::get(s, origin, target, w)?,
+            },
+            Access::Put => rma::RmaReq {
+                win: w,
+                puts: rma::put(s, origin, target, what, w, true)?,
+                get: None,
+            },
+            Access::Acc(_) => {
+                // Accumulates complete at the target before they return.
+                rma::put(s, origin, target, what, w, false)?;
+                rma::flush(s, Some(rank).filter(|&r| r != MPI_PROC_NULL), w)?;
+                let h = s.new_req(Req::Done(StatusInfo::empty()));
+                return put(req, h);
+            }
+        };
+        let h = s.new_req(Req::Rma(r));
+        put(req, h)
     })
 }
 

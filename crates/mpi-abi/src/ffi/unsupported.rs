@@ -158,7 +158,7 @@ not_implemented! {
     MPI_Win_call_errhandler MPI_Win_create_c MPI_Win_create_keyval
     MPI_Win_delete_attr MPI_Win_free_keyval MPI_Win_get_info MPI_Win_get_name
     MPI_Win_set_attr MPI_Win_set_info MPI_Win_set_name MPI_Win_shared_query
-    MPI_Win_shared_query_c MPI_Win_test
+    MPI_Win_shared_query_c
 }
 
 tools_not_implemented! {
