@@ -664,8 +664,14 @@ unsafe extern "C" fn cq_open(
     0
 }
 
-/// Nothing blocks in this provider (`sread` polls), so there is no one to wake.
-unsafe extern "C" fn cq_signal(_cq: *mut fid_cq) -> c_int {
+/// Ends a blocking read that finds nothing (`sread` polls; it looks at the signal each
+/// round), now or the next one.
+unsafe extern "C" fn cq_signal(cq: *mut fid_cq) -> c_int {
+    // SAFETY: libfabric passes the CQ it got from us.
+    let Some(c) = (unsafe { obj::<CqObj>(cq.cast(), &CQ_FI_OPS) }) else {
+        return -FI_EINVAL;
+    };
+    c.cq.signal();
     0
 }
 
@@ -743,6 +749,10 @@ unsafe extern "C" fn cq_sreadfrom(
         // SAFETY: the caller's arguments, passed on.
         let r = unsafe { cq_readfrom(cq, buf, count, src) };
         if r != -(FI_EAGAIN as ssize_t) {
+            return r;
+        }
+        // SAFETY: the CQ is live (the read above checked it is ours).
+        if unsafe { obj::<CqObj>(cq.cast(), &CQ_FI_OPS) }.is_some_and(|c| c.cq.take_signal()) {
             return r;
         }
         if timeout >= 0 && start.elapsed().as_millis() >= timeout as u128 {
@@ -857,7 +867,7 @@ static EP_CM: fi_ops_cm = fi_ops_cm {
     listen: None,
     accept: None,
     reject: None,
-    shutdown: None,
+    shutdown: Some(ep_shutdown),
     join: None,
 };
 static EP_MSG: fi_ops_msg = fi_ops_msg {
@@ -1034,6 +1044,12 @@ unsafe extern "C" fn ep_setopt(
     _len: usize,
 ) -> c_int {
     -FI_ENOPROTOOPT
+}
+
+/// `fi_shutdown`: an RDM endpoint has no connection to shut down (fabtests' `fi_cq_data`
+/// calls it on every endpoint type; a null entry crashed it).
+unsafe extern "C" fn ep_shutdown(_ep: *mut fid_ep, _flags: u64) -> c_int {
+    -FI_ENOSYS
 }
 
 unsafe extern "C" fn ep_getname(f: fid_t, addr: *mut c_void, addrlen: *mut usize) -> c_int {

@@ -492,7 +492,7 @@ pub struct fi_ops_cm {
     pub listen: Unused,
     pub accept: Unused,
     pub reject: Unused,
-    pub shutdown: Unused,
+    pub shutdown: Option<unsafe extern "C" fn(*mut fid_ep, u64) -> c_int>,
     pub join: Unused,
 }
 

@@ -7,11 +7,13 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \
@@ -114,6 +116,19 @@ int main(void) {
     CHECK(fi_enable(ep) == 0, "fi_enable");
     n = fi_eq_read(eq, &event, &entry, sizeof entry, 0);
     CHECK(n == -FI_EAGAIN, "an event after the setup: %zd", n);
+
+    /* fi_cq_signal ends a blocking read that would wait for ever (the alarm turns a read
+     * that ignores the signal into a failure instead of a hang). */
+    CHECK(fi_cq_signal(cq) == 0, "fi_cq_signal");
+    alarm(60);
+    struct fi_cq_tagged_entry comp;
+    n = fi_cq_sread(cq, &comp, 1, NULL, -1);
+    alarm(0);
+    CHECK(n == -FI_EAGAIN, "fi_cq_sread after fi_cq_signal = %zd", n);
+    /* fi_shutdown has no connection to end on an RDM endpoint (fabtests' fi_cq_data calls
+     * it on every endpoint type). */
+    rc = fi_shutdown(ep, 0);
+    CHECK(rc == -FI_ENOSYS, "fi_shutdown = %d", rc);
 
     CHECK(fi_close(&ep->fid) == 0, "closing the endpoint");
     CHECK(fi_close(&cq->fid) == 0, "closing the CQ");
