@@ -54,6 +54,8 @@ pub struct Cq {
     eps: Mutex<Vec<Weak<Ep>>>,
     /// The last error read, kept for `fi_cq_strerror`.
     pub last_error: Mutex<String>,
+    /// `fi_cq_signal` was called: the next blocking read that finds nothing returns at once.
+    signalled: std::sync::atomic::AtomicBool,
 }
 
 /// What reading found.
@@ -94,6 +96,18 @@ impl Cq {
         }
         let n = max.min(q.ok.len());
         Read::Entries(q.ok.drain(..n).collect())
+    }
+
+    /// `fi_cq_signal`: wake a blocking read (now or the next one) without a completion.
+    pub fn signal(&self) {
+        self.signalled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a signal arrived since the last call (and clear it).
+    pub fn take_signal(&self) -> bool {
+        self.signalled
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Take the first error completion.

@@ -11,8 +11,10 @@
 pub mod av;
 pub mod cq;
 pub mod ep;
+pub mod eq;
 pub mod error;
 pub mod ffi;
+pub mod info;
 pub mod nic;
 pub mod rendezvous;
 pub mod wire;

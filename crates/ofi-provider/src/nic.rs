@@ -188,3 +188,9 @@ pub fn shared() -> Result<Arc<Nic>> {
     *slot = Arc::downgrade(&n);
     Ok(n)
 }
+
+/// The NID this process's NIC has or will have, without opening it (for `fi_getinfo`): its
+/// rank in a launched job (node = NID = rank), 0 alone.
+pub fn local_nid() -> Result<u32> {
+    Ok(Launch::from_env(&process_env())?.map_or(0, |l| l.rank))
+}

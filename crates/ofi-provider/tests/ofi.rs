@@ -122,6 +122,10 @@ fn layouts_match_the_c_headers() {
         ("fi_cq_err_entry", size_of::<fi_cq_err_entry>()),
         ("fi_msg", size_of::<fi_msg>()),
         ("fi_msg_tagged", size_of::<fi_msg_tagged>()),
+        ("fi_eq_attr", size_of::<fi_eq_attr>()),
+        ("fi_eq_err_entry", size_of::<fi_eq_err_entry>()),
+        ("fid_eq", size_of::<fid_eq>()),
+        ("fi_ops_eq", size_of::<fi_ops_eq>()),
         ("fi_info.nic", offset_of!(fi_info, nic)),
         ("fi_info.fabric_attr", offset_of!(fi_info, fabric_attr)),
         ("fi_domain_attr.tclass", offset_of!(fi_domain_attr, tclass)),
@@ -220,28 +224,51 @@ fn two_endpoints_exchange_tagged_and_untagged_messages_from_c() {
     );
 }
 
-/// Event queues, wait sets, counters and poll sets are refused with `-FI_ENOSYS`, not a
-/// call through a null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test`
-/// crashed on it).
-#[test]
-fn objects_the_provider_lacks_are_refused_not_crashed_on() {
+/// Build `tests/c/<name>.c` with `-lfabric`, run it with the provider, and check that it
+/// printed `<name>: ok`. Returns early (printing why) without gcc or libfabric-dev.
+fn run_c_check(name: &str) {
     if let Some(why) = missing_c_toolchain() {
         eprintln!("skipped: {why}");
         return;
     }
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-refused-objects");
-    gcc("refused_objects.c", &exe, &["-lfabric"]);
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ofi-{name}"));
+    gcc(&format!("{name}.c"), &exe, &["-lfabric"]);
     let out = Command::new(&exe)
         .env("FI_PROVIDER_PATH", provider_dir())
         .env("FI_PROVIDER", "nicemu")
+        .env_remove("NICEMU_OFI_RANK")
+        .env_remove("NICEMU_OFI_SIZE")
         .output()
-        .expect("running refused_objects");
+        .unwrap_or_else(|e| panic!("running {name}: {e}"));
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("refused_objects: ok"),
+        String::from_utf8_lossy(&out.stdout).contains(&format!("{name}: ok")),
         "{t}"
     );
+}
+
+/// Wait sets, counters and poll sets are refused with `-FI_ENOSYS`, not a call through a
+/// null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test` crashed on it).
+#[test]
+fn objects_the_provider_lacks_are_refused_not_crashed_on() {
+    run_c_check("refused_objects");
+}
+
+/// `fi_getinfo` as fabtests' `fi_getinfo_test` checks it: source and destination
+/// addresses, the capabilities asked for and no more, `-FI_ENODATA` for what cannot be met
+/// (`tests/c/getinfo.c`).
+#[test]
+fn getinfo_gives_addresses_and_only_what_was_asked() {
+    run_c_check("getinfo");
+}
+
+/// Event queues: write, read, peek, a full queue, a timed-out blocking read, no error
+/// events, `fi_trywait`, and the EQ bound to a domain, an AV and an endpoint
+/// (`tests/c/event_queue.c`; fabtests' common setup needs them).
+#[test]
+fn event_queues_carry_written_events_and_bind() {
+    run_c_check("event_queue");
 }
 
 /// A window of 72 posted 4 MiB receives (osu_bw's window is 64) fits the emulated node's

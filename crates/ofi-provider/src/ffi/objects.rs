@@ -14,6 +14,7 @@ use super::types::*;
 use crate::av::{ADDR_LEN, Av, straddr};
 use crate::cq::{Cq, Entry, Read};
 use crate::ep::{CqBinding, Ep, INJECT_SIZE, Send};
+use crate::eq::{self, Eq};
 use crate::error::Error;
 use crate::nic::{self, Nic};
 
@@ -65,9 +66,9 @@ unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
     -FI_ENOSYS
 }
 
-/// Event queues, wait sets, counters and poll sets are not provided: their `open` calls fail
-/// with `-FI_ENOSYS` (libfabric's inline `fi_eq_open` & co. call through the table unchecked,
-/// so a null entry would crash the caller; fabtests' `fi_eq_test` opens an EQ first thing).
+/// Wait sets, counters and poll sets are not provided: their `open` calls fail with
+/// `-FI_ENOSYS` (libfabric's inline `fi_wait_open` & co. call through the table unchecked,
+/// so a null entry would crash the caller).
 unsafe extern "C" fn open_refused(
     _owner: *mut c_void,
     _attr: *mut c_void,
@@ -115,9 +116,9 @@ static FABRIC_OPS: fi_ops_fabric = fi_ops_fabric {
     size: size_of::<fi_ops_fabric>(),
     domain: Some(domain_open),
     passive_ep: None,
-    eq_open: Some(open_refused),
+    eq_open: Some(eq_open),
     wait_open: Some(open_refused3),
-    trywait: None,
+    trywait: Some(trywait),
     domain2: None,
 };
 
@@ -138,6 +139,224 @@ unsafe extern "C" fn fabric_close(f: *mut fid) -> c_int {
 }
 
 // ---------------------------------------------------------------------------------------
+// Event queue
+
+#[repr(C)]
+struct EqObj {
+    fid: fid_eq,
+    eq: Eq,
+}
+
+static EQ_FI_OPS: fi_ops = base_ops(eq_close);
+static EQ_OPS: fi_ops_eq = fi_ops_eq {
+    size: size_of::<fi_ops_eq>(),
+    read: Some(eq_read),
+    readerr: Some(eq_readerr),
+    write: Some(eq_write),
+    sread: Some(eq_sread),
+    strerror: Some(eq_strerror),
+};
+
+/// # Safety
+/// `f` is null or a live fid.
+unsafe fn eq_of<'a>(f: *const fid) -> Option<&'a Eq> {
+    // SAFETY: per the contract.
+    unsafe { obj::<EqObj>(f, &EQ_FI_OPS) }.map(|e| &e.eq)
+}
+
+unsafe extern "C" fn eq_open(
+    fabric: *mut fid_fabric,
+    attr: *mut fi_eq_attr,
+    out: *mut *mut fid_eq,
+    context: *mut c_void,
+) -> c_int {
+    // SAFETY: libfabric passes the fabric it got from us.
+    if out.is_null() || unsafe { obj::<FabricObj>(fabric.cast(), &FABRIC_FI_OPS) }.is_none() {
+        return -FI_EINVAL;
+    }
+    // SAFETY: `attr` is null or valid.
+    let (size, wait) = unsafe { attr.as_ref() }.map_or((0, FI_WAIT_NONE), |a| (a.size, a.wait_obj));
+    // A blocking read waits on a condition variable: FI_WAIT_UNSPEC, FI_WAIT_MUTEX_COND
+    // (and FI_WAIT_YIELD, which asks for less). No file descriptors or wait sets.
+    if ![
+        FI_WAIT_NONE,
+        FI_WAIT_UNSPEC,
+        FI_WAIT_MUTEX_COND,
+        FI_WAIT_YIELD,
+    ]
+    .contains(&wait)
+    {
+        return -FI_ENOSYS;
+    }
+    let b = Box::new(EqObj {
+        fid: fid_eq {
+            fid: new_fid(FI_CLASS_EQ, context, &EQ_FI_OPS),
+            ops: &EQ_OPS,
+        },
+        eq: Eq::new(size),
+    });
+    // SAFETY: `out` is valid for a write (checked non-null).
+    unsafe { *out = Box::into_raw(b).cast() };
+    0
+}
+
+unsafe extern "C" fn eq_close(f: *mut fid) -> c_int {
+    // SAFETY: libfabric closes fids it got from us.
+    unsafe { close_box::<EqObj>(f, &EQ_FI_OPS) }
+}
+
+/// Deliver a read: the event type to `*event`, the entry to `buf`; returns its length.
+///
+/// # Safety
+/// `event` is null or valid for a write; `buf` is valid for `len` bytes.
+unsafe fn eq_deliver(r: eq::Read, event: *mut u32, buf: *mut c_void) -> ssize_t {
+    match r {
+        eq::Read::Empty => -(FI_EAGAIN as ssize_t),
+        eq::Read::TooSmall => -(FI_ETOOSMALL as ssize_t),
+        eq::Read::Event(e) => {
+            // SAFETY: per the contract; `e.data` fits in `len` (the EQ checked).
+            unsafe {
+                if !event.is_null() {
+                    *event = e.event;
+                }
+                ptr::copy_nonoverlapping(e.data.as_ptr(), buf.cast::<u8>(), e.data.len());
+            }
+            e.data.len() as ssize_t
+        }
+    }
+}
+
+unsafe extern "C" fn eq_read(
+    eq: *mut fid_eq,
+    event: *mut u32,
+    buf: *mut c_void,
+    len: usize,
+    flags: u64,
+) -> ssize_t {
+    // SAFETY: libfabric passes the EQ it got from us.
+    let Some(q) = (unsafe { eq_of(eq.cast()) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    if buf.is_null() && len > 0 {
+        return -(FI_EINVAL as ssize_t);
+    }
+    // SAFETY: `event` and `buf` are the caller's (fi_eq_read contract).
+    unsafe { eq_deliver(q.read(len, flags & FI_PEEK != 0), event, buf) }
+}
+
+unsafe extern "C" fn eq_sread(
+    eq: *mut fid_eq,
+    event: *mut u32,
+    buf: *mut c_void,
+    len: usize,
+    timeout: c_int,
+    flags: u64,
+) -> ssize_t {
+    // SAFETY: libfabric passes the EQ it got from us.
+    let Some(q) = (unsafe { eq_of(eq.cast()) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    if buf.is_null() && len > 0 {
+        return -(FI_EINVAL as ssize_t);
+    }
+    let timeout = u64::try_from(timeout)
+        .ok()
+        .map(std::time::Duration::from_millis);
+    // SAFETY: `event` and `buf` are the caller's (fi_eq_sread contract).
+    unsafe { eq_deliver(q.sread(len, flags & FI_PEEK != 0, timeout), event, buf) }
+}
+
+unsafe extern "C" fn eq_write(
+    eq: *mut fid_eq,
+    event: u32,
+    buf: *const c_void,
+    len: usize,
+    flags: u64,
+) -> ssize_t {
+    // SAFETY: libfabric passes the EQ it got from us.
+    let Some(q) = (unsafe { eq_of(eq.cast()) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    if flags != 0 {
+        return -(FI_EBADFLAGS as ssize_t);
+    }
+    // SAFETY: `buf` holds `len` bytes (fi_eq_write contract).
+    let Some(data) = (unsafe { bytes(buf, len) }) else {
+        return -(FI_EINVAL as ssize_t);
+    };
+    if q.write(event, data) {
+        len as ssize_t
+    } else {
+        -(FI_EAGAIN as ssize_t)
+    }
+}
+
+/// There are no error events (`crate::eq`).
+unsafe extern "C" fn eq_readerr(
+    eq: *mut fid_eq,
+    buf: *mut fi_eq_err_entry,
+    _flags: u64,
+) -> ssize_t {
+    // SAFETY: libfabric passes the EQ it got from us.
+    if unsafe { eq_of(eq.cast()) }.is_none() || buf.is_null() {
+        return -(FI_EINVAL as ssize_t);
+    }
+    -(FI_EAGAIN as ssize_t)
+}
+
+unsafe extern "C" fn eq_strerror(
+    _eq: *mut fid_eq,
+    _prov_errno: c_int,
+    _err_data: *const c_void,
+    buf: *mut c_char,
+    len: usize,
+) -> *const c_char {
+    const MSG: &str = "nicemu: event queues carry no provider errors";
+    if buf.is_null() || len == 0 {
+        return c"nicemu: event queues carry no provider errors".as_ptr();
+    }
+    let mut room = len;
+    // SAFETY: `buf` has `len` bytes (fi_eq_strerror contract).
+    unsafe { copy_str(MSG, buf, &mut room) }
+}
+
+/// `fi_trywait`: 0 if every fid is an empty EQ (safe to sleep), `-FI_EAGAIN` if one has an
+/// event, or is a CQ: a CQ's completions come from manual progress, so its reader must poll.
+unsafe extern "C" fn trywait(_fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
+    let n = usize::try_from(count).unwrap_or(0);
+    if fids.is_null() && n > 0 {
+        return -FI_EINVAL;
+    }
+    for i in 0..n {
+        // SAFETY: `fids` holds `count` fids (fi_trywait contract), each null or live.
+        let f = unsafe { *fids.add(i) };
+        // SAFETY: as above.
+        if let Some(q) = unsafe { eq_of(f) } {
+            if q.pending() {
+                return -FI_EAGAIN;
+            }
+        // SAFETY: as above.
+        } else if unsafe { obj::<CqObj>(f, &CQ_FI_OPS) }.is_some() {
+            return -FI_EAGAIN;
+        } else {
+            return -FI_EINVAL;
+        }
+    }
+    0
+}
+
+/// `fi_domain_bind`/`fi_av_bind` of an EQ: accepted; nothing completes asynchronously on
+/// them (`crate::eq`). Anything else: `-FI_ENOSYS`.
+unsafe extern "C" fn bind_eq_only(_f: *mut fid, bfid: *mut fid, _flags: u64) -> c_int {
+    // SAFETY: libfabric passes fids it got from providers.
+    if unsafe { eq_of(bfid) }.is_some() {
+        0
+    } else {
+        -FI_ENOSYS
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Domain
 
 #[repr(C)]
@@ -146,7 +365,10 @@ struct DomainObj {
     nic: Arc<Nic>,
 }
 
-static DOMAIN_FI_OPS: fi_ops = base_ops(domain_close);
+static DOMAIN_FI_OPS: fi_ops = fi_ops {
+    bind: Some(bind_eq_only),
+    ..base_ops(domain_close)
+};
 static DOMAIN_OPS: fi_ops_domain = fi_ops_domain {
     size: size_of::<fi_ops_domain>(),
     av_open: Some(av_open),
@@ -206,7 +428,10 @@ struct AvObj {
     av: Arc<Av>,
 }
 
-static AV_FI_OPS: fi_ops = base_ops(av_close);
+static AV_FI_OPS: fi_ops = fi_ops {
+    bind: Some(bind_eq_only),
+    ..base_ops(av_close)
+};
 static AV_OPS: fi_ops_av = fi_ops_av {
     size: size_of::<fi_ops_av>(),
     insert: Some(av_insert),
@@ -439,8 +664,14 @@ unsafe extern "C" fn cq_open(
     0
 }
 
-/// Nothing blocks in this provider (`sread` polls), so there is no one to wake.
-unsafe extern "C" fn cq_signal(_cq: *mut fid_cq) -> c_int {
+/// Ends a blocking read that finds nothing (`sread` polls; it looks at the signal each
+/// round), now or the next one.
+unsafe extern "C" fn cq_signal(cq: *mut fid_cq) -> c_int {
+    // SAFETY: libfabric passes the CQ it got from us.
+    let Some(c) = (unsafe { obj::<CqObj>(cq.cast(), &CQ_FI_OPS) }) else {
+        return -FI_EINVAL;
+    };
+    c.cq.signal();
     0
 }
 
@@ -518,6 +749,10 @@ unsafe extern "C" fn cq_sreadfrom(
         // SAFETY: the caller's arguments, passed on.
         let r = unsafe { cq_readfrom(cq, buf, count, src) };
         if r != -(FI_EAGAIN as ssize_t) {
+            return r;
+        }
+        // SAFETY: the CQ is live (the read above checked it is ours).
+        if unsafe { obj::<CqObj>(cq.cast(), &CQ_FI_OPS) }.is_some_and(|c| c.cq.take_signal()) {
             return r;
         }
         if timeout >= 0 && start.elapsed().as_millis() >= timeout as u128 {
@@ -632,7 +867,7 @@ static EP_CM: fi_ops_cm = fi_ops_cm {
     listen: None,
     accept: None,
     reject: None,
-    shutdown: None,
+    shutdown: Some(ep_shutdown),
     join: None,
 };
 static EP_MSG: fi_ops_msg = fi_ops_msg {
@@ -755,6 +990,11 @@ unsafe extern "C" fn ep_bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
         };
         return ep.bind_cq(&cq.cq, how).map_or_else(|e| fail(&e), |()| 0);
     }
+    // SAFETY: as above.
+    if unsafe { eq_of(bfid) }.is_some() {
+        // Nothing of an RDM endpoint is reported on an EQ (`crate::eq`).
+        return 0;
+    }
     -FI_ENOSYS
 }
 
@@ -806,6 +1046,12 @@ unsafe extern "C" fn ep_setopt(
     -FI_ENOPROTOOPT
 }
 
+/// `fi_shutdown`: an RDM endpoint has no connection to shut down (fabtests' `fi_cq_data`
+/// calls it on every endpoint type; a null entry crashed it).
+unsafe extern "C" fn ep_shutdown(_ep: *mut fid_ep, _flags: u64) -> c_int {
+    -FI_ENOSYS
+}
+
 unsafe extern "C" fn ep_getname(f: fid_t, addr: *mut c_void, addrlen: *mut usize) -> c_int {
     // SAFETY: libfabric passes the fid it got from us.
     let Some(ep) = (unsafe { ep_of(f) }) else {
@@ -826,8 +1072,6 @@ unsafe extern "C" fn ep_getname(f: fid_t, addr: *mut c_void, addrlen: *mut usize
     }
     0
 }
-
-const FI_ETOOSMALL: c_int = 266;
 
 /// # Safety
 /// `buf` is null only with `len` 0, else valid for `len` bytes of reads during the call.

@@ -8,7 +8,7 @@ use std::ptr;
 use super::objects;
 use super::types::*;
 use crate::ep::{INJECT_SIZE, MAX_MSG_SIZE};
-use crate::wire;
+use crate::{info, wire};
 
 /// Provider version 0.1.
 const VERSION: u32 = fi_version(0, 1);
@@ -19,25 +19,8 @@ const NAME: &CStr = c"nicemu";
 const FABRIC_NAME: &CStr = c"nicemu";
 const DOMAIN_NAME: &CStr = c"cxi0";
 
-/// Primary and secondary capabilities.
-pub const CAPS: u64 = FI_MSG
-    | FI_TAGGED
-    | FI_SEND
-    | FI_RECV
-    | FI_SOURCE
-    | FI_DIRECTED_RECV
-    | FI_REMOTE_CQ_DATA
-    | FI_LOCAL_COMM
-    | FI_REMOTE_COMM;
-const TX_CAPS: u64 = FI_MSG | FI_TAGGED | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM;
-const RX_CAPS: u64 = FI_MSG
-    | FI_TAGGED
-    | FI_RECV
-    | FI_SOURCE
-    | FI_DIRECTED_RECV
-    | FI_REMOTE_CQ_DATA
-    | FI_LOCAL_COMM
-    | FI_REMOTE_COMM;
+/// Every capability an `fi_info` of the provider may carry (`crate::info`).
+pub const CAPS: u64 = info::CAPS;
 
 /// Mutable because libfabric's core writes its bookkeeping into `context`.
 static mut PROVIDER: fi_provider = fi_provider {
@@ -62,16 +45,14 @@ pub extern "C" fn fi_prov_ini() -> *mut fi_provider {
 
 extern "C" fn cleanup() {}
 
-/// Whether `hints` ask for anything this provider cannot give.
+/// The hints as [`info::Hints`], or why they ask for what no `fi_info` here has.
 ///
 /// # Safety
-/// `hints` and the attribute pointers in it are null or valid (libfabric's contract).
-unsafe fn unsupported(hints: &fi_info) -> Option<&'static str> {
-    if hints.caps & !CAPS != 0 {
-        return Some("capabilities");
-    }
+/// `hints` and the attribute and address pointers in it are null or valid (libfabric's
+/// contract).
+unsafe fn read_hints(hints: &fi_info) -> Result<info::Hints, &'static str> {
     if hints.addr_format != FI_FORMAT_UNSPEC {
-        return Some("address format");
+        return Err("address format");
     }
     // SAFETY: per the function's contract each attribute is null or valid.
     let (ep, dom, fab, tx, rx) = unsafe {
@@ -85,46 +66,90 @@ unsafe fn unsupported(hints: &fi_info) -> Option<&'static str> {
     };
     if let Some(ep) = ep {
         if ep.type_ != FI_EP_UNSPEC && ep.type_ != FI_EP_RDM {
-            return Some("endpoint type");
+            return Err("endpoint type");
         }
         if ep.max_msg_size > MAX_MSG_SIZE {
-            return Some("max_msg_size");
+            return Err("max_msg_size");
         }
         if ep.mem_tag_format & !wire::TAG_MASK != 0 {
-            return Some("mem_tag_format");
+            return Err("mem_tag_format");
         }
     }
     if let Some(d) = dom {
         if ![FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE].contains(&d.av_type) {
-            return Some("av_type");
+            return Err("av_type");
         }
         if ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.data_progress)
             || ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.control_progress)
         {
-            return Some("progress");
+            return Err("progress");
         }
         // SAFETY: a non-null name is a C string (contract).
         if !d.name.is_null() && unsafe { CStr::from_ptr(d.name) } != DOMAIN_NAME {
-            return Some("domain name");
+            return Err("domain name");
         }
     }
     if let Some(f) = fab {
         // SAFETY: as above.
         if !f.name.is_null() && unsafe { CStr::from_ptr(f.name) } != FABRIC_NAME {
-            return Some("fabric name");
+            return Err("fabric name");
         }
     }
-    if tx.is_some_and(|t| t.caps & !TX_CAPS != 0) || rx.is_some_and(|r| r.caps & !RX_CAPS != 0) {
-        return Some("tx/rx capabilities");
+    let address = |a: *const c_void, len: usize| {
+        (!a.is_null()).then(|| {
+            // SAFETY: a non-null address has `len` bytes (contract).
+            unsafe { std::slice::from_raw_parts(a.cast::<u8>(), len) }.to_vec()
+        })
+    };
+    Ok(info::Hints {
+        caps: hints.caps,
+        tx_caps: tx.map_or(0, |t| t.caps),
+        rx_caps: rx.map_or(0, |r| r.caps),
+        domain_caps: dom.map_or(0, |d| d.caps),
+        tx_order: tx.map_or(0, |t| t.msg_order),
+        rx_order: rx.map_or(0, |r| r.msg_order),
+        comp_order: tx.map_or(0, |t| t.comp_order) | rx.map_or(0, |r| r.comp_order),
+        src_addr: address(hints.src_addr, hints.src_addrlen),
+        dest_addr: address(hints.dest_addr, hints.dest_addrlen),
+    })
+}
+
+/// A C string argument, or `None` when null or not UTF-8.
+///
+/// # Safety
+/// `s` is null or a C string.
+unsafe fn arg<'a>(s: *const c_char) -> Option<&'a str> {
+    if s.is_null() {
+        return None;
     }
-    None
+    // SAFETY: per the contract, a non-null `s` is a C string.
+    unsafe { CStr::from_ptr(s) }.to_str().ok()
+}
+
+/// This host's name (for `node`), empty if unknown.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// `malloc`ed copy of an address, for `fi_freeinfo` to `free`.
+fn c_addr(a: &[u8; 8]) -> *mut c_void {
+    // SAFETY: `malloc` returns null or room for 8 bytes; copying 8 bytes into it is valid.
+    unsafe {
+        let p = libc::malloc(a.len());
+        if !p.is_null() {
+            ptr::copy_nonoverlapping(a.as_ptr(), p.cast::<u8>(), a.len());
+        }
+        p
+    }
 }
 
 unsafe extern "C" fn getinfo(
     _version: u32,
-    _node: *const c_char,
-    _service: *const c_char,
-    _flags: u64,
+    node: *const c_char,
+    service: *const c_char,
+    flags: u64,
     hints: *const fi_info,
     info: *mut *mut fi_info,
 ) -> c_int {
@@ -132,19 +157,39 @@ unsafe extern "C" fn getinfo(
         return -FI_EINVAL;
     }
     // SAFETY: libfabric passes null or a valid `fi_info`.
-    if let Some(h) = unsafe { hints.as_ref() }
-        // SAFETY: its attributes are null or valid.
-        && unsafe { unsupported(h) }.is_some()
-    {
+    let h = match unsafe { hints.as_ref() } {
+        None => None,
+        // SAFETY: its attributes and addresses are null or valid.
+        Some(h) => match unsafe { read_hints(h) } {
+            Ok(h) => Some(h),
+            Err(_) => return -FI_ENODATA,
+        },
+    };
+    let own_nid = match crate::nic::local_nid() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("{e}");
+            return -FI_ENODATA;
+        }
+    };
+    // SAFETY: `node` and `service` are null or C strings (contract).
+    let target = unsafe {
+        info::Target {
+            node: arg(node),
+            service: arg(service),
+            source: flags & FI_SOURCE != 0,
+        }
+    };
+    let Ok(offer) = info::offer(h.as_ref(), &target, own_nid, &host_name()) else {
         return -FI_ENODATA;
-    }
+    };
     let i = alloc_info();
     if i.is_null() {
         return -FI_ENOMEM;
     }
     // SAFETY: `i` is the fresh allocation above; all its attribute pointers are valid,
-    // zeroed structures, and `hints` is null or valid. `strdup`ed names are freed by
-    // `fi_freeinfo`.
+    // zeroed structures, and `hints` is null or valid. `strdup`ed names and `malloc`ed
+    // addresses are freed by `fi_freeinfo`.
     unsafe {
         let av_type = hints
             .as_ref()
@@ -161,21 +206,27 @@ unsafe extern "C" fn getinfo(
             .and_then(|h| h.rx_attr.as_ref())
             .map_or(0, |r| r.op_flags & FI_COMPLETION);
         let i = &mut *i;
-        i.caps = CAPS;
+        i.caps = offer.caps;
         i.mode = 0;
         i.addr_format = FI_FORMAT_UNSPEC;
+        i.src_addr = c_addr(&offer.src_addr);
+        i.src_addrlen = if i.src_addr.is_null() { 0 } else { 8 };
+        if let Some(d) = &offer.dest_addr {
+            i.dest_addr = c_addr(d);
+            i.dest_addrlen = if i.dest_addr.is_null() { 0 } else { 8 };
+        }
         let tx = &mut *i.tx_attr;
-        tx.caps = TX_CAPS;
+        tx.caps = offer.tx_caps;
         tx.op_flags = tx_flags;
-        tx.msg_order = FI_ORDER_SAS;
+        tx.msg_order = info::MSG_ORDER;
         tx.comp_order = 0;
         tx.inject_size = INJECT_SIZE;
         tx.size = 1024;
         tx.iov_limit = 1;
         let rx = &mut *i.rx_attr;
-        rx.caps = RX_CAPS;
+        rx.caps = offer.rx_caps;
         rx.op_flags = rx_flags;
-        rx.msg_order = FI_ORDER_SAS;
+        rx.msg_order = info::MSG_ORDER;
         rx.size = 1024;
         rx.iov_limit = 1;
         let ep = &mut *i.ep_attr;
@@ -192,6 +243,7 @@ unsafe extern "C" fn getinfo(
         d.resource_mgmt = FI_RM_ENABLED;
         d.av_type = av_type;
         d.mr_mode = 0;
+        d.caps = offer.domain_caps;
         d.cq_data_size = wire::DATA_LEN;
         d.cq_cnt = 64;
         d.ep_cnt = 64;

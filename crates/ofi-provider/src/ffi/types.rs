@@ -18,18 +18,24 @@ pub const fn fi_version(major: u32, minor: u32) -> u32 {
 
 // Capabilities and flags (fabric.h).
 pub const FI_MSG: u64 = 1 << 1;
+pub const FI_RMA: u64 = 1 << 2;
+pub const FI_ATOMIC: u64 = 1 << 4;
 pub const FI_TAGGED: u64 = 1 << 3;
 pub const FI_RECV: u64 = 1 << 10;
 pub const FI_SEND: u64 = 1 << 11;
 pub const FI_TRANSMIT: u64 = FI_SEND;
+pub const FI_MULTI_RECV: u64 = 1 << 16;
 pub const FI_REMOTE_CQ_DATA: u64 = 1 << 17;
 pub const FI_COMPLETION: u64 = 1 << 24;
 pub const FI_INJECT: u64 = 1 << 25;
+pub const FI_HMEM: u64 = 1 << 47;
 pub const FI_LOCAL_COMM: u64 = 1 << 51;
 pub const FI_REMOTE_COMM: u64 = 1 << 52;
+pub const FI_SHARED_AV: u64 = 1 << 53;
 pub const FI_SOURCE: u64 = 1 << 57;
 pub const FI_DIRECTED_RECV: u64 = 1 << 59;
 pub const FI_SELECTIVE_COMPLETION: u64 = 1 << 59;
+pub const FI_ORDER_RAW: u64 = 1 << 1;
 pub const FI_ORDER_SAS: u64 = 1 << 8;
 pub const FI_ADDR_UNSPEC: fi_addr_t = u64::MAX;
 pub const FI_ADDR_NOTAVAIL: fi_addr_t = u64::MAX;
@@ -52,12 +58,17 @@ pub const FI_CQ_FORMAT_DATA: c_int = 3;
 pub const FI_CQ_FORMAT_TAGGED: c_int = 4;
 pub const FI_WAIT_NONE: c_int = 0;
 pub const FI_WAIT_UNSPEC: c_int = 1;
+pub const FI_WAIT_SET: c_int = 2;
+pub const FI_WAIT_FD: c_int = 3;
+pub const FI_WAIT_MUTEX_COND: c_int = 4;
+pub const FI_WAIT_YIELD: c_int = 5;
 
 // fid classes (enum fi_class).
 pub const FI_CLASS_FABRIC: usize = 1;
 pub const FI_CLASS_DOMAIN: usize = 2;
 pub const FI_CLASS_EP: usize = 3;
 pub const FI_CLASS_AV: usize = 11;
+pub const FI_CLASS_EQ: usize = 13;
 pub const FI_CLASS_CQ: usize = 14;
 
 // fi_control commands (fabric.h: FI_GETFIDFLAG 0, FI_SETFIDFLAG 1, ..., FI_ENABLE 6).
@@ -78,6 +89,7 @@ pub const FI_EOPBADSTATE: c_int = 258;
 pub const FI_EAVAIL: c_int = 259;
 pub const FI_EBADFLAGS: c_int = 260;
 pub const FI_ETRUNC: c_int = 265;
+pub const FI_ETOOSMALL: c_int = 257;
 
 #[repr(C)]
 pub struct fi_context {
@@ -259,7 +271,14 @@ pub struct fi_ops_fabric {
         ) -> c_int,
     >,
     pub passive_ep: Unused,
-    pub eq_open: OpenRefused,
+    pub eq_open: Option<
+        unsafe extern "C" fn(
+            *mut fid_fabric,
+            *mut fi_eq_attr,
+            *mut *mut fid_eq,
+            *mut c_void,
+        ) -> c_int,
+    >,
     pub wait_open: OpenRefused3,
     pub trywait: Option<unsafe extern "C" fn(*mut fid_fabric, *mut *mut fid, c_int) -> c_int>,
     pub domain2: Unused,
@@ -473,7 +492,7 @@ pub struct fi_ops_cm {
     pub listen: Unused,
     pub accept: Unused,
     pub reject: Unused,
-    pub shutdown: Unused,
+    pub shutdown: Option<unsafe extern "C" fn(*mut fid_ep, u64) -> c_int>,
     pub join: Unused,
 }
 
@@ -638,3 +657,50 @@ pub struct fi_ops_tagged {
 
 pub const FI_PEEK: u64 = 1 << 19;
 pub const FI_CLAIM: u64 = 1 << 59;
+
+#[repr(C)]
+pub struct fi_eq_attr {
+    pub size: usize,
+    pub flags: u64,
+    pub wait_obj: c_int,
+    pub signaling_vector: c_int,
+    pub wait_set: *mut c_void,
+}
+
+#[repr(C)]
+pub struct fi_eq_err_entry {
+    pub fid: fid_t,
+    pub context: *mut c_void,
+    pub data: u64,
+    pub err: c_int,
+    pub prov_errno: c_int,
+    pub err_data: *mut c_void,
+    pub err_data_size: usize,
+}
+
+#[repr(C)]
+pub struct fid_eq {
+    pub fid: fid,
+    pub ops: *const fi_ops_eq,
+}
+
+#[repr(C)]
+pub struct fi_ops_eq {
+    pub size: usize,
+    pub read:
+        Option<unsafe extern "C" fn(*mut fid_eq, *mut u32, *mut c_void, usize, u64) -> ssize_t>,
+    pub readerr: Option<unsafe extern "C" fn(*mut fid_eq, *mut fi_eq_err_entry, u64) -> ssize_t>,
+    pub write: Option<unsafe extern "C" fn(*mut fid_eq, u32, *const c_void, usize, u64) -> ssize_t>,
+    pub sread: Option<
+        unsafe extern "C" fn(*mut fid_eq, *mut u32, *mut c_void, usize, c_int, u64) -> ssize_t,
+    >,
+    pub strerror: Option<
+        unsafe extern "C" fn(
+            *mut fid_eq,
+            c_int,
+            *const c_void,
+            *mut c_char,
+            usize,
+        ) -> *const c_char,
+    >,
+}

@@ -4,6 +4,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@ int main(void) {
     SIZE(fi_ops_av); SIZE(fi_ops_cq); SIZE(fi_ops_ep); SIZE(fi_ops_cm); SIZE(fi_ops_msg);
     SIZE(fi_ops_tagged); SIZE(fi_av_attr); SIZE(fi_cq_attr); SIZE(fi_cq_tagged_entry);
     SIZE(fi_cq_err_entry); SIZE(fi_msg); SIZE(fi_msg_tagged);
+    SIZE(fi_eq_attr); SIZE(fi_eq_err_entry); SIZE(fid_eq); SIZE(fi_ops_eq);
     OFF(fi_info, nic); OFF(fi_info, fabric_attr); OFF(fi_domain_attr, tclass);
     OFF(fi_domain_attr, mr_mode); OFF(fi_ep_attr, mem_tag_format); OFF(fi_provider, getinfo);
     OFF(fi_provider, cleanup); OFF(fi_ops_domain, query_collective); OFF(fid_ep, collective);
