@@ -450,6 +450,8 @@ mod burst_tests;
 #[cfg(test)]
 mod buffer_tests;
 #[cfg(test)]
+mod lazy_time_tests;
+#[cfg(test)]
 mod order_tests;
 #[cfg(test)]
 mod timer_tests;
