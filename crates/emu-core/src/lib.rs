@@ -20,6 +20,7 @@ pub mod clock;
 pub mod dma;
 pub mod engine;
 pub mod fabric;
+pub mod hash;
 pub mod memory;
 pub mod mmio;
 pub mod pci;

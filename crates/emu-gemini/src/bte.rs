@@ -22,6 +22,7 @@ use crate::packet::{BTE_STREAM_BASE, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
 use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::dma::DmaPort;
+use emu_core::hash::IntMap;
 use emu_core::sparse::SparseTable;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::bte::{
@@ -32,7 +33,6 @@ use firmware_spec::gemini::bte::{
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use firmware_spec::gemini::limits::{BTE_CHANNELS, BTE_RX_DESCRIPTORS, BTE_TX_SLOTS};
 use firmware_spec::gemini::pci::{IRQ_RX, IRQ_TX, irq_index};
-use std::collections::HashMap;
 
 /// What the BTE's TX side needs from the rest of the NIC: memory to read from and write to,
 /// the request table it sends through, CQs and interrupts for completions, and a timer for
@@ -110,7 +110,7 @@ pub(crate) struct Bte {
     txd: SparseTable<[u64; 8]>,
     tx_base: u64,
     tx_count: u64,
-    xfers: HashMap<u32, Xfer>,
+    xfers: IntMap<u32, Xfer>,
     next_xfer: u32,
     step_armed: bool,
     rr: usize,
@@ -181,7 +181,7 @@ impl Bte {
             txd: SparseTable::new(BTE_TX_SLOTS as usize, [0; 8]),
             tx_base: 0,
             tx_count: 0,
-            xfers: HashMap::new(),
+            xfers: IntMap::default(),
             next_xfer: 0,
             step_armed: false,
             rr: 0,

@@ -16,6 +16,7 @@ use crate::packet::{Header, Kind, TC_FMA, flag};
 use crate::regs::{self, counter};
 use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::dma::DmaPort;
+use emu_core::hash::IntMap;
 use emu_core::mmio::MmioError;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::amo::{AmoCmd, NO_FETCH_BIT};
@@ -26,7 +27,6 @@ use firmware_spec::gemini::fma::{
 };
 use firmware_spec::gemini::gni::ReturnCode;
 use firmware_spec::gemini::limits::FMA_TOTAL_DESCRIPTORS;
-use std::collections::HashMap;
 
 /// What the FMA block needs from the rest of the NIC: the tables it reads, the request
 /// table it sends through, and the CQs its sequences complete in. The device implements it.
@@ -139,7 +139,7 @@ struct Seq {
 #[derive(Clone, Debug)]
 pub(crate) struct Fma {
     descs: Vec<FmaDesc>,
-    seqs: HashMap<u32, Seq>,
+    seqs: IntMap<u32, Seq>,
     next_seq: u32,
 }
 
@@ -149,7 +149,7 @@ impl Default for Fma {
             descs: (0..FMA_TOTAL_DESCRIPTORS)
                 .map(|_| FmaDesc::default())
                 .collect(),
-            seqs: HashMap::new(),
+            seqs: IntMap::default(),
             next_seq: 0,
         }
     }

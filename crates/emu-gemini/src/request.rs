@@ -8,7 +8,7 @@
 use crate::fault::Fault;
 use crate::mdd::Access;
 use crate::packet::{Header, flag};
-use std::collections::HashMap;
+use emu_core::hash::IntMap;
 
 /// Who waits for a request's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,9 +71,9 @@ pub(crate) struct Dest {
 /// stream it sends.
 #[derive(Debug, Default)]
 pub(crate) struct Requests {
-    reqs: HashMap<u32, Req>,
+    reqs: IntMap<u32, Req>,
     next_tag: u32,
-    order_tx: HashMap<(u32, u16), u32>,
+    order_tx: IntMap<(u32, u16), u32>,
 }
 
 impl Requests {

@@ -20,9 +20,10 @@ use crate::regs::counter;
 use crate::request::{Answer, Landing, Req};
 use emu_core::dma::DmaPort;
 use emu_core::fabric::Packet;
+use emu_core::hash::IntMap;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Largest GET one request may ask for.
 pub const MAX_GET_BYTES: u32 = 1 << 20;
@@ -65,12 +66,12 @@ struct OrderRx {
 /// holds early requests of in-order streams.
 #[derive(Debug, Default)]
 pub(crate) struct Responder {
-    order_rx: HashMap<(u32, u16), OrderRx>,
+    order_rx: IntMap<(u32, u16), OrderRx>,
     /// AMO requests executed lately, by (source port, request tag): the CRC of their frame
     /// and when they arrived. An identical frame (same source, tag and bytes) within
     /// [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice and is not executed again.
     /// Initiators number their requests consecutively, so a tag names one request.
-    amo_seen: HashMap<(u32, u32), (u32, SimTime)>,
+    amo_seen: IntMap<(u32, u32), (u32, SimTime)>,
     /// The keys of `amo_seen`, oldest first (at most [`AMO_SEEN`]).
     amo_order: VecDeque<(u32, u32)>,
 }

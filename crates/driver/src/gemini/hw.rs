@@ -785,6 +785,10 @@ impl Mmio for MmioWindow {
         let a = self.check(offset, data.len())?;
         self.bar.write(a, data)
     }
+    fn write_burst(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        let a = self.check(offset, data.len())?;
+        self.bar.write_burst(a, data)
+    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub use bus::{BindState, DriverData, PciBus, PciDriver, ProbeError, ProbeFailure
 pub use dma::{DmaError, DmaMapping, DmaTable, HostRange};
 /// The MMIO seam every BAR access goes through (re-exported for the user libraries, which
 /// store doorbells through mapped windows and never see emulator types).
-pub use emu_core::mmio::{Mmio, MmioError};
+pub use emu_core::mmio::{MAX_BURST, Mmio, MmioError};
 pub use emulated::EmulatedFunction;
 pub use function::{BackendKind, CONFIG_SPACE_SIZE, NUM_BARS, PciError, PciFunction};
 pub use sysfs::{RealDevice, SysfsError, SysfsFunction, list_real_devices};

@@ -44,7 +44,12 @@ pub enum Action {
 
 /// What a device handler may use: time, DMA, randomness, and an outbox of [`Action`]s.
 pub struct DeviceIo<'a> {
-    now: SimTime,
+    /// The time of the handler, or (with `clock` still set) the floor below which it may
+    /// not go: the device's last time.
+    now: std::cell::Cell<SimTime>,
+    /// Read on the first [`DeviceIo::now`] and then dropped (a host access whose handler
+    /// never asks for the time costs no clock read).
+    clock: std::cell::Cell<Option<&'a dyn Fn() -> SimTime>>,
     port: Option<PortId>,
     dma: &'a DmaPort,
     rng: &'a mut SimRng,
@@ -62,12 +67,36 @@ impl<'a> DeviceIo<'a> {
         actions: &'a mut Vec<Action>,
     ) -> Self {
         DeviceIo {
-            now,
+            now: std::cell::Cell::new(now),
+            clock: std::cell::Cell::new(None),
             port,
             dma,
             rng,
             actions,
             buffers: None,
+        }
+    }
+    /// Like [`DeviceIo::new`], but the time is read from `clock` only when the handler asks
+    /// for it ([`DeviceIo::now`]), and never reads below `floor` (the device's last time).
+    /// [`DeviceIo::time_taken`] tells the engine whether it was read.
+    pub fn lazy(
+        floor: SimTime,
+        clock: &'a dyn Fn() -> SimTime,
+        port: Option<PortId>,
+        dma: &'a DmaPort,
+        rng: &'a mut SimRng,
+        actions: &'a mut Vec<Action>,
+    ) -> Self {
+        let io = DeviceIo::new(floor, port, dma, rng, actions);
+        io.clock.set(Some(clock));
+        io
+    }
+    /// The time the handler ran at, if it was fixed: always for [`DeviceIo::new`], for
+    /// [`DeviceIo::lazy`] only once the handler asked for it.
+    pub fn time_taken(&self) -> Option<SimTime> {
+        match self.clock.get() {
+            Some(_) => None,
+            None => Some(self.now.get()),
         }
     }
     /// Lend the handler a pool of packet buffers ([`DeviceIo::packet_buffer`],
@@ -97,7 +126,10 @@ impl<'a> DeviceIo<'a> {
     /// The current time (virtual for the deterministic engine, elapsed real time for the
     /// threaded one). A model must take time only from here.
     pub fn now(&self) -> SimTime {
-        self.now
+        if let Some(clock) = self.clock.take() {
+            self.now.set(self.now.get().max(clock()));
+        }
+        self.now.get()
     }
     /// This device's fabric port, if it is attached to a fabric.
     pub fn port(&self) -> Option<PortId> {
@@ -417,6 +449,8 @@ mod burst_tests;
 
 #[cfg(test)]
 mod buffer_tests;
+#[cfg(test)]
+mod lazy_time_tests;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]

@@ -345,6 +345,29 @@ impl Shared {
         (f(model.as_mut(), &mut io), now)
     }
 
+    /// Run a host access's handler of `slot` with its lock held, reading the clock only if
+    /// the handler asks for the time or leaves actions to apply. Returns its result and the
+    /// time it ran at (`None`: the time was never needed).
+    fn call_lazy<R>(
+        &self,
+        slot: &Slot,
+        actions: &mut Vec<Action>,
+        f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> R,
+    ) -> (R, Option<SimTime>) {
+        let mut g = lock(&slot.state);
+        let SlotState { model, rng, last } = &mut *g;
+        let clock = || self.now();
+        let mut io = DeviceIo::lazy(*last, &clock, slot.port, &slot.dma, rng, actions)
+            .with_buffers(&self.buffers);
+        let r = f(model.as_mut(), &mut io);
+        let taken = io.time_taken();
+        let t = taken.or_else(|| (!actions.is_empty()).then(|| self.now().max(*last)));
+        if let Some(t) = t {
+            *last = t;
+        }
+        (r, t)
+    }
+
     /// Apply the actions `slot`'s handler (run at `now`) queued; deliveries due now go to
     /// `q`.
     fn apply(
@@ -406,19 +429,27 @@ impl Shared {
         }
     }
 
+    /// Queue `work` for `time`. An engine thread is woken only when the item becomes the
+    /// earliest: a thread already sleeps until the earlier head (or runs work and looks at
+    /// the heap before it sleeps again), so a retry timer armed behind another costs no
+    /// thread hand-off.
     fn schedule(&self, time: SimTime, work: Work) {
-        {
+        let wake = {
             let mut s = lock(&self.sched);
             if s.shutdown {
                 return;
             }
+            let wake = s.heap.peek().is_none_or(|head| time < head.time);
             let seq = s.seq;
             s.seq += 1;
             s.heap.push(Timed { time, seq, work });
             self.pending.fetch_add(1, Ordering::AcqRel);
-        }
+            wake
+        };
         bump(&self.c.deferred);
-        self.cond.notify_one();
+        if wake {
+            self.cond.notify_one();
+        }
     }
 
     fn defer(&self, q: &mut VecDeque<Work>) {
@@ -603,8 +634,10 @@ impl Shared {
         f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> Result<(), MmioError>,
     ) -> Result<(), EngineError> {
         let mut sc = Scratch::take();
-        let (r, now) = self.call(slot, self.now(), &mut sc.actions, f);
-        if !sc.actions.is_empty() {
+        let (r, now) = self.call_lazy(slot, &mut sc.actions, f);
+        if let Some(now) = now
+            && !sc.actions.is_empty()
+        {
             self.apply(slot, now, &mut sc.actions, &mut sc.q);
             if !sc.q.is_empty() {
                 if self.backlog.load(Ordering::Acquire) > 0 {

@@ -9,8 +9,6 @@ use super::topology::{Graph, Hop, LinkId, RouteError, Topology, TopologyError};
 use super::{Packet, TrafficClass};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -141,32 +139,7 @@ impl IntoIterator for Deliveries {
     }
 }
 
-/// A small multiplicative hasher for the flow table (keys are a few integers; no need for
-/// DoS resistance, which the default SipHash pays for on every packet).
-#[derive(Default, Clone, Copy)]
-struct FlowHasher(u64);
-
-impl Hasher for FlowHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FlowMap = HashMap<(u32, u32, u8), SimTime, BuildHasherDefault<FlowHasher>>;
+type FlowMap = crate::hash::IntMap<(u32, u32, u8), SimTime>;
 
 /// The network: topology, link timing, priorities, faults and counters.
 #[derive(Clone, Debug)]

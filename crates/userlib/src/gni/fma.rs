@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use driver::gemini::hw::MmioWindow;
 use driver::gemini::{CqId, Request};
-use driver::pci::Mmio;
+use driver::pci::{MAX_BURST, Mmio};
 use firmware_spec::gemini::fma::{
     self, FmaDescriptor, FmaMode2, GetControlWord, SyncType, compose_base_offset, reg,
 };
@@ -219,11 +219,25 @@ impl Fma {
     }
 
     /// Store `bytes` at window offsets from `at` with the widest naturally aligned stores.
-    fn store(win: &MmioWindow, at: u64, bytes: &[u8]) -> Result<()> {
+    /// Into a write-combining window (`wc`), runs of whole aligned 64-bit stores leave as
+    /// write-combined bursts of up to [`MAX_BURST`] bytes that do not cross a burst-sized
+    /// boundary (one access to the device each, as a CPU's write-combining buffer flushes
+    /// consecutive stores as one PCIe write); the device sees the same stores in the same
+    /// order.
+    fn store(win: &MmioWindow, wc: bool, at: u64, bytes: &[u8]) -> Result<()> {
         let mut off = 0usize;
         while off < bytes.len() {
             let rest = bytes.len() - off;
             let o = at + off as u64;
+            if wc && rest >= 16 && o.is_multiple_of(8) {
+                let to_boundary = (MAX_BURST as u64 - o % MAX_BURST as u64) as usize;
+                let n = (rest & !7).min(to_boundary);
+                if n >= 16 {
+                    win.write_burst(o, &bytes[off..off + n])?;
+                    off += n;
+                    continue;
+                }
+            }
             let w = [8usize, 4, 2, 1]
                 .into_iter()
                 .find(|&w| w <= rest && o.is_multiple_of(w as u64))
@@ -254,7 +268,7 @@ impl Fma {
                 let n = (chunk - w).min(COPY_CHUNK);
                 buf.resize(n as usize, 0);
                 fill(done + w, &mut buf)?;
-                Self::store(self.window(win), w, &buf)?;
+                Self::store(self.window(win), win == Win::PutWc, w, &buf)?;
                 w += n;
             }
             done += chunk;
