@@ -22,6 +22,7 @@ pub mod engine;
 pub mod fabric;
 pub mod memory;
 pub mod mmio;
+pub mod nic_faults;
 pub mod pci;
 pub mod rng;
 pub mod sparse;
