@@ -64,7 +64,12 @@ impl FaultState {
 
     /// Whether an arriving packet must wait for a stall to end (`fires`: the site fired on
     /// it, beginning a stall). A held packet is queued.
-    pub(crate) fn hold_packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet, fires: bool) -> Option<Packet> {
+    pub(crate) fn hold_packet(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        pkt: Packet,
+        fires: bool,
+    ) -> Option<Packet> {
         let now = io.now();
         if fires && now >= self.slow_until {
             self.slow_until = now + io.faults().slow_target_time;
@@ -99,5 +104,4 @@ impl FaultState {
         };
         (wbs, pkts)
     }
-
 }

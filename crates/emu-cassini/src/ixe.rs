@@ -14,9 +14,9 @@
 //! The initiator reaches the rest of the NIC only through [`IxeCtx`] (implemented by `hw`):
 //! frames leave through the PCT, counting events and CT commands go to the TOU.
 
-use emu_core::nic_faults::NicSite;
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::nic_faults::NicSite;
 use emu_core::sparse::SparseTable;
 use emu_core::time::SimDuration;
 use firmware_spec::cassini::amo::AmoType;

@@ -14,10 +14,10 @@
 //! The target reaches the rest of the NIC only through [`TgtCtx`] (implemented by `hw`):
 //! responses go to the initiator, answers leave through the PCT, counting events go to the TOU.
 
-use emu_core::nic_faults::NicSite;
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::nic_faults::NicSite;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::cmd::{DmaOp, FormatError, TargetCommand, TgtOp};
 use firmware_spec::cassini::csr;

@@ -49,6 +49,7 @@ use crate::bte::{Bte, BtePort, BteRx};
 use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
+use crate::faults::{FaultHold, TOKEN_FAULTS};
 use crate::fma::{Fma, FmaPort};
 use crate::mdd::Domains;
 use crate::ntt::Ntt;
@@ -57,11 +58,10 @@ use crate::regs::{self, Target, counter};
 use crate::request::{Answer, Dest, Owner, Req, Requests};
 use crate::target::{Responder, TargetPort};
 use emu_core::dma::DmaPort;
-use crate::faults::{FaultHold, TOKEN_FAULTS};
 use emu_core::engine::{DeviceIo, DeviceModel};
-use emu_core::nic_faults::NicSite;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::mmio::MmioError;
+use emu_core::nic_faults::NicSite;
 use emu_core::pci::{
     BarConfig, BarKind, MsixConfig, MsixOutcome, MsixTable, PciConfigSpace, PciIds,
 };

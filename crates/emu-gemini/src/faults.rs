@@ -100,5 +100,4 @@ impl FaultHold {
         };
         (credits, packets)
     }
-
 }

@@ -360,9 +360,7 @@ fn overflow(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, seq: u64) -
     if req.eq_full && plan_emits_events(pte, &plan) {
         return exhausted(pte, cx, req, Exhaustion::EqFull, PtlList::Overflow);
     }
-    if keep_header
-        && (req.le_exhausted || !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool))
-    {
+    if keep_header && (req.le_exhausted || !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool)) {
         return cant_alloc_unexpected(pte, cx, req);
     }
     let ule = keep_header.then(|| new_ule(pte, cx, req, &plan.le, plan.placed, plan.start));
