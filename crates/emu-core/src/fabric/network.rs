@@ -448,8 +448,11 @@ impl Fabric {
                 }
             }
         }
-        if self.faults.port_downs() && rng.chance(self.faults.port_down) {
-            if let Some(&hop) = self.route.last() {
+        if self.faults.port_downs()
+            && rng.chance(self.faults.port_down)
+            && let Some(&hop) = self.route.last()
+        {
+            {
                 let until = now + self.faults.port_down_time;
                 let slot = &mut self.flap_until[hop.link.0 as usize];
                 *slot = (*slot).max(until);
