@@ -91,6 +91,8 @@ pub(crate) struct Hw {
     pub(crate) counters: Counters,
     /// Reliability layer between the blocks above and the fabric (pct.rs).
     pub(crate) pct: Pct,
+    /// Work held by the timed fault sites (faults.rs).
+    pub(crate) faults: crate::faults::FaultState,
 }
 
 fn is(c: &'static Csr, which: &'static Csr) -> bool {
@@ -115,6 +117,7 @@ impl Hw {
             ct: CtBlock::new(),
             counters: Counters::default(),
             pct: Pct::new(),
+            faults: crate::faults::FaultState::default(),
         }
     }
 
@@ -324,8 +327,33 @@ impl Hw {
 
     /// A packet arrived from the fabric.
     pub(crate) fn packet(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
-        // The PCT checks the CRC and sequence, then hands it to `receive` (tgt.rs).
-        self.pct_receive(io, pkt);
+        // Fault site `slow_target`: the NIC stalls, and this packet and every packet arriving
+        // during the stall are processed in order when it ends.
+        let fires = io.fault(emu_core::nic_faults::NicSite::SlowTarget);
+        if let Some(pkt) = self.faults.hold_packet(io, pkt, fires) {
+            // The PCT checks the CRC and sequence, then hands it to `receive` (tgt.rs).
+            self.pct_receive(io, pkt);
+        }
+    }
+
+    /// The fault sites' timer: write the delayed CT write-backs that are due (if the CT
+    /// still writes back there), then process the packets a stall held, in order.
+    fn fault_timer(&mut self, io: &mut DeviceIo<'_>) {
+        let (wbs, pkts) = self.faults.release(io.now());
+        for w in wbs {
+            let live = self
+                .ct
+                .state(w.ct)
+                .is_some_and(|s| s.enabled && s.writeback == Some(w.target));
+            if live {
+                let _ = self
+                    .atu
+                    .write(io.dma(), w.target.context, w.target.addr, &w.bytes());
+            }
+        }
+        for p in pkts {
+            self.pct_receive(io, p);
+        }
     }
 
     /// A timer fired.
@@ -336,6 +364,9 @@ impl Hw {
         }
         if token == crate::ixe::TOKEN_SCAN {
             self.scan_timeouts(io);
+        }
+        if token == crate::faults::TOKEN_FAULTS {
+            self.fault_timer(io);
         }
     }
 
@@ -579,6 +610,9 @@ impl TgtCtx for Hw {
 impl TouCtx for Hw {
     fn ct(&mut self) -> &mut CtBlock {
         &mut self.ct
+    }
+    fn fault_state(&mut self) -> &mut crate::faults::FaultState {
+        &mut self.faults
     }
     fn atu(&mut self) -> &mut Atu {
         &mut self.atu

@@ -16,6 +16,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::nic_faults::NicSite;
 use emu_core::sparse::SparseTable;
 use emu_core::time::SimDuration;
 use firmware_spec::cassini::amo::AmoType;
@@ -710,7 +711,16 @@ pub(crate) trait IxeOps: IxeCtx {
             } else {
                 emu_core::dma::Perm::READ
             };
-            if let Err(rc) = self.atu().check(io.dma(), ac, addr, u64::from(l.len), need) {
+            // Fault site (issue 15): the ATU finds no translation for the local buffer. The
+            // command then ends as a real miss does (cassini.md §3.3: an initiator event with
+            // C_RC_NO_TRANSLATION, counter c1_oxe_cntrs.err_no_translation); this model has
+            // no page-request (ODP) path.
+            let checked = if io.fault(NicSite::AtuMiss) {
+                Err(ReturnCode::NoTranslation)
+            } else {
+                self.atu().check(io.dma(), ac, addr, u64::from(l.len), need)
+            };
+            if let Err(rc) = checked {
                 self.count_local_error(rc);
                 self.complete(io, &req, rc, 0, PtlList::Priority, false);
                 return Ok(Exec::Next);

@@ -35,6 +35,7 @@ pub mod demo;
 mod device;
 mod ee;
 mod fasthash;
+mod faults;
 pub mod harness;
 mod hw;
 mod ixe;

@@ -17,6 +17,7 @@
 use emu_core::dma::Perm;
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::nic_faults::NicSite;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::cmd::{DmaOp, FormatError, TargetCommand, TgtOp};
 use firmware_spec::cassini::csr;
@@ -564,8 +565,14 @@ pub(crate) trait TgtOps: TgtCtx {
             }
         };
         let (eq, long) = self.event_format(pt);
-        let eq_full =
-            eq != 0 && !self.eq_has_room(eq, if long { 64 } else { 32 }, EventClass::Receive);
+        // Fault sites (issue 15): the PtlTE's EQ reads as full, or no LE is left for an
+        // unexpected header. The LPE then does what the hardware does on real exhaustion
+        // (cassini.md §3.2, §4.3: a flow-control PtlTE goes DISABLED with a STATE_CHANGE
+        // event, FC_EQ_FULL or FC_UNEXPECTED_FAIL, and the request is NACKed PT_DISABLED).
+        let eq_full = eq != 0
+            && (!self.eq_has_room(eq, if long { 64 } else { 32 }, EventClass::Receive)
+                || io.fault(NicSite::EqFull));
+        let le_exhausted = io.fault(NicSite::LeExhaust);
         let incoming = IncomingRequest {
             op,
             initiator: req.initiator,
@@ -583,6 +590,7 @@ pub(crate) trait TgtOps: TgtCtx {
                     wire::UNRESTRICTED_HDR
                 }) as u64,
             eq_full,
+            le_exhausted,
             eager_length: u64::from(req.eager_length),
             rendezvous_id: req.rendezvous_id,
             use_offset_for_get: req.use_offset_for_get,

@@ -47,6 +47,8 @@ fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
 pub(crate) trait TouCtx {
     /// The CT block.
     fn ct(&mut self) -> &mut CtBlock;
+    /// Work held by the timed fault sites (delayed write-backs).
+    fn fault_state(&mut self) -> &mut crate::faults::FaultState;
     /// Address translation for CT write-backs.
     fn atu(&mut self) -> &mut Atu;
     /// Post an encoded event to EQ `eq`; false if it was dropped.
@@ -102,6 +104,12 @@ pub(crate) trait TouOps: TouCtx {
         for a in fx.actions {
             match a {
                 CtAction::Writeback(w) => {
+                    // Fault site `ct_delay`: the write-back reaches host memory later (and
+                    // so does every later one of this CT until then; the newest image wins).
+                    let fires = io.fault(emu_core::nic_faults::NicSite::CtDelay);
+                    if self.fault_state().hold_writeback(io, w, fires) {
+                        continue;
+                    }
                     // A write-back address outside its context has nowhere to report to.
                     let _ = self
                         .atu()

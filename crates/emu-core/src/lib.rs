@@ -23,6 +23,7 @@ pub mod fabric;
 pub mod hash;
 pub mod memory;
 pub mod mmio;
+pub mod nic_faults;
 pub mod pci;
 pub mod rng;
 pub mod sparse;

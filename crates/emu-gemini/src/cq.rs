@@ -126,6 +126,23 @@ impl CqTable {
         }
     }
 
+    /// Lose an event bound for CQ `cqh` as a full ring does: the sticky overrun flag is set
+    /// and the loss counted (`Lost`); `Dropped` for a CQ an event could not reach anyway.
+    pub fn overrun(&mut self, cqh: u64) -> Posted {
+        if cqh == 0 {
+            return Posted::Dropped;
+        }
+        let Ok(Some(cq)) = self.cqs.get_mut_if_touched(cqh as usize) else {
+            return Posted::Dropped;
+        };
+        if cq.desc.enable == 0 {
+            return Posted::Dropped;
+        }
+        cq.overrun = true;
+        cq.lost = cq.lost.saturating_add(1);
+        Posted::Lost
+    }
+
     /// Deliver `cqe` to CQ `cqh`.
     pub fn post(&mut self, dma: &DmaPort, cqh: u64, mut cqe: Cqe) -> Posted {
         if cqh == 0 {

@@ -49,6 +49,7 @@ use crate::bte::{Bte, BtePort, BteRx};
 use crate::config::GeminiConfig;
 use crate::cq::{CqTable, Posted};
 use crate::fault::Fault;
+use crate::faults::{FaultHold, TOKEN_FAULTS};
 use crate::fma::{Fma, FmaPort};
 use crate::mdd::Domains;
 use crate::ntt::Ntt;
@@ -60,6 +61,7 @@ use emu_core::dma::DmaPort;
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass};
 use emu_core::mmio::MmioError;
+use emu_core::nic_faults::NicSite;
 use emu_core::pci::{
     BarConfig, BarKind, MsixConfig, MsixOutcome, MsixTable, PciConfigSpace, PciIds,
 };
@@ -103,6 +105,8 @@ struct Core {
     requests: Requests,
     counters: [u64; counter::COUNT as usize],
     watchdog_armed: bool,
+    /// Work held by the timed fault sites (faults.rs).
+    held: FaultHold,
 }
 
 impl Core {
@@ -282,6 +286,22 @@ impl TargetPort for Inbound<'_, '_> {
     fn take_request(&mut self, tag: u32) -> Option<Req> {
         self.bp.core.requests.take(tag)
     }
+    fn fault(&mut self, site: NicSite) -> bool {
+        self.bp.io.fault(site)
+    }
+    fn overrun_cq(&mut self, cqh: u64) -> Posted {
+        let r = self.bp.core.cqs.overrun(cqh);
+        match r {
+            Posted::Lost => self.bp.core.count(counter::CQ_LOST, 1),
+            _ => self.bp.core.count(counter::CQ_DROPPED, 1),
+        }
+        r
+    }
+    fn hold_credit_return(&mut self, src: u32, hdr: &Header, payload: &[u8]) -> bool {
+        let fires = self.bp.io.fault(NicSite::SmsgStarve);
+        let credit = (src, *hdr, payload.to_vec());
+        self.bp.core.held.hold_credit(self.bp.io, credit, fires)
+    }
 }
 
 impl std::fmt::Debug for Gemini {
@@ -354,6 +374,7 @@ impl Gemini {
                 ntt: Ntt::default(),
                 domains: Domains::default(),
                 cqs: CqTable::default(),
+                held: FaultHold::default(),
                 requests: Requests::default(),
                 counters: [0; counter::COUNT as usize],
                 watchdog_armed: false,
@@ -391,6 +412,22 @@ impl Gemini {
         };
         if let Some(answer) = self.responder.on_packet(&mut port, pkt) {
             self.answered(io, answer);
+        }
+    }
+
+    /// The fault sites' timer: apply the credit returns whose hold is over, then process the
+    /// frames a stall held, in order.
+    fn fault_timer(&mut self, io: &mut DeviceIo<'_>) {
+        let (credits, packets) = self.core.held.release(io.now());
+        for (src, hdr, word) in credits {
+            let mut port = Inbound {
+                bp: Self::bp(&mut self.core, io),
+                rx: &mut self.bte_rx,
+            };
+            Responder::put_message(&mut port, src, &hdr, &word);
+        }
+        for p in packets {
+            self.on_packet(io, p);
         }
     }
 
@@ -666,7 +703,12 @@ impl DeviceModel for Gemini {
         self.flush_irq_backlog(io);
         let _span =
             tracing::trace_span!("gemini_rx", src = pkt.src.0, len = pkt.data.len()).entered();
-        self.on_packet(io, pkt);
+        // Fault site `slow_target`: the NIC stalls; this frame and every frame arriving
+        // during the stall are processed in order when it ends.
+        let fires = io.fault(NicSite::SlowTarget);
+        if let Some(pkt) = self.core.held.hold_packet(io, pkt, fires) {
+            self.on_packet(io, pkt);
+        }
     }
 
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
@@ -678,6 +720,7 @@ impl DeviceModel for Gemini {
                 self.bte.step(&mut bp);
             }
             TOKEN_WATCHDOG => self.watchdog(io),
+            TOKEN_FAULTS => self.fault_timer(io),
             _ => {}
         }
     }

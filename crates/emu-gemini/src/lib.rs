@@ -29,6 +29,7 @@ pub mod datagram;
 pub mod demo;
 pub mod device;
 pub mod fault;
+mod faults;
 pub mod fma;
 pub mod host;
 pub mod mdd;

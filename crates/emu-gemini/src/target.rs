@@ -21,6 +21,7 @@ use crate::request::{Answer, Landing, Req};
 use emu_core::dma::DmaPort;
 use emu_core::fabric::Packet;
 use emu_core::hash::IntMap;
+use emu_core::nic_faults::NicSite;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use std::collections::{BTreeMap, VecDeque};
@@ -52,6 +53,14 @@ pub(crate) trait TargetPort {
     fn deliver_send(&mut self, hdr: &Header, payload: &[u8]) -> Result<(), Fault>;
     /// The outstanding request tagged `tag`, which stops being outstanding.
     fn take_request(&mut self, tag: u32) -> Option<Req>;
+    /// Whether NIC fault site `site` fires here (`emu_core::engine::DeviceIo::fault`).
+    fn fault(&mut self, site: NicSite) -> bool;
+    /// Lose an event bound for CQ `cqh` as if the CQ were full (fault site `cq_overrun`).
+    fn overrun_cq(&mut self, cqh: u64) -> Posted;
+    /// Fault site `smsg_starve`: whether this SMSG credit return (an 8-byte PUT_MSG into a
+    /// mailbox's control block) is held, to be applied later with
+    /// [`Responder::put_message`]. A held frame is kept by the port.
+    fn hold_credit_return(&mut self, src: u32, hdr: &Header, payload: &[u8]) -> bool;
 }
 
 /// In-order receive state of one (source PE, stream).
@@ -285,8 +294,25 @@ impl Responder {
                 Ok(false)
             };
         }
+        // Fault site `cq_overrun` (remote events only; a CQ write goes to a kernel CQ): the
+        // event finds its CQ full, is lost, and the CQ's sticky overrun flag is set, so the
+        // owner's GNI_CqGetEvent reports GNI_RC_ERROR_RESOURCE (gemini.md §1.3).
+        if !require_cq && p.fault(NicSite::CqOverrun) {
+            return Ok(p.overrun_cq(cqh) == Posted::Lost);
+        }
         let cqe = Cqe::from_hw(source, HwStatus::Ok, data56);
         Ok(p.post_cqe(cqh, cqe) == Posted::Lost)
+    }
+
+    /// Apply a PUT_MSG request (an SMSG slot or control word) and acknowledge it.
+    pub(crate) fn put_message(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
+        let acc = Access {
+            mdh: hdr.mdh,
+            vmdh: hdr.flags & flag::VMDH != 0,
+            ptag: hdr.ptag,
+        };
+        let r = write_message(p.domains(), p.dma(), acc, hdr.offset, payload);
+        Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
     }
 
     fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
@@ -297,8 +323,12 @@ impl Responder {
         };
         match hdr.kind {
             Kind::Put if hdr.flags & flag::MSG != 0 => {
-                let r = write_message(p.domains(), p.dma(), acc, hdr.offset, payload);
-                Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
+                // The library's credit return is its one 8-byte control-word store
+                // (userlib smsg.rs); a message is at least its 16-byte slot header.
+                if payload.len() == 8 && p.hold_credit_return(src, hdr, payload) {
+                    return;
+                }
+                Self::put_message(p, src, hdr, payload);
             }
             Kind::Put => {
                 let r = p.domains().write(p.dma(), acc, hdr.offset, payload);

@@ -109,6 +109,24 @@ fn describe(cfg: &SimConfig, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "derived from the seed: {}", env.join(" "))
 }
 
+/// The NIC fault sites that fired, as `name=count` by `--faults` key.
+fn nic_sites(n: &platform::NicFaultCounters) -> String {
+    [
+        ("eq_full", n.eq_full),
+        ("le_exhaust", n.le_exhaust),
+        ("atu_miss", n.atu_miss),
+        ("ct_delay", n.ct_delay),
+        ("slow_target", n.slow_target),
+        ("gni_cq_overrun", n.cq_overrun),
+        ("smsg_starve", n.smsg_starve),
+    ]
+    .iter()
+    .filter(|(_, c)| *c > 0)
+    .map(|(k, c)| format!("{k}={c}"))
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
 fn single(cfg: &SimConfig, out: &mut dyn Write) -> anyhow::Result<()> {
     describe(cfg, out)?;
     let o = sim::run(cfg);
@@ -138,6 +156,14 @@ fn single(cfg: &SimConfig, out: &mut dyn Write) -> anyhow::Result<()> {
                 f.link_held_for_flap
             )?;
         }
+    }
+    if let Some(f) = &o.fabric
+        && f.port_downs > 0
+    {
+        writeln!(out, "switch ports taken down: {}", f.port_downs)?;
+    }
+    if let Some(n) = o.nic_faults.as_ref().filter(|n| n.total() > 0) {
+        writeln!(out, "NIC fault sites: {}", nic_sites(n))?;
     }
     if let Some(t) = o.virtual_time {
         writeln!(
@@ -215,6 +241,20 @@ fn campaign(
          corrupted, {} link flaps",
         rep.dropped, rep.duplicated, rep.reordered, rep.corrupted, rep.link_flaps
     )?;
+    if rep.port_downs > 0 {
+        writeln!(
+            out,
+            "switch ports taken down over all runs: {}",
+            rep.port_downs
+        )?;
+    }
+    if rep.nic.total() > 0 {
+        writeln!(
+            out,
+            "NIC fault sites over all runs: {}",
+            nic_sites(&rep.nic)
+        )?;
+    }
     if rep.link_retries + rep.link_held_for_flap > 0 {
         writeln!(
             out,

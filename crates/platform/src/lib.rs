@@ -29,6 +29,7 @@ pub use emu_core::engine::threaded::ThreadedConfig;
 pub use emu_core::engine::{DeviceId, Engine, Progress};
 pub use emu_core::fabric::remote;
 pub use emu_core::fabric::{CaptureBuffer, CaptureSink, FabricCounters, FaultConfig, Topology};
+pub use emu_core::nic_faults::{NicFaultCounters, NicFaults};
 pub use emu_core::time::{SimDuration, SimTime};
 pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;

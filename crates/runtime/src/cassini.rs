@@ -47,6 +47,9 @@ pub fn run_cassini_report<R: Send>(
     if job.faults.any() {
         cluster.engine().set_faults(job.faults);
     }
+    if job.nic_faults.any() {
+        cluster.engine().set_nic_faults(job.nic_faults);
+    }
     let make = |rank: u32, pmi| {
         let node = (rank / job.ranks_per_node) as usize;
         let devices = cluster

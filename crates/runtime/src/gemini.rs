@@ -58,6 +58,9 @@ pub fn run_gemini_report<R: Send>(
     if job.faults.any() {
         cluster.engine().set_faults(job.faults);
     }
+    if job.nic_faults.any() {
+        cluster.engine().set_nic_faults(job.nic_faults);
+    }
     let mut env = job.env.clone();
     let creds = cluster.job();
     env.set("PMI_GNI_PTAG", &creds.ptag.to_string());

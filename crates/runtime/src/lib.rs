@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
 use mpi::{Env, Universe};
-use platform::{CaptureSink, EngineKind, FabricCounters, FaultConfig};
+use platform::{CaptureSink, EngineKind, FabricCounters, FaultConfig, NicFaultCounters, NicFaults};
 use thiserror::Error;
 
 pub use pmi::{InProcessPmi, Shared};
@@ -123,6 +123,8 @@ pub struct JobReport<R> {
     /// Deterministic engine: the fabric's counters at the end of the job (packets injected,
     /// delivered, lost to each fault site).
     pub fabric: Option<FabricCounters>,
+    /// Deterministic engine: how often each NIC fault site fired.
+    pub nic_faults: Option<NicFaultCounters>,
     /// Packets injected into the machine's fabric while it ran (its fabric counter,
     /// `FabricCounters::injected`, at the end of the job).
     pub packets_injected: u64,
@@ -156,6 +158,7 @@ pub(crate) fn threaded_report<R>(
         events: 0,
         rounds: 0,
         fabric: None,
+        nic_faults: None,
         packets_injected: 0,
     })
 }
@@ -177,6 +180,9 @@ pub struct Job {
     pub memory_per_node: u64,
     /// Fabric faults, switched on once the machine is built (default none).
     pub faults: FaultConfig,
+    /// NIC fault sites (EQ full, ATU miss, slow target, ...), switched on once the machine
+    /// is built (default none).
+    pub nic_faults: NicFaults,
     /// A sink that sees every packet injected into the machine's fabric (`nicemu trace`);
     /// none by default.
     pub capture: Option<Arc<dyn CaptureSink>>,
@@ -193,6 +199,7 @@ impl Job {
             env: Env::new(),
             memory_per_node: 256 << 20,
             faults: FaultConfig::none(),
+            nic_faults: NicFaults::none(),
             capture: None,
         }
     }
@@ -212,6 +219,13 @@ impl Job {
     /// drawn from the engine's seed on the deterministic engine.
     pub fn faults(mut self, faults: FaultConfig) -> Self {
         self.faults = faults;
+        self
+    }
+
+    /// This job with NIC fault sites switched on, drawn from the engine's seed on the
+    /// deterministic engine.
+    pub fn nic_faults(mut self, faults: NicFaults) -> Self {
+        self.nic_faults = faults;
         self
     }
 

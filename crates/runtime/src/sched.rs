@@ -245,6 +245,7 @@ where
         events: m.engine.counters().events,
         rounds: sched.rounds,
         fabric: Some(platform::Engine::fabric_counters(m.engine)),
+        nic_faults: Some(platform::Engine::nic_fault_counters(m.engine)),
         packets_injected: 0,
     })
 }

@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use platform::NicFaultCounters;
+
 use crate::run::{SimConfig, SimOutcome, run};
 
 /// `count` runs of `base`, with seeds `seed_base`, `seed_base + 1`, ...
@@ -38,6 +40,10 @@ pub struct CampaignReport {
     pub link_retries: u64,
     /// Packets the link layer held until a flapped link was up again.
     pub link_held_for_flap: u64,
+    /// Switch ports taken down.
+    pub port_downs: u64,
+    /// NIC fault sites that fired, summed over the runs.
+    pub nic: NicFaultCounters,
 }
 
 impl Campaign {
@@ -60,6 +66,10 @@ impl Campaign {
                 rep.link_flaps += f.link_flaps;
                 rep.link_retries += f.link_retries;
                 rep.link_held_for_flap += f.link_held_for_flap;
+                rep.port_downs += f.port_downs;
+            }
+            if let Some(n) = &out.nic_faults {
+                rep.nic.add(n);
             }
             progress(i, &cfg, &out);
             match &out.failure {

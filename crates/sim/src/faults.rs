@@ -10,11 +10,24 @@
 //! | `corrupt` | probability | 0.01 | one bit of a packet is flipped (its CRC then fails) |
 //! | `linkflap` | probability | 0.001 | per packet, a link of its route goes down for `flap-down` |
 //! | `flap-down` | microseconds | 20 | how long a flapped link stays down |
+//! | `port-down` | probability | 0.0005 | per packet, the switch port facing its destination goes down for `port-down-time` |
+//! | `port-down-time` | microseconds | 50 | how long a downed switch port stays down |
+//! | `eq_full` | probability | 0.01 | Cassini: a target event finds its PtlTE's EQ full |
+//! | `le_exhaust` | probability | 0.01 | Cassini: no LE for an unexpected header |
+//! | `atu_miss` | probability | 0.001 | Cassini: a command's local buffer misses in the ATU |
+//! | `ct_delay` | probability | 0.05 | Cassini: a CT write-back is late by `ct-delay-time` |
+//! | `ct-delay-time` | microseconds | 5 | |
+//! | `slow_target` | probability | 0.001 | both: the receiving NIC stalls for `slow-target-time` |
+//! | `slow-target-time` | microseconds | 10 | |
+//! | `gni_cq_overrun` | probability | 0.01 | Gemini: a remote event finds its CQ full |
+//! | `smsg_starve` | probability | 0.01 | Gemini: SMSG credit returns are held for `smsg-starve-time` |
+//! | `smsg-starve-time` | microseconds | 20 | |
 //! | `none` | — | — | no faults (alone) |
 //!
 //! Probabilities are in `0..=1`; a site given twice is an error.
 
 use emu_core::fabric::FaultConfig;
+use emu_core::nic_faults::NicFaults;
 use emu_core::time::SimDuration;
 use thiserror::Error;
 
@@ -23,7 +36,7 @@ use thiserror::Error;
 pub enum FaultSpecError {
     /// An unknown site name.
     #[error(
-        "unknown fault {0:?} (known: drop, dup, reorder, reorder-max, corrupt, linkflap, flap-down, none)"
+        "unknown fault {0:?} (known: drop, dup, reorder, reorder-max, corrupt, linkflap, flap-down, port-down, port-down-time, eq_full, le_exhaust, atu_miss, ct_delay, ct-delay-time, slow_target, slow-target-time, gni_cq_overrun, smsg_starve, smsg-starve-time, none)"
     )]
     Unknown(String),
     /// A value that is not a number.
@@ -76,10 +89,38 @@ pub struct FaultSpec {
     pub linkflap: f64,
     /// Link-flap window, microseconds.
     pub flap_down_us: f64,
+    /// Per-packet switch-port-down probability.
+    pub port_down: f64,
+    /// Switch-port-down window, microseconds.
+    pub port_down_us: f64,
+    /// Cassini: per target event check, the EQ reads as full.
+    pub eq_full: f64,
+    /// Cassini: per request, no LE for its unexpected header.
+    pub le_exhaust: f64,
+    /// Cassini: per command with a local buffer, an ATU miss.
+    pub atu_miss: f64,
+    /// Cassini: per CT write-back, a delay.
+    pub ct_delay: f64,
+    /// CT write-back delay, microseconds.
+    pub ct_delay_us: f64,
+    /// Per arriving packet, a target stall.
+    pub slow_target: f64,
+    /// Target stall, microseconds.
+    pub slow_target_us: f64,
+    /// Gemini: per remote event, a CQ overrun.
+    pub cq_overrun: f64,
+    /// Gemini: per SMSG credit return, a hold.
+    pub smsg_starve: f64,
+    /// Credit-return hold, microseconds.
+    pub smsg_starve_us: f64,
 }
 
 const DEFAULT_REORDER_MAX_US: f64 = 2.0;
 const DEFAULT_FLAP_DOWN_US: f64 = 20.0;
+const DEFAULT_PORT_DOWN_US: f64 = 50.0;
+const DEFAULT_CT_DELAY_US: f64 = 5.0;
+const DEFAULT_SLOW_TARGET_US: f64 = 10.0;
+const DEFAULT_SMSG_STARVE_US: f64 = 20.0;
 /// The longest duration accepted (1 s of virtual time; the NIC layers give up long before).
 const MAX_US: f64 = 1e6;
 
@@ -100,6 +141,18 @@ impl FaultSpec {
             corrupt: 0.0,
             linkflap: 0.0,
             flap_down_us: DEFAULT_FLAP_DOWN_US,
+            port_down: 0.0,
+            port_down_us: DEFAULT_PORT_DOWN_US,
+            eq_full: 0.0,
+            le_exhaust: 0.0,
+            atu_miss: 0.0,
+            ct_delay: 0.0,
+            ct_delay_us: DEFAULT_CT_DELAY_US,
+            slow_target: 0.0,
+            slow_target_us: DEFAULT_SLOW_TARGET_US,
+            cq_overrun: 0.0,
+            smsg_starve: 0.0,
+            smsg_starve_us: DEFAULT_SMSG_STARVE_US,
         }
     }
 
@@ -122,6 +175,8 @@ impl FaultSpec {
             };
             let canonical = match name {
                 "duplicate" => "dup",
+                "port_down" => "port-down",
+                "cq_overrun" => "gni_cq_overrun",
                 n => n,
             };
             if canonical == "none" {
@@ -149,6 +204,38 @@ impl FaultSpec {
                     "flap-down" => (
                         &mut spec.flap_down_us,
                         DEFAULT_FLAP_DOWN_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    "port-down" => (&mut spec.port_down, 0.0005, 1.0, "0..=1"),
+                    "port-down-time" => (
+                        &mut spec.port_down_us,
+                        DEFAULT_PORT_DOWN_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    "eq_full" => (&mut spec.eq_full, 0.01, 1.0, "0..=1"),
+                    "le_exhaust" => (&mut spec.le_exhaust, 0.01, 1.0, "0..=1"),
+                    "atu_miss" => (&mut spec.atu_miss, 0.001, 1.0, "0..=1"),
+                    "ct_delay" => (&mut spec.ct_delay, 0.05, 1.0, "0..=1"),
+                    "ct-delay-time" => (
+                        &mut spec.ct_delay_us,
+                        DEFAULT_CT_DELAY_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    "slow_target" => (&mut spec.slow_target, 0.001, 1.0, "0..=1"),
+                    "slow-target-time" => (
+                        &mut spec.slow_target_us,
+                        DEFAULT_SLOW_TARGET_US,
+                        MAX_US,
+                        "0..=1000000 us",
+                    ),
+                    "gni_cq_overrun" => (&mut spec.cq_overrun, 0.01, 1.0, "0..=1"),
+                    "smsg_starve" => (&mut spec.smsg_starve, 0.01, 1.0, "0..=1"),
+                    "smsg-starve-time" => (
+                        &mut spec.smsg_starve_us,
+                        DEFAULT_SMSG_STARVE_US,
                         MAX_US,
                         "0..=1000000 us",
                     ),
@@ -188,12 +275,31 @@ impl FaultSpec {
             corrupt: self.corrupt,
             link_flap: self.linkflap,
             link_flap_down: ps(self.flap_down_us),
+            port_down: self.port_down,
+            port_down_time: ps(self.port_down_us),
+        }
+    }
+
+    /// The NIC models' fault profile.
+    pub fn nic(&self) -> NicFaults {
+        let ps = |us: f64| SimDuration((us * 1e6).round() as u64);
+        NicFaults {
+            eq_full: self.eq_full,
+            ct_delay: self.ct_delay,
+            ct_delay_time: ps(self.ct_delay_us),
+            atu_miss: self.atu_miss,
+            le_exhaust: self.le_exhaust,
+            slow_target: self.slow_target,
+            slow_target_time: ps(self.slow_target_us),
+            cq_overrun: self.cq_overrun,
+            smsg_starve: self.smsg_starve,
+            smsg_starve_time: ps(self.smsg_starve_us),
         }
     }
 
     /// Whether any site can fire.
     pub fn any(&self) -> bool {
-        self.config().any()
+        self.config().any() || self.nic().any()
     }
 
     /// A `--faults` string that parses back to this spec.
@@ -209,11 +315,33 @@ impl FaultSpec {
         p("reorder", self.reorder);
         p("corrupt", self.corrupt);
         p("linkflap", self.linkflap);
-        if self.reorder_max_us != DEFAULT_REORDER_MAX_US {
-            parts.push(format!("reorder-max={}", self.reorder_max_us));
-        }
-        if self.flap_down_us != DEFAULT_FLAP_DOWN_US {
-            parts.push(format!("flap-down={}", self.flap_down_us));
+        p("port-down", self.port_down);
+        p("eq_full", self.eq_full);
+        p("le_exhaust", self.le_exhaust);
+        p("atu_miss", self.atu_miss);
+        p("ct_delay", self.ct_delay);
+        p("slow_target", self.slow_target);
+        p("gni_cq_overrun", self.cq_overrun);
+        p("smsg_starve", self.smsg_starve);
+        for (name, v, default) in [
+            ("reorder-max", self.reorder_max_us, DEFAULT_REORDER_MAX_US),
+            ("flap-down", self.flap_down_us, DEFAULT_FLAP_DOWN_US),
+            ("port-down-time", self.port_down_us, DEFAULT_PORT_DOWN_US),
+            ("ct-delay-time", self.ct_delay_us, DEFAULT_CT_DELAY_US),
+            (
+                "slow-target-time",
+                self.slow_target_us,
+                DEFAULT_SLOW_TARGET_US,
+            ),
+            (
+                "smsg-starve-time",
+                self.smsg_starve_us,
+                DEFAULT_SMSG_STARVE_US,
+            ),
+        ] {
+            if v != default {
+                parts.push(format!("{name}={v}"));
+            }
         }
         if parts.is_empty() {
             "none".into()
@@ -254,6 +382,26 @@ mod tests {
         assert_eq!(FaultSpec::parse("none").unwrap(), FaultSpec::none());
         assert!(!FaultSpec::none().any());
         assert_eq!(FaultSpec::none().to_arg(), "none");
+        // NIC sites: defaults, aliases, canonical form, and the profile they make.
+        let n = FaultSpec::parse(
+            "eq_full,le_exhaust=0.02,atu_miss,ct_delay,slow_target,port_down,cq_overrun=0.1,smsg_starve,smsg-starve-time=7",
+        )
+        .unwrap();
+        assert_eq!((n.eq_full, n.le_exhaust, n.atu_miss), (0.01, 0.02, 0.001));
+        assert_eq!(
+            (n.port_down, n.cq_overrun, n.smsg_starve_us),
+            (0.0005, 0.1, 7.0)
+        );
+        assert_eq!(FaultSpec::parse(&n.to_arg()).unwrap(), n);
+        assert!(n.to_arg().contains("gni_cq_overrun=0.1"));
+        let nic = n.nic();
+        assert!(nic.any() && n.any());
+        assert_eq!(nic.smsg_starve_time, SimDuration::from_us(7));
+        assert_eq!(nic.slow_target_time, SimDuration::from_us(10));
+        assert_eq!(n.config().port_down_time, SimDuration::from_us(50));
+        assert!(!FaultSpec::none().nic().any());
+        let only_nic = FaultSpec::parse("slow_target").unwrap();
+        assert!(only_nic.any() && !only_nic.config().any());
     }
 
     #[test]

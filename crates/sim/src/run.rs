@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use platform::{EngineKind, FabricCounters};
+use platform::{EngineKind, FabricCounters, NicFaultCounters};
 use runtime::{Job, Nic};
 
 use crate::faults::FaultSpec;
@@ -97,6 +97,8 @@ pub struct SimOutcome {
     pub events: u64,
     /// Fabric counters at the end.
     pub fabric: Option<FabricCounters>,
+    /// How often each NIC fault site fired.
+    pub nic_faults: Option<NicFaultCounters>,
     /// Wall time of the run.
     pub wall: Duration,
 }
@@ -113,7 +115,8 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
     let start = Instant::now();
     let mut job = Job::new(cfg.nic, cfg.nodes)
         .engine(EngineKind::Deterministic { seed: cfg.seed })
-        .faults(cfg.faults.config());
+        .faults(cfg.faults.config())
+        .nic_faults(cfg.faults.nic());
     job.memory_per_node = 64 << 20;
     for (k, v) in cfg.derived().env {
         job = job.env(&k, &v);
@@ -134,6 +137,7 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
             virtual_time: None,
             events: 0,
             fabric: None,
+            nic_faults: None,
             wall,
         },
         Ok(report) => {
@@ -147,6 +151,7 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
                 virtual_time: report.virtual_time,
                 events: report.events,
                 fabric: report.fabric,
+                nic_faults: report.nic_faults,
                 wall,
             }
         }

@@ -52,6 +52,9 @@ pub struct IncomingRequest {
     /// The PtlTE's event queue has no room for a network event (beyond its reserved
     /// flow-control slots). The caller knows the EQ; the LPE decides what that means.
     pub eq_full: bool,
+    /// No list entry can be allocated for this request's unexpected header (the NIC's
+    /// `le_exhaust` fault site, as if the PtlTE's LE pool were empty).
+    pub le_exhausted: bool,
 }
 
 /// Where and how much data moves for an accepted request.
@@ -336,7 +339,10 @@ fn overflow(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, seq: u64) -
     if req.op.is_get_or_amo() {
         // A Get/AMO waits as an unexpected header until an append matches it (RC_DELAYED,
         // counter unexpected_get_amo); without a header it cannot wait.
-        if !keep_header || !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool) {
+        if !keep_header
+            || req.le_exhausted
+            || !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool)
+        {
             return cant_alloc_unexpected(pte, cx, req);
         }
         let id = new_ule(pte, cx, req, &linked.le, 0, 0);
@@ -354,7 +360,7 @@ fn overflow(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, seq: u64) -
     if req.eq_full && plan_emits_events(pte, &plan) {
         return exhausted(pte, cx, req, Exhaustion::EqFull, PtlList::Overflow);
     }
-    if keep_header && !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool) {
+    if keep_header && (req.le_exhausted || !cx.pools.try_alloc(pte.config.pe, pte.config.le_pool)) {
         return cant_alloc_unexpected(pte, cx, req);
     }
     let ule = keep_header.then(|| new_ule(pte, cx, req, &plan.le, plan.placed, plan.start));

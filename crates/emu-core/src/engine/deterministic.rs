@@ -20,6 +20,7 @@ use crate::dma::DmaPort;
 use crate::engine::Action;
 use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
+use crate::nic_faults::{NicFaultCounters, NicFaults};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
 use std::cmp::Ordering;
@@ -89,6 +90,10 @@ struct Core {
     counters: EngineCounters,
     /// Packet buffers lent to handlers (buffer reuse never changes behaviour).
     buffers: BufferPool,
+    /// The NIC fault profile lent to handlers.
+    nic_faults: NicFaults,
+    /// NIC fault sites that fired.
+    nic_fault_counts: NicFaultCounters,
 }
 
 impl Core {
@@ -173,7 +178,8 @@ impl Core {
             &mut entry.rng,
             &mut self.actions,
         )
-        .with_buffers(&self.buffers);
+        .with_buffers(&self.buffers)
+        .with_faults(&self.nic_faults, &mut self.nic_fault_counts);
         match ev.kind {
             EventKind::Packet(pkt) => {
                 self.counters.packets += 1;
@@ -243,6 +249,8 @@ impl Deterministic {
                 irqs: Vec::new(),
                 digest: 0xcbf2_9ce4_8422_2325,
                 counters: EngineCounters::default(),
+                nic_faults: NicFaults::none(),
+                nic_fault_counts: NicFaultCounters::default(),
                 buffers: BufferPool::default(),
             })),
         }
@@ -359,7 +367,8 @@ impl Deterministic {
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_access(&e.bars, bar, offset, data.len())?;
             let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
-                .with_buffers(&c.buffers);
+                .with_buffers(&c.buffers)
+                .with_faults(&c.nic_faults, &mut c.nic_fault_counts);
             let r = e.model.mmio_read(&mut io, bar, offset, data);
             c.counters.mmio_reads += 1;
             c.mix(&[
@@ -393,7 +402,8 @@ impl Deterministic {
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_access(&e.bars, bar, offset, data.len())?;
             let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
-                .with_buffers(&c.buffers);
+                .with_buffers(&c.buffers)
+                .with_faults(&c.nic_faults, &mut c.nic_fault_counts);
             let r = e.model.mmio_write(&mut io, bar, offset, data);
             c.counters.mmio_writes += 1;
             c.mix(&[
@@ -428,7 +438,8 @@ impl Deterministic {
                 .ok_or(EngineError::NoSuchDevice(dev))?;
             check_burst(&e.bars, bar, offset, data.len())?;
             let mut io = DeviceIo::new(now, e.port, &e.dma, &mut e.rng, &mut c.actions)
-                .with_buffers(&c.buffers);
+                .with_buffers(&c.buffers)
+                .with_faults(&c.nic_faults, &mut c.nic_fault_counts);
             let r = e.model.mmio_write_burst(&mut io, bar, offset, data);
             c.counters.mmio_writes += 1;
             for (i, q) in data.chunks_exact(8).enumerate() {
@@ -648,6 +659,12 @@ impl Engine for Deterministic {
     }
     fn set_faults(&self, faults: FaultConfig) {
         self.with_fabric(|f| f.set_faults(faults));
+    }
+    fn set_nic_faults(&self, faults: NicFaults) {
+        self.with_core(|c| c.nic_faults = faults);
+    }
+    fn nic_fault_counters(&self) -> NicFaultCounters {
+        self.with_core(|c| c.nic_fault_counts)
     }
 }
 

@@ -18,6 +18,7 @@
 use crate::dma::DmaPort;
 use crate::fabric::{BufferPool, FabricCounters, FabricError, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
+use crate::nic_faults::{NicFaultCounters, NicFaults, NicSite};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
 use std::sync::Arc;
@@ -55,7 +56,12 @@ pub struct DeviceIo<'a> {
     rng: &'a mut SimRng,
     actions: &'a mut Vec<Action>,
     buffers: Option<&'a BufferPool>,
+    faults: &'a NicFaults,
+    fault_counts: Option<&'a mut NicFaultCounters>,
 }
+
+/// The profile of a handler whose engine set none.
+static NO_FAULTS: NicFaults = NicFaults::none();
 
 impl<'a> DeviceIo<'a> {
     /// Built by engines (and by unit tests of device models).
@@ -74,6 +80,32 @@ impl<'a> DeviceIo<'a> {
             rng,
             actions,
             buffers: None,
+            faults: &NO_FAULTS,
+            fault_counts: None,
+        }
+    }
+    /// Lend the handler the engine's NIC fault profile and the counters of sites that
+    /// fired ([`DeviceIo::fault`]).
+    pub fn with_faults(mut self, faults: &'a NicFaults, counts: &'a mut NicFaultCounters) -> Self {
+        self.faults = faults;
+        self.fault_counts = Some(counts);
+        self
+    }
+    /// The engine's NIC fault profile (all off unless a campaign set one).
+    pub fn faults(&self) -> &NicFaults {
+        self.faults
+    }
+    /// Whether NIC fault site `site` fires here: drawn from the device's seeded stream, and
+    /// only when the site is on (an off site draws nothing). A firing is counted.
+    pub fn fault(&mut self, site: NicSite) -> bool {
+        let p = self.faults.probability(site);
+        if p > 0.0 && self.rng.chance(p) {
+            if let Some(c) = self.fault_counts.as_deref_mut() {
+                c.bump(site);
+            }
+            true
+        } else {
+            false
         }
     }
     /// Like [`DeviceIo::new`], but the time is read from `clock` only when the handler asks
@@ -372,6 +404,10 @@ pub trait Engine: Progress {
     fn set_link_up(&self, link: LinkId, up: bool) -> Result<(), EngineError>;
     /// Change the fabric's fault probabilities.
     fn set_faults(&self, faults: FaultConfig);
+    /// Set the NIC fault profile every device handler sees ([`DeviceIo::faults`]).
+    fn set_nic_faults(&self, faults: NicFaults);
+    /// How often each NIC fault site fired, over all devices.
+    fn nic_fault_counters(&self) -> NicFaultCounters;
 }
 
 /// Number of BARs of a PCI type-0 function.

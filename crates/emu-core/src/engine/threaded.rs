@@ -24,6 +24,7 @@ use crate::dma::DmaPort;
 use crate::fabric::remote::{Arrivals, Outlet};
 use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
 use crate::mmio::{Mmio, MmioError};
+use crate::nic_faults::{NicFaultCounters, NicFaults};
 use crate::rng::SimRng;
 use crate::time::{SimDuration, SimTime};
 use std::cmp::Ordering as CmpOrdering;
@@ -299,6 +300,12 @@ struct Shared {
     /// Where packets to ports with no device in this engine go (the fabric between
     /// processes, [`Threaded::set_outlet`]).
     outlet: OnceLock<Arc<dyn Outlet>>,
+    /// The NIC fault profile lent to handlers, and whether any site is on (read without
+    /// the lock on every handler call).
+    nic_faults: RwLock<NicFaults>,
+    nic_faults_on: AtomicBool,
+    /// NIC fault sites that fired.
+    nic_fault_counts: Mutex<NicFaultCounters>,
 }
 
 impl Shared {
@@ -340,9 +347,19 @@ impl Shared {
         let SlotState { model, rng, last } = &mut *g;
         let now = now.max(*last);
         *last = now;
-        let mut io =
-            DeviceIo::new(now, slot.port, &slot.dma, rng, actions).with_buffers(&self.buffers);
-        (f(model.as_mut(), &mut io), now)
+        let io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions).with_buffers(&self.buffers);
+        if !self.nic_faults_on.load(Ordering::Acquire) {
+            let mut io = io;
+            return (f(model.as_mut(), &mut io), now);
+        }
+        let faults = *self.nic_faults.read().unwrap_or_else(|e| e.into_inner());
+        let mut counts = NicFaultCounters::default();
+        let mut io = io.with_faults(&faults, &mut counts);
+        let r = f(model.as_mut(), &mut io);
+        if counts.total() > 0 {
+            lock(&self.nic_fault_counts).add(&counts);
+        }
+        (r, now)
     }
 
     /// Run a host access's handler of `slot` with its lock held, reading the clock only if
@@ -779,6 +796,9 @@ impl Threaded {
             c: Counters::default(),
             buffers: BufferPool::default(),
             outlet: OnceLock::new(),
+            nic_faults: RwLock::new(NicFaults::none()),
+            nic_faults_on: AtomicBool::new(false),
+            nic_fault_counts: Mutex::new(NicFaultCounters::default()),
             cfg: config,
         });
         let engine = Threaded {
@@ -1157,6 +1177,19 @@ impl Engine for Threaded {
     }
     fn set_faults(&self, faults: FaultConfig) {
         self.with_fabric(|f| f.set_faults(faults));
+    }
+    fn set_nic_faults(&self, faults: NicFaults) {
+        *self
+            .shared
+            .nic_faults
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = faults;
+        self.shared
+            .nic_faults_on
+            .store(faults.any(), Ordering::Release);
+    }
+    fn nic_fault_counters(&self) -> NicFaultCounters {
+        *lock(&self.shared.nic_fault_counts)
     }
 }
 

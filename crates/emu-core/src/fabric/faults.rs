@@ -2,7 +2,8 @@
 //!
 //! Every site draws from the engine's [`SimRng`] only when its probability is above zero, so
 //! switching a site off leaves the random stream (and thus the rest of the run) unchanged.
-//! Per injected packet the draws happen in this order: drop; link flap (and the link); duplicate;
+//! Per injected packet the draws happen in this order: drop; link flap (and the link); switch
+//! port down; duplicate;
 //! then for each copy delivered: reorder (and its delay), corrupt (and the bit).
 //!
 //! A link flap takes one link of the packet's route down for a window of virtual time
@@ -40,6 +41,14 @@ pub struct FaultConfig {
     pub link_flap: f64,
     /// How long a flapped link stays down (a zero window disables link flaps).
     pub link_flap_down: SimDuration,
+    /// Per injected packet (that was not dropped or flapped away), the switch port that
+    /// faces its destination (the last link of its route) goes down for
+    /// [`FaultConfig::port_down_time`]: the packet and every packet routed through that port
+    /// before the window ends are lost (or, with link-level retry, held if the window is
+    /// short enough); then the port is up again.
+    pub port_down: f64,
+    /// How long a downed switch port stays down (a zero window disables the site).
+    pub port_down_time: SimDuration,
 }
 
 impl FaultConfig {
@@ -53,7 +62,13 @@ impl FaultConfig {
             corrupt: 0.0,
             link_flap: 0.0,
             link_flap_down: SimDuration::ZERO,
+            port_down: 0.0,
+            port_down_time: SimDuration::ZERO,
         }
+    }
+    /// Whether the switch-port-down site can fire.
+    pub fn port_downs(&self) -> bool {
+        self.port_down > 0.0 && self.port_down_time.0 > 0
     }
     /// Whether the link-flap site can fire.
     pub fn flaps(&self) -> bool {
@@ -66,6 +81,7 @@ impl FaultConfig {
             || (self.reorder > 0.0 && self.reorder_max_delay.0 > 0)
             || self.corrupt > 0.0
             || self.flaps()
+            || self.port_downs()
     }
 }
 

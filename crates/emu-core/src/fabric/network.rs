@@ -67,6 +67,9 @@ pub struct FabricCounters {
     pub dropped_link_down: u64,
     /// Link flaps: a link of a packet's route went down for a window of time.
     pub link_flaps: u64,
+    /// Switch ports taken down: the last link of a packet's route went down for a window
+    /// of time ([`FaultConfig::port_down`]).
+    pub port_downs: u64,
     /// Dropped because the source or destination port does not exist.
     pub dropped_bad_port: u64,
     /// Packets delivered twice.
@@ -418,6 +421,28 @@ impl Fabric {
                 }
             }
         }
+        if self.faults.port_downs()
+            && rng.chance(self.faults.port_down)
+            && let Some(&hop) = self.route.last()
+        {
+            {
+                let until = now + self.faults.port_down_time;
+                let slot = &mut self.flap_until[hop.link.0 as usize];
+                *slot = (*slot).max(until);
+                self.counters.port_downs += 1;
+                match self.link_retry {
+                    Some(r) if self.faults.port_down_time <= r.down_window => {
+                        extra = extra + self.faults.port_down_time + r.retry_delay;
+                        self.counters.link_held_for_flap += 1;
+                    }
+                    _ => {
+                        self.links[hop.link.0 as usize].counters.dropped_down += 1;
+                        self.counters.dropped_link_down += 1;
+                        return self.drop_packet(tci, out);
+                    }
+                }
+            }
+        }
 
         let t = if timed {
             self.timing(now, &pkt, tci, len, extra)
@@ -738,6 +763,58 @@ mod tests {
             assert_eq!(f.inject(t0 + down, pkt(s, d, 0, 8), &mut rng).len(), 1);
         }
         assert_eq!(f.counters().link_flaps, 1);
+    }
+
+    #[test]
+    fn a_switch_port_down_loses_traffic_to_that_destination_for_its_window() {
+        let down = SimDuration::from_us(50);
+        let cfg = FabricConfig {
+            faults: FaultConfig {
+                port_down: 1.0,
+                port_down_time: down,
+                ..FaultConfig::none()
+            },
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 3 })
+        };
+        let mut f = Fabric::new(cfg).unwrap();
+        let mut rng = SimRng::new(3);
+        let t0 = SimTime::from_us(1);
+        // The packet whose destination port went down is lost with it.
+        assert!(f.inject(t0, pkt(0, 1, 0, 10), &mut rng).is_empty());
+        let c = f.counters();
+        assert_eq!((c.port_downs, c.link_flaps, c.dropped_link_down), (1, 0, 1));
+        f.set_faults(FaultConfig::none());
+        let mid = t0 + SimDuration::from_us(20);
+        // The port's link is down both ways: traffic to and from port 1 is lost; traffic
+        // between the other ports flows.
+        assert!(f.inject(mid, pkt(2, 1, 0, 8), &mut rng).is_empty());
+        assert!(f.inject(mid, pkt(1, 2, 0, 8), &mut rng).is_empty());
+        assert_eq!(f.inject(mid, pkt(0, 2, 0, 8), &mut rng).len(), 1);
+        // After the window the port is up again.
+        assert_eq!(f.inject(t0 + down, pkt(2, 1, 0, 8), &mut rng).len(), 1);
+        assert_eq!(f.counters().dropped_link_down, 3);
+    }
+
+    #[test]
+    fn a_switch_port_down_shorter_than_the_link_window_only_delays_with_link_retry() {
+        let cfg = FabricConfig {
+            faults: FaultConfig {
+                port_down: 1.0,
+                port_down_time: SimDuration::from_us(10),
+                ..FaultConfig::none()
+            },
+            ..FabricConfig::new(Topology::SingleSwitch { ports: 2 })
+        };
+        let mut f = Fabric::new(cfg).unwrap();
+        f.set_link_retry(Some(LinkRetry {
+            max_retries: 8,
+            retry_delay: SimDuration::from_ns(300),
+            down_window: SimDuration::from_us(50),
+        }));
+        let d = f.inject(SimTime::ZERO, pkt(0, 1, 0, 10), &mut SimRng::new(1));
+        assert_eq!(d.len(), 1, "held by the link, then delivered");
+        let c = f.counters();
+        assert_eq!((c.port_downs, c.link_held_for_flap, c.dropped), (1, 1, 0));
     }
 
     #[test]
