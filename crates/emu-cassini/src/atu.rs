@@ -17,7 +17,7 @@ use firmware_spec::cassini::csr;
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
-use crate::fasthash::FastMap;
+use emu_core::hash::IntMap;
 
 /// `enum c_ta_mode` values used here.
 const TA_MODE_NTA: u64 = 1;
@@ -80,7 +80,7 @@ pub(crate) struct AtuCounters {
 pub(crate) struct Atu {
     /// Address contexts, stored sparsely (an untouched context is invalid).
     acs: SparseTable<Ac>,
-    cache: FastMap<(u16, u64), Tlb>,
+    cache: IntMap<(u16, u64), Tlb>,
     /// Direct-mapped front of the cache (allocated by the first translation).
     tlb: Vec<Option<((u16, u64), Tlb)>>,
     segs: Vec<Segment>,
@@ -96,7 +96,7 @@ impl Atu {
     pub(crate) fn new() -> Self {
         Atu {
             acs: SparseTable::new(csr::C_ATU_CFG_AC_TABLE.entries as usize, Ac::default()),
-            cache: FastMap::default(),
+            cache: IntMap::default(),
             tlb: Vec::new(),
             segs: Vec::new(),
             counters: AtuCounters::default(),

@@ -8,7 +8,7 @@
 //! on anything that implements it (`CqOps`, `IxeOps`, `PctOps`, `TgtOps`, `TouOps`). This
 //! module implements the context traits on `Hw`, so every hand-over from one block to the
 //! next is a named method below. Block modules import only leaves (`block`, `tables`, `csr`,
-//! `atu`, `wire`, `fasthash`, the pure state machines `lpe`, `ct`, `amo`, and the tables
+//! `atu`, `wire`, the pure state machines `lpe`, `ct`, `amo`, and the tables
 //! `rmu` and `ee`); only this module and `device` (the PCI function) know all blocks.
 //!
 //! A packet's journey, and the block that owns each step:

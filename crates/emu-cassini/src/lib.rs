@@ -34,7 +34,6 @@ pub mod ct;
 pub mod demo;
 mod device;
 mod ee;
-mod fasthash;
 mod faults;
 pub mod harness;
 mod hw;

@@ -39,9 +39,9 @@ use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::block::Counters;
 use crate::csr::CsrFile;
-use crate::fasthash::FastMap;
 use crate::ixe::OutStream;
 use crate::wire::{self, Parsed};
+use emu_core::hash::IntMap;
 
 /// Timer token of the PCT scan (delayed acknowledgements, retransmissions).
 pub(crate) const TOKEN_SCAN: u64 = 0x5043_5400_0000_0001;
@@ -296,7 +296,7 @@ struct Conn {
 #[derive(Debug)]
 pub(crate) struct Pct {
     conns: Vec<Conn>,
-    index: FastMap<(u32, u16, u8), usize>,
+    index: IntMap<(u32, u16, u8), usize>,
     /// Epoch of the next SCT opened (never reused, so a peer can tell a new connection
     /// from late packets of an old one).
     next_epoch: u32,
@@ -305,7 +305,7 @@ pub(crate) struct Pct {
     /// Connections owing a standalone acknowledgement at the next scan.
     ack_list: Vec<usize>,
     /// Handles of restricted put messages whose continuations are still to be sent.
-    restricted_msgs: FastMap<u32, ()>,
+    restricted_msgs: IntMap<u32, ()>,
     pub(crate) counters: PctCounters,
 }
 
@@ -319,12 +319,12 @@ impl Pct {
     pub(crate) fn new() -> Self {
         Pct {
             conns: Vec::new(),
-            index: FastMap::default(),
+            index: IntMap::default(),
             next_epoch: 1,
             rto: rto_of(EPOCH_SEL_RESET),
             scan_armed: false,
             ack_list: Vec::new(),
-            restricted_msgs: FastMap::default(),
+            restricted_msgs: IntMap::default(),
             counters: PctCounters::default(),
         }
     }

@@ -12,7 +12,7 @@ use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
-use crate::fasthash::FastMap;
+use emu_core::hash::IntMap;
 
 /// RMU counters (`c_rmu_cntrs` names).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub(crate) struct Rmu {
     vni: SparseTable<Tcam>,
     portal: SparseTable<Tcam>,
     index: SparseTable<u16>,
-    cache: FastMap<(u16, u32), Result<u16, ReturnCode>>,
+    cache: IntMap<(u16, u32), Result<u16, ReturnCode>>,
     pub(crate) counters: RmuCounters,
 }
 
@@ -70,7 +70,7 @@ impl Rmu {
                 Tcam::default(),
             ),
             index: SparseTable::new(4 * csr::C_RMU_CFG_PORTAL_INDEX_TABLE.entries as usize, 0),
-            cache: FastMap::default(),
+            cache: IntMap::default(),
             counters: RmuCounters::default(),
         }
     }

@@ -29,7 +29,6 @@ use crate::amo::{self, AmoRequest, FpSignals};
 use crate::atu::Atu;
 use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
 use crate::csr::CsrFile;
-use crate::fasthash::FastMap;
 use crate::lpe::{
     AtomicInfo, CommandOutcome, CtUpdate, IncomingOutcome, IncomingRequest, Le, Lpe, NetOp,
     PE_LE_MAX, POOLS_PER_PE, PtlteConfig, RendezvousGet, TargetEvent, UnexpectedHeader,
@@ -37,6 +36,7 @@ use crate::lpe::{
 use crate::rmu::Rmu;
 use crate::tables::Tables;
 use crate::wire::{self, AmoPayload, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
+use emu_core::hash::IntMap;
 
 /// A put longer than one packet, between its first and last packet.
 #[derive(Debug, Clone)]
@@ -135,11 +135,11 @@ impl<T: TgtCtx + ?Sized> TgtOps for T {}
 /// Target state between packets.
 #[derive(Debug, Default)]
 pub(crate) struct Tgt {
-    msgs: FastMap<(u32, u32), InMsg>,
-    pending_gets: FastMap<u64, PendingGet>,
+    msgs: IntMap<(u32, u32), InMsg>,
+    pending_gets: IntMap<u64, PendingGet>,
     /// Rendezvous puts waiting as unexpected headers: the fabric header and traffic class
     /// they arrived with (for the Get an append will start).
-    pending_rdzv: FastMap<u64, (Fab, TrafficClass)>,
+    pending_rdzv: IntMap<u64, (Fab, TrafficClass)>,
     pub(crate) rdzv_get: GetCtrl,
 }
 

@@ -14,8 +14,10 @@ impl Hasher for IntHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(b));
         }
     }
     fn write_u8(&mut self, i: u8) {
