@@ -6,10 +6,11 @@
 //! `le_exhaust` in tgt.rs (the LPE's exhaustion path), `atu_miss` in ixe.rs (the local
 //! buffer check).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::Packet;
+use emu_core::nic_faults::{FaultTimers, Stall};
 use emu_core::time::SimTime;
 
 use crate::ct::Writeback;
@@ -24,23 +25,13 @@ pub(crate) struct FaultState {
     /// of a CT that has one held replaces the image and keeps the due time, so host memory
     /// never goes back to an older count.
     delayed_wb: BTreeMap<u16, (SimTime, Writeback)>,
-    /// A slow-target stall lasts until then.
-    slow_until: SimTime,
-    /// Packets that arrived during the stall, in arrival order.
-    held: VecDeque<Packet>,
-    /// Due times of timers armed and not yet fired.
-    armed: Vec<SimTime>,
+    /// Packets that arrive during a slow-target stall.
+    slow: Stall<Packet>,
+    /// Timers armed and not yet fired.
+    timers: FaultTimers,
 }
 
 impl FaultState {
-    fn arm(&mut self, io: &mut DeviceIo<'_>, at: SimTime) {
-        if self.armed.contains(&at) {
-            return;
-        }
-        self.armed.push(at);
-        io.timer(at.since(io.now()), TOKEN_FAULTS);
-    }
-
     /// Whether a write-back of `wb.ct` must wait: the site fires, or one is already held.
     /// A held write-back is stored (replacing an older image of the same CT).
     pub(crate) fn hold_writeback(
@@ -58,7 +49,7 @@ impl FaultState {
         }
         let due = io.now() + io.faults().ct_delay_time;
         self.delayed_wb.insert(wb.ct, (due, wb));
-        self.arm(io, due);
+        self.timers.arm(io, due, TOKEN_FAULTS);
         true
     }
 
@@ -70,23 +61,15 @@ impl FaultState {
         pkt: Packet,
         fires: bool,
     ) -> Option<Packet> {
-        let now = io.now();
-        if fires && now >= self.slow_until {
-            self.slow_until = now + io.faults().slow_target_time;
-            let at = self.slow_until;
-            self.arm(io, at);
-        }
-        if now < self.slow_until || !self.held.is_empty() {
-            self.held.push_back(pkt);
-            return None;
-        }
-        Some(pkt)
+        let length = io.faults().slow_target_time;
+        self.timers
+            .hold(io, &mut self.slow, pkt, fires, length, TOKEN_FAULTS)
     }
 
     /// The fault timer fired at `now`: the write-backs due and, if the stall is over, the
     /// held packets, in order.
     pub(crate) fn release(&mut self, now: SimTime) -> (Vec<Writeback>, Vec<Packet>) {
-        self.armed.retain(|&t| t > now);
+        self.timers.fired(now);
         let due: Vec<u16> = self
             .delayed_wb
             .iter()
@@ -97,11 +80,6 @@ impl FaultState {
             .into_iter()
             .filter_map(|ct| self.delayed_wb.remove(&ct).map(|(_, w)| w))
             .collect();
-        let pkts = if now >= self.slow_until {
-            self.held.drain(..).collect()
-        } else {
-            Vec::new()
-        };
-        (wbs, pkts)
+        (wbs, self.slow.release(now))
     }
 }

@@ -3,10 +3,9 @@
 //! Both end on one timer token, [`TOKEN_FAULTS`]. The `cq_overrun` site has no state; it is
 //! in target.rs, where remote events are raised.
 
-use std::collections::VecDeque;
-
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::Packet;
+use emu_core::nic_faults::{FaultTimers, Stall};
 use emu_core::time::SimTime;
 
 use crate::packet::Header;
@@ -20,27 +19,15 @@ pub(crate) type HeldCredit = (u32, Header, Vec<u8>);
 /// Held work of the timed fault sites.
 #[derive(Debug, Default)]
 pub(crate) struct FaultHold {
-    /// A slow-target stall lasts until then.
-    slow_until: SimTime,
-    /// Frames that arrived during the stall, in arrival order.
-    packets: VecDeque<Packet>,
-    /// Credit returns are held until then.
-    credit_until: SimTime,
-    /// Credit returns held, in arrival order.
-    credits: VecDeque<HeldCredit>,
-    /// Due times of timers armed and not yet fired.
-    armed: Vec<SimTime>,
+    /// Frames that arrive during a slow-target stall.
+    packets: Stall<Packet>,
+    /// Credit returns that arrive while credits are held.
+    credits: Stall<HeldCredit>,
+    /// Timers armed and not yet fired.
+    timers: FaultTimers,
 }
 
 impl FaultHold {
-    fn arm(&mut self, io: &mut DeviceIo<'_>, at: SimTime) {
-        if self.armed.contains(&at) {
-            return;
-        }
-        self.armed.push(at);
-        io.timer(at.since(io.now()), TOKEN_FAULTS);
-    }
-
     /// The frame to process now, or `None` if a stall holds it (`fires`: the site fired on
     /// it and begins a stall). Frames are processed in arrival order.
     pub(crate) fn hold_packet(
@@ -49,17 +36,9 @@ impl FaultHold {
         pkt: Packet,
         fires: bool,
     ) -> Option<Packet> {
-        let now = io.now();
-        if fires && now >= self.slow_until {
-            self.slow_until = now + io.faults().slow_target_time;
-            let at = self.slow_until;
-            self.arm(io, at);
-        }
-        if now < self.slow_until || !self.packets.is_empty() {
-            self.packets.push_back(pkt);
-            return None;
-        }
-        Some(pkt)
+        let length = io.faults().slow_target_time;
+        self.timers
+            .hold(io, &mut self.packets, pkt, fires, length, TOKEN_FAULTS)
     }
 
     /// Whether a credit return must wait (`fires`: the site fired on it and begins a hold);
@@ -71,33 +50,16 @@ impl FaultHold {
         credit: HeldCredit,
         fires: bool,
     ) -> bool {
-        let now = io.now();
-        if fires && now >= self.credit_until {
-            self.credit_until = now + io.faults().smsg_starve_time;
-            let at = self.credit_until;
-            self.arm(io, at);
-        }
-        if now < self.credit_until || !self.credits.is_empty() {
-            self.credits.push_back(credit);
-            return true;
-        }
-        false
+        let length = io.faults().smsg_starve_time;
+        self.timers
+            .hold(io, &mut self.credits, credit, fires, length, TOKEN_FAULTS)
+            .is_none()
     }
 
     /// The fault timer fired at `now`: the credit returns and the frames whose hold is
     /// over, in arrival order.
     pub(crate) fn release(&mut self, now: SimTime) -> (Vec<HeldCredit>, Vec<Packet>) {
-        self.armed.retain(|&t| t > now);
-        let credits = if now >= self.credit_until {
-            self.credits.drain(..).collect()
-        } else {
-            Vec::new()
-        };
-        let packets = if now >= self.slow_until {
-            self.packets.drain(..).collect()
-        } else {
-            Vec::new()
-        };
-        (credits, packets)
+        self.timers.fired(now);
+        (self.credits.release(now), self.packets.release(now))
     }
 }
