@@ -198,16 +198,7 @@ impl<T: Equivalence> Window<T> {
 
     /// `MPI_Put`: complete at the next synchronization (fence, flush, unlock).
     pub fn put(&mut self, data: &[T], target: CommRank, disp: usize) -> Result<()> {
-        let (w, off) = self.check(target, disp, data.len())?;
-        self.make_room(data.as_bytes().len())?;
-        let op = self
-            .comm
-            .core
-            .borrow_mut()
-            .transport
-            .put(self.win, w, off, data.as_bytes())?;
-        self.issued(target, op, data.as_bytes().len());
-        Ok(())
+        self.put_start(data, target, disp).map(|_| ())
     }
 
     /// `MPI_Rput`: a put whose completion can be tested on its own
