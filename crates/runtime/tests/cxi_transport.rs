@@ -578,50 +578,56 @@ fn small_exchange_on_the_deterministic_engine() {
     });
 }
 
+/// Hardware matching recovers from exhausted overflow buffers as the CXI provider does
+/// (FC_NO_MATCH needs no list entries back): the unexpected headers are onloaded into the
+/// software queue, the PtlTE is enabled again in hardware matching, the dropped messages
+/// are replayed, and every message is received once, in order, with its data.
 #[test]
-fn hardware_flow_control_is_fatal_with_the_providers_message() {
+fn hardware_flow_control_recovers_in_hardware_matching() {
     // One overflow buffer with room for two eager messages: the third unexpected message
     // finds no overflow LE and the PtlTE enters flow control.
     let j = job(2)
+        .env("NICEMU_CXI_TIMEOUT", "20")
         .env("FI_CXI_OFLOW_BUF_COUNT", "1")
         .env("FI_CXI_OFLOW_BUF_SIZE", "40K");
     let out = run(&j, |t| {
         if t.rank() == 0 {
             let ops: Vec<_> = (0..6)
-                .map(|i| t.send(1, bits(i), &pattern(16384, 1), SendMode::Standard))
+                .map(|i| {
+                    t.send(1, bits(i), &pattern(16384, i as u8), SendMode::Standard)
+                        .unwrap()
+                })
                 .collect();
-            // The sender sees its messages refused (C_RC_PT_DISABLED).
-            let start = Instant::now();
-            let mut err = None;
-            while err.is_none() && start.elapsed() < LIMIT {
-                for op in ops.iter().flatten() {
-                    if let Err(e) = t.test(*op) {
-                        err = Some(e.to_string());
-                        break;
-                    }
-                }
+            for op in ops {
+                assert_eq!(wait(t, op), Completion::Sent);
             }
-            err.unwrap_or_default()
+            send(t, 1, 99, &[]);
         } else {
+            // No receive is posted until the last message is in: flow control happens.
             let start = Instant::now();
-            loop {
-                if let Err(e) = t.progress() {
-                    break e.to_string();
-                }
-                assert!(start.elapsed() < LIMIT, "no flow control");
+            while t.probe(spec(Some(0), Some(99))).unwrap().is_none() {
+                assert!(start.elapsed() < LIMIT, "the messages never all arrived");
             }
+            for i in 0..6u32 {
+                let (env, data) = recv(t, Some(0), None, 16384);
+                assert_eq!(env.bits, bits(i), "message order");
+                assert!(data == pattern(16384, i as u8), "payload of message {i}");
+            }
+            recv(t, Some(0), Some(99), 0);
+            assert_eq!(t.probe(spec(None, None)).unwrap(), None);
         }
+        t.stats()
     });
-    assert!(out[0].contains("PtDisabled"), "{}", out[0]);
-    assert!(
-        out[1].starts_with("PtlTE ")
-            && out[1].contains(
-                "LE resources not recovered during flow control. \
-                 FI_CXI_RX_MATCH_MODE=[hybrid OR software] is required."
-            ),
-        "{}",
-        out[1]
+    let st = &out[1];
+    eprintln!("receiver: {st:?}");
+    assert!(st["flow_control"] >= 1, "{st:?}");
+    assert!(st["onloaded"] >= 1, "{st:?}");
+    assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
+    assert_eq!(
+        st["reposted"], 0,
+        "hardware matching moves no receive: {st:?}"
     );
+    assert!(out[0]["fc_replayed"] >= 1, "{:?}", out[0]);
 }
 
 #[test]
@@ -813,6 +819,18 @@ fn a_flood_of_unexpected_messages_completes_with_software_matching() {
     eprintln!("software flood, receiver: {st:?}");
     // The request buffers ran out and the PtlTE recovered every time.
     assert!(st["flow_control"] >= 1, "{st:?}");
+    assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
+}
+
+#[test]
+fn a_flood_of_unexpected_messages_recovers_in_hardware_mode() {
+    let st = flood(&flood_job("hardware"));
+    eprintln!("hardware flood, receiver: {st:?}");
+    // The overflow buffers ran out; each episode onloaded the unexpected headers and
+    // enabled the PtlTE again in hardware matching, leaving the posted receives on the NIC.
+    assert!(st["flow_control"] >= 1, "{st:?}");
+    assert!(st["onloaded"] >= 1, "{st:?}");
+    assert_eq!(st["reposted"], 0, "{st:?}");
     assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
 }
 

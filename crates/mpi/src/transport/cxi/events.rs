@@ -73,10 +73,8 @@ impl CxiTransport {
             if self.on_ctrl_ack(user_ptr, rc) {
                 return Ok(());
             }
-            // A send the peer's PtlTE dropped in flow control waits for its replay
-            // (hybrid and software modes; hardware mode cannot recover).
-            if self.cfg.mode != MatchMode::Hardware
-                && let Some(dest) = self.sends.get(&user_ptr).map(|op| op.dest)
+            // A send the peer's PtlTE dropped in flow control waits for its replay.
+            if let Some(dest) = self.sends.get(&user_ptr).map(|op| op.dest)
                 && !self.fc_acked(user_ptr, dest, rc)?
             {
                 return Ok(());
@@ -215,6 +213,9 @@ impl CxiTransport {
         let Some(Ok(sc)) = t.state_change() else {
             return Ok(());
         };
+        if !sc.sc_nic_auto && self.fc_enable_answer(t.return_code, sc.ptlte_state)? {
+            return Ok(());
+        }
         if sc.ptlte_state == PtlteState::Disabled {
             if sc.sc_nic_auto {
                 return self.fc_disabled(Some(sc.sc_reason), true);

@@ -25,8 +25,17 @@
 //!
 //! A hybrid endpoint still matching in hardware whose priority-LE append fails (NO_SPACE:
 //! the LE pool is shared with the unexpected headers) disables the PtlTE itself and
-//! recovers the same way. In hardware mode flow control stays fatal, with the provider's
-//! message.
+//! recovers the same way.
+//!
+//! - **Receiver, hardware mode.** As the CXI provider (`cxip_recv_pte_cb`): an episode for a
+//!   full EQ (FC_EQ_FULL) or exhausted overflow buffers (FC_NO_MATCH) needs no list entries
+//!   back, so it recovers in hardware matching: the unexpected headers are onloaded into the
+//!   software unexpected queue (which receives, probes and claims search before the NIC's
+//!   lists from then on), the posted receives stay on the NIC, and once every drop is
+//!   reported a SETSTATE(ENABLED, drop count) re-enables the PtlTE (a NO_MATCH answer means
+//!   a drop came in meanwhile: wait for its report). An episode for unexpected-header LEs
+//!   (FC_UNEXPECTED_FAIL) recovers only if a receive freed one of them meanwhile, and is
+//!   otherwise fatal with the provider's message, as is a failed append.
 
 use driver::clock::Instant;
 use std::collections::{BTreeMap, BTreeSet};
@@ -80,8 +89,11 @@ struct Onloaded {
     header_data: u64,
 }
 
-/// The switch of a hybrid endpoint to software matching, under way.
+/// An onload of the unexpected headers under way: the switch of a hybrid endpoint to
+/// software matching, or a hardware-mode recovery that keeps matching in hardware.
 struct Switch {
+    /// The endpoint moves to software matching (else it stays in hardware matching).
+    to_software: bool,
     /// The SEARCH_AND_DELETE of the unexpected list answered.
     onloaded: bool,
     headers: Vec<Onloaded>,
@@ -106,6 +118,15 @@ pub(super) struct RxFc {
     auto: bool,
     /// Software asked for DISABLED (a failed append) and waits for the STATE_CHANGE.
     forcing: bool,
+    /// Hardware mode: the episode re-enables the PtlTE in hardware matching.
+    in_hardware: bool,
+    /// Hardware mode: the episode was for unexpected-header LEs (FC_UNEXPECTED_FAIL), so it
+    /// can recover only once a receive frees one.
+    needs_ule: bool,
+    /// Hardware mode: a receive matched an unexpected header during the episode.
+    ule_freed: bool,
+    /// Hardware mode: SETSTATE(ENABLED) sent, its STATE_CHANGE not yet seen.
+    enabling: bool,
 }
 
 /// All flow-control state.
@@ -260,7 +281,12 @@ impl CxiTransport {
     /// The receive PtlTE was disabled: by the NIC (`auto`, for `reason`) or by software
     /// after a failed append.
     pub(super) fn fc_disabled(&mut self, reason: Option<ScReason>, auto: bool) -> Result<()> {
-        if self.cfg.mode == MatchMode::Hardware || reason == Some(ScReason::DisUncor) {
+        let hardware = self.cfg.mode == MatchMode::Hardware;
+        let recoverable_in_hw = matches!(
+            reason,
+            Some(ScReason::FcEqFull | ScReason::FcNoMatch | ScReason::FcUnexpectedFail)
+        );
+        if (hardware && !recoverable_in_hw) || reason == Some(ScReason::DisUncor) {
             return Err(self.flow_control_error());
         }
         if self.fc.rx.active {
@@ -271,10 +297,20 @@ impl CxiTransport {
         rx.active = true;
         rx.dirty = true;
         rx.auto = auto;
+        rx.in_hardware = hardware;
+        rx.needs_ule = hardware && reason == Some(ScReason::FcUnexpectedFail);
+        rx.ule_freed = false;
         if !self.software && rx.switch.is_none() {
-            self.start_switch()?;
+            self.start_onload(!hardware)?;
         }
         Ok(())
+    }
+
+    /// A receive matched an unexpected header (its list entry is free again).
+    pub(super) fn fc_ule_freed(&mut self) {
+        if self.fc.rx.active {
+            self.fc.rx.ule_freed = true;
+        }
     }
 
     /// Hybrid, still matching in hardware: an append found no list entry left (the LE pool
@@ -305,8 +341,9 @@ impl CxiTransport {
         self.fc_disabled(None, false)
     }
 
-    /// Hybrid: take the unexpected headers and the posted receives off the NIC.
-    fn start_switch(&mut self) -> Result<()> {
+    /// Take the unexpected headers off the NIC and, when the endpoint moves to software
+    /// matching (hybrid), the posted receives too.
+    fn start_onload(&mut self, to_software: bool) -> Result<()> {
         self.ep.target_cmd(
             TgtOp::SearchAndDelete,
             PtlList::Unexpected,
@@ -319,6 +356,7 @@ impl CxiTransport {
         let mut posted: Vec<(u64, u16)> = self
             .recvs
             .iter()
+            .filter(|_| to_software)
             .filter(|(_, r)| r.spec.is_some() && r.env.is_none() && !r.cancelling)
             .map(|(&id, r)| (id, r.bid))
             .collect();
@@ -329,6 +367,7 @@ impl CxiTransport {
                 .target_cmd_on(&pte, TgtOp::Unlink, PtlList::Priority, bid)?;
         }
         self.fc.rx.switch = Some(Switch {
+            to_software,
             onloaded: false,
             headers: Vec::new(),
             unlinks: posted,
@@ -349,7 +388,7 @@ impl CxiTransport {
         }
     }
 
-    /// Whether a hybrid switch is under way (receives, probes and claims wait for it).
+    /// Whether an onload is under way (receives, probes and claims wait for it).
     pub(super) fn fc_switching(&self) -> bool {
         self.fc.rx.switch.is_some()
     }
@@ -414,6 +453,9 @@ impl CxiTransport {
         let Some(s) = self.fc.rx.switch.take() else {
             return Ok(());
         };
+        if !s.to_software {
+            return self.finish_hw_onload(s.headers);
+        }
         self.software = true;
         // The unexpected messages, in the NIC's order.
         for h in s.headers {
@@ -484,9 +526,66 @@ impl CxiTransport {
         Ok(())
     }
 
-    /// Re-enable the PtlTE (SOFTWARE_MANAGED) once every drop has been reported.
+    /// Hardware mode: the onloaded headers join the software unexpected queue (behind
+    /// those of earlier episodes, so arrival order holds), and their overflow-buffer space
+    /// is free.
+    fn finish_hw_onload(&mut self, headers: Vec<Onloaded>) -> Result<()> {
+        for h in headers {
+            let key = (h.initiator, h.bits, h.rlength);
+            let data = super::rx::take_at(&mut self.ux_data, h.start, key).unwrap_or_default();
+            self.ux_consumed(h.start)?;
+            let env = Envelope {
+                source: self.rank_of(h.initiator)?,
+                bits: proto::user_bits(h.bits),
+                len: h.rlength as usize,
+            };
+            let msg = SwMsg {
+                eager: data,
+                bits: h.bits,
+                header_data: h.header_data,
+            };
+            self.bump("onloaded");
+            // No receive is ever posted in software in hardware mode: it queues.
+            if let Some((p, msg)) = self.matcher.arrive(env, msg) {
+                self.sw_deliver(p.op.0, env, msg)?;
+            }
+        }
+        self.fc.rx.dirty = true;
+        Ok(())
+    }
+
+    /// Hardware mode: the STATE_CHANGE answering our SETSTATE(ENABLED); `true` if it was.
+    pub(super) fn fc_enable_answer(&mut self, rc: ReturnCode, state: PtlteState) -> Result<bool> {
+        if !self.fc.rx.enabling {
+            return Ok(false);
+        }
+        self.fc.rx.enabling = false;
+        if rc == ReturnCode::Ok && state == PtlteState::Enabled {
+            self.fc_recovered()?;
+        } else {
+            // A drop came in after the status was read: its sender will report it.
+            self.bump("fc_reenable_refused");
+            self.fc.rx.dirty = true;
+        }
+        Ok(true)
+    }
+
+    /// The PtlTE takes messages again: the peers that reported drops replay them.
+    fn fc_recovered(&mut self) -> Result<()> {
+        self.fc.rx.active = false;
+        self.fc.rx.reported = 0;
+        self.bump("fc_recovered");
+        let peers = std::mem::take(&mut self.fc.rx.notifiers);
+        for p in peers {
+            self.send_ctrl(p, FC_RESUME, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Re-enable the PtlTE once every drop has been reported: SOFTWARE_MANAGED (hybrid and
+    /// software modes), or ENABLED again in hardware mode.
     fn try_reenable(&mut self) -> Result<()> {
-        if !self.fc.rx.dirty {
+        if !self.fc.rx.dirty || self.fc.rx.enabling {
             return Ok(());
         }
         self.fc.rx.dirty = false;
@@ -522,21 +621,24 @@ impl CxiTransport {
                 expected
             )));
         }
+        if self.fc.rx.in_hardware {
+            if self.fc.rx.needs_ule && !self.fc.rx.ule_freed {
+                return Err(self.flow_control_error());
+            }
+            let cmd = pte.set_state_cmd(PtlteState::Enabled, st.drop_count);
+            self.ep.emit(true, |q| q.emit_set_state(&cmd))?;
+            self.ep.ring_tg()?;
+            self.fc.rx.enabling = true;
+            return Ok(());
+        }
         if pte.transition_sm(st.drop_count).is_err() {
             // A drop came in meanwhile: its sender will report it.
             return Ok(());
         }
-        self.fc.rx.active = false;
-        self.fc.rx.reported = 0;
-        self.bump("fc_recovered");
-        let peers = std::mem::take(&mut self.fc.rx.notifiers);
-        for p in peers {
-            self.send_ctrl(p, FC_RESUME, 0)?;
-        }
-        Ok(())
+        self.fc_recovered()
     }
 
-    /// Wait until a hybrid switch under way is done.
+    /// Wait until an onload under way is done.
     pub(super) fn fc_settle(&mut self) -> Result<()> {
         if self.fc_switching() {
             self.wait_for("switching to software matching", |t| {

@@ -10,9 +10,10 @@
 //!   unexpected headers, SEARCH for probe, SEARCH_AND_DELETE for claim, UNLINK for cancel.
 //! - [`sw`]: software matching — request buffers of a software-managed PtlTE and
 //!   [`crate::matching::Matcher`].
-//! - [`fc`]: flow-control recovery (hybrid and software modes): the senders' hold, FC_NOTIFY
-//!   and in-order replay after FC_RESUME, the receiver's re-enable, and the hybrid switch
-//!   to software matching (onload of the unexpected headers, posted receives moved).
+//! - [`fc`]: flow-control recovery (all modes): the senders' hold, FC_NOTIFY and in-order
+//!   replay after FC_RESUME, the onload of the unexpected headers, the receiver's re-enable
+//!   (in hardware matching again, or SOFTWARE_MANAGED), and the hybrid switch to software
+//!   matching (posted receives moved).
 //! - [`events`]: the event loop that drives all of it.
 //! - [`rma`]: windows on a non-matching PtlTE, put/get as DMA, atomics as Cassini AMOs.
 
@@ -559,6 +560,8 @@ impl Transport for CxiTransport {
         self.fc_settle()?;
         if self.software {
             self.sw_recv(spec, capacity)
+        } else if let Some((_, op)) = self.sw_take(&spec, capacity)? {
+            Ok(op)
         } else {
             self.hw_recv(spec, capacity)
         }
@@ -583,6 +586,8 @@ impl Transport for CxiTransport {
         self.fc_settle()?;
         if self.software {
             Ok(self.matcher.probe(&spec))
+        } else if let Some(env) = self.matcher.probe(&spec) {
+            Ok(Some(env))
         } else {
             self.hw_probe(spec)
         }
@@ -594,6 +599,8 @@ impl Transport for CxiTransport {
         self.fc_settle()?;
         if self.software {
             self.sw_claim(spec)
+        } else if let Some(c) = self.sw_take(&spec, usize::MAX)? {
+            Ok(Some(c))
         } else {
             self.hw_claim(spec)
         }

@@ -250,7 +250,7 @@ impl CxiTransport {
     /// The unexpected message at `start` is no longer needed: its overflow buffer may go
     /// back to the NIC once its posting is finished (every message it took was reported,
     /// `landing`) and nothing in it is needed.
-    fn ux_consumed(&mut self, start: u64) -> Result<()> {
+    pub(super) fn ux_consumed(&mut self, start: u64) -> Result<()> {
         let Some(i) = self.landing.iter().position(|l| {
             let base = l.buf.md.iova();
             start >= base && start < base + l.buf.mem.len()
@@ -267,6 +267,7 @@ impl CxiTransport {
 
     /// PUT_OVERFLOW into receive (or claim) `id`: an unexpected header was matched.
     pub(super) fn on_ux_matched(&mut self, id: u64, t: &TargetLong) -> Result<()> {
+        self.fc_ule_freed();
         let source = self.rank_of(t.initiator)?;
         let env = Envelope {
             source,

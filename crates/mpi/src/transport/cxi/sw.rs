@@ -33,10 +33,21 @@ impl CxiTransport {
     }
 
     pub(super) fn sw_claim(&mut self, spec: MatchSpec) -> Result<Option<(Envelope, OpId)>> {
-        let Some(u) = self.matcher.claim(&spec) else {
+        self.sw_take(&spec, usize::MAX)
+    }
+
+    /// The first message in the software unexpected queue that `spec` matches, delivered
+    /// into a new receive of `capacity` (in hardware mode the queue holds what flow-control
+    /// recovery onloaded, older than anything still on the NIC).
+    pub(super) fn sw_take(
+        &mut self,
+        spec: &MatchSpec,
+        capacity: usize,
+    ) -> Result<Option<(Envelope, OpId)>> {
+        let Some(u) = self.matcher.claim(spec) else {
             return Ok(None);
         };
-        let (id, _) = self.new_recv(usize::MAX);
+        let (id, _) = self.new_recv(capacity);
         let env = u.envelope;
         self.sw_deliver(id, env, u.data)?;
         Ok(Some((env, OpId(id))))
