@@ -9,6 +9,7 @@
 //! bits). The C interface and every `unsafe` block: [`ffi`].
 
 pub mod av;
+pub mod cntr;
 pub mod cq;
 pub mod ep;
 pub mod eq;
@@ -17,6 +18,7 @@ pub mod ffi;
 pub mod info;
 pub mod nic;
 pub mod rendezvous;
+pub mod wait;
 pub mod wire;
 
 /// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).

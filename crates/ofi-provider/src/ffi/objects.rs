@@ -20,7 +20,7 @@ use crate::nic::{self, Nic};
 
 const FI_ENOPROTOOPT: c_int = libc::ENOPROTOOPT;
 
-fn fail(e: &Error) -> c_int {
+pub(super) fn fail(e: &Error) -> c_int {
     -e.errno()
 }
 
@@ -29,7 +29,7 @@ fn fail(e: &Error) -> c_int {
 /// # Safety
 /// `f` is null or a `fid` libfabric got from this provider or another one (the `ops` check
 /// rejects the latter), and the object is not closed.
-unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
+pub(super) unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
     // SAFETY: per the contract `f` is null or a live fid; reading its ops pointer is valid.
     let f = unsafe { f.as_ref()? };
     if !ptr::eq(f.ops, ops) {
@@ -44,7 +44,7 @@ unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
 ///
 /// # Safety
 /// As [`obj`]; the object is not used again.
-unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
+pub(super) unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
     // SAFETY: as the contract says.
     if unsafe { obj::<T>(f, ops) }.is_none() {
         return -FI_EINVAL;
@@ -54,7 +54,7 @@ unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
     0
 }
 
-fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) -> fid {
+pub(super) fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) -> fid {
     fid {
         fclass: class,
         context,
@@ -66,19 +66,9 @@ unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
     -FI_ENOSYS
 }
 
-/// Wait sets, counters and poll sets are not provided: their `open` calls fail with
-/// `-FI_ENOSYS` (libfabric's inline `fi_wait_open` & co. call through the table unchecked,
-/// so a null entry would crash the caller).
-unsafe extern "C" fn open_refused(
-    _owner: *mut c_void,
-    _attr: *mut c_void,
-    _out: *mut *mut c_void,
-    _context: *mut c_void,
-) -> c_int {
-    -FI_ENOSYS
-}
-
-/// [`open_refused`] for the entries without a context argument.
+/// Wait sets and poll sets are not provided: their `open` calls fail with `-FI_ENOSYS`
+/// (libfabric's inline `fi_wait_open` & co. call through the table unchecked, so a null
+/// entry would crash the caller).
 unsafe extern "C" fn open_refused3(
     _owner: *mut c_void,
     _attr: *mut c_void,
@@ -360,12 +350,12 @@ unsafe extern "C" fn bind_eq_only(_f: *mut fid, bfid: *mut fid, _flags: u64) -> 
 // Domain
 
 #[repr(C)]
-struct DomainObj {
+pub(super) struct DomainObj {
     fid: fid_domain,
     nic: Arc<Nic>,
 }
 
-static DOMAIN_FI_OPS: fi_ops = fi_ops {
+pub(super) static DOMAIN_FI_OPS: fi_ops = fi_ops {
     bind: Some(bind_eq_only),
     ..base_ops(domain_close)
 };
@@ -375,7 +365,7 @@ static DOMAIN_OPS: fi_ops_domain = fi_ops_domain {
     cq_open: Some(cq_open),
     endpoint: Some(ep_open),
     scalable_ep: None,
-    cntr_open: Some(open_refused),
+    cntr_open: Some(super::cntr::cntr_open),
     poll_open: Some(open_refused3),
     stx_ctx: None,
     srx_ctx: None,
@@ -965,7 +955,7 @@ unsafe extern "C" fn ep_close(f: *mut fid) -> c_int {
 
 /// # Safety
 /// `ep` is null or a live fid.
-unsafe fn ep_of<'a>(ep: *const fid) -> Option<&'a Arc<Ep>> {
+pub(super) unsafe fn ep_of<'a>(ep: *const fid) -> Option<&'a Arc<Ep>> {
     // SAFETY: per the contract.
     unsafe { obj::<EpObj>(ep, &EP_FI_OPS) }.map(|e| &e.ep)
 }
@@ -989,6 +979,10 @@ unsafe extern "C" fn ep_bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
             selective: flags & FI_SELECTIVE_COMPLETION != 0,
         };
         return ep.bind_cq(&cq.cq, how).map_or_else(|e| fail(&e), |()| 0);
+    }
+    // SAFETY: as above.
+    if let Some(rc) = unsafe { super::cntr::bind_to_ep(f, bfid, flags) } {
+        return rc;
     }
     // SAFETY: as above.
     if unsafe { eq_of(bfid) }.is_some() {
@@ -1154,7 +1148,7 @@ unsafe fn do_recv(
 ///
 /// # Safety
 /// `iov` is valid for `count` entries.
-unsafe fn one_iov(iov: *const iovec, count: usize) -> Option<(*mut c_void, usize)> {
+pub(super) unsafe fn one_iov(iov: *const iovec, count: usize) -> Option<(*mut c_void, usize)> {
     match count {
         0 => Some((ptr::null_mut(), 0)),
         // SAFETY: per the contract.
@@ -1304,8 +1298,9 @@ unsafe extern "C" fn t_recvmsg(ep: *mut fid_ep, msg: *const fi_msg_tagged, flags
     let Some(m) = (unsafe { msg.as_ref() }) else {
         return -(FI_EINVAL as ssize_t);
     };
-    if flags & (FI_PEEK | FI_CLAIM) != 0 {
-        return -(FI_ENOSYS as ssize_t);
+    if flags & (FI_PEEK | FI_CLAIM | FI_DISCARD) != 0 {
+        // SAFETY: the caller's arguments (libfabric contract), passed on.
+        return unsafe { super::peek::trecvmsg(ep, m, flags) };
     }
     // SAFETY: as above.
     let Some((buf, len)) = (unsafe { one_iov(m.msg_iov, m.iov_count) }) else {
