@@ -184,6 +184,27 @@ impl Cntr {
         }
     }
 
+    /// `fi_trywait`: progress; `true` (the caller may sleep on the descriptor until the
+    /// counter changes) only when the progress changed nothing and no bound endpoint has an
+    /// operation in flight: progress is manual, so only the reader's polling completes them.
+    pub fn try_wait(&self) -> bool {
+        if let Some(s) = &self.signal {
+            s.clear();
+        }
+        let before = self.snapshot();
+        self.progress();
+        if self.snapshot() != before {
+            return false;
+        }
+        let eps = self.eps.lock().unwrap_or_else(|p| p.into_inner());
+        !eps.iter().filter_map(Weak::upgrade).any(|ep| !ep.idle())
+    }
+
+    fn snapshot(&self) -> (u64, u64) {
+        let c = self.lock();
+        (c.value, c.err)
+    }
+
     /// Progress every endpoint bound to the counter.
     pub fn progress(&self) {
         let eps: Vec<Arc<Ep>> = {

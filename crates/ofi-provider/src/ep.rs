@@ -27,6 +27,7 @@ use crate::nic::Nic;
 use crate::wire;
 
 mod counters;
+mod idle;
 mod peek;
 pub use peek::Peek;
 

@@ -444,3 +444,11 @@ fn counters_count_what_the_endpoints_complete() {
 fn peek_claim_and_discard_find_unexpected_messages() {
     run_c_check("peek");
 }
+
+/// `FI_WAIT_FD`: the descriptors of an EQ, a CQ and a counter from `fi_control(FI_GETWAIT)`
+/// are readable exactly while there is something to read; `fi_trywait` refuses sleep while a
+/// receive is in flight (`tests/c/wait_fd.c`).
+#[test]
+fn file_descriptor_wait_objects_follow_their_queues() {
+    run_c_check("wait_fd");
+}

@@ -137,7 +137,10 @@ struct EqObj {
     eq: Eq,
 }
 
-static EQ_FI_OPS: fi_ops = base_ops(eq_close);
+static EQ_FI_OPS: fi_ops = fi_ops {
+    control: Some(eq_control),
+    ..base_ops(eq_close)
+};
 static EQ_OPS: fi_ops_eq = fi_ops_eq {
     size: size_of::<fi_ops_eq>(),
     read: Some(eq_read),
@@ -167,27 +170,32 @@ unsafe extern "C" fn eq_open(
     // SAFETY: `attr` is null or valid.
     let (size, wait) = unsafe { attr.as_ref() }.map_or((0, FI_WAIT_NONE), |a| (a.size, a.wait_obj));
     // A blocking read waits on a condition variable: FI_WAIT_UNSPEC, FI_WAIT_MUTEX_COND
-    // (and FI_WAIT_YIELD, which asks for less). No file descriptors or wait sets.
-    if ![
-        FI_WAIT_NONE,
-        FI_WAIT_UNSPEC,
-        FI_WAIT_MUTEX_COND,
-        FI_WAIT_YIELD,
-    ]
-    .contains(&wait)
-    {
-        return -FI_ENOSYS;
-    }
+    // (and FI_WAIT_YIELD, which asks for less); FI_WAIT_FD adds a descriptor (`crate::wait`).
+    // No wait sets.
+    let signal = match super::wait::signal_for(wait) {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
     let b = Box::new(EqObj {
         fid: fid_eq {
             fid: new_fid(FI_CLASS_EQ, context, &EQ_FI_OPS),
             ops: &EQ_OPS,
         },
-        eq: Eq::new(size),
+        eq: Eq::with_signal(size, signal),
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
     0
+}
+
+/// `fi_control(FI_GETWAIT)` of an `FI_WAIT_FD` EQ: its descriptor.
+unsafe extern "C" fn eq_control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: libfabric passes the fid it got from us.
+    let Some(q) = (unsafe { eq_of(f) }) else {
+        return -FI_EINVAL;
+    };
+    // SAFETY: `arg` is what `command` says (fi_control contract).
+    unsafe { super::wait::control(q.signal(), command, arg) }
 }
 
 unsafe extern "C" fn eq_close(f: *mut fid) -> c_int {
@@ -310,8 +318,10 @@ unsafe extern "C" fn eq_strerror(
     unsafe { copy_str(MSG, buf, &mut room) }
 }
 
-/// `fi_trywait`: 0 if every fid is an empty EQ (safe to sleep), `-FI_EAGAIN` if one has an
-/// event, or is a CQ: a CQ's completions come from manual progress, so its reader must poll.
+/// `fi_trywait`: 0 if the caller may sleep on every fid's wait object, `-FI_EAGAIN` if one
+/// has an entry, or (a CQ or counter) has operations in flight on its endpoints: progress
+/// is manual, so only the reader's polling completes them (`Cq::try_wait`,
+/// `Cntr::try_wait`).
 unsafe extern "C" fn trywait(_fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
     let n = usize::try_from(count).unwrap_or(0);
     if fids.is_null() && n > 0 {
@@ -326,8 +336,15 @@ unsafe extern "C" fn trywait(_fabric: *mut fid_fabric, fids: *mut *mut fid, coun
                 return -FI_EAGAIN;
             }
         // SAFETY: as above.
-        } else if unsafe { obj::<CqObj>(f, &CQ_FI_OPS) }.is_some() {
-            return -FI_EAGAIN;
+        } else if let Some(c) = unsafe { obj::<CqObj>(f, &CQ_FI_OPS) } {
+            if !c.cq.try_wait() {
+                return -FI_EAGAIN;
+            }
+        // SAFETY: as above.
+        } else if let Some(c) = unsafe { super::cntr::cntr_of(f) } {
+            if !c.try_wait() {
+                return -FI_EAGAIN;
+            }
         } else {
             return -FI_EINVAL;
         }
@@ -603,7 +620,10 @@ struct CqObj {
     entry_size: usize,
 }
 
-static CQ_FI_OPS: fi_ops = base_ops(cq_close);
+static CQ_FI_OPS: fi_ops = fi_ops {
+    control: Some(cq_control),
+    ..base_ops(cq_close)
+};
 static CQ_OPS: fi_ops_cq = fi_ops_cq {
     size: size_of::<fi_ops_cq>(),
     read: Some(cq_read),
@@ -638,15 +658,18 @@ unsafe extern "C" fn cq_open(
         FI_CQ_FORMAT_UNSPEC | FI_CQ_FORMAT_TAGGED => size_of::<fi_cq_tagged_entry>(),
         _ => return -FI_ENOSYS,
     };
-    if wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC {
-        return -FI_ENOSYS;
-    }
+    // Blocking reads poll (progress is manual); FI_WAIT_FD adds a descriptor readable while
+    // a completion is queued (`crate::wait`). No wait sets.
+    let signal = match super::wait::signal_for(wait) {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
     let b = Box::new(CqObj {
         fid: fid_cq {
             fid: new_fid(FI_CLASS_CQ, context, &CQ_FI_OPS),
             ops: &CQ_OPS,
         },
-        cq: Arc::new(Cq::default()),
+        cq: Arc::new(Cq::with_signal(signal)),
         entry_size,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
@@ -663,6 +686,16 @@ unsafe extern "C" fn cq_signal(cq: *mut fid_cq) -> c_int {
     };
     c.cq.signal();
     0
+}
+
+/// `fi_control(FI_GETWAIT)` of an `FI_WAIT_FD` CQ: its descriptor.
+unsafe extern "C" fn cq_control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: libfabric passes the fid it got from us.
+    let Some(c) = (unsafe { obj::<CqObj>(f, &CQ_FI_OPS) }) else {
+        return -FI_EINVAL;
+    };
+    // SAFETY: `arg` is what `command` says (fi_control contract).
+    unsafe { super::wait::control(c.cq.wait_object(), command, arg) }
 }
 
 unsafe extern "C" fn cq_close(f: *mut fid) -> c_int {
