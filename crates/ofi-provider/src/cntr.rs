@@ -200,7 +200,8 @@ impl Cntr {
         !eps.iter().filter_map(Weak::upgrade).any(|ep| !ep.idle())
     }
 
-    fn snapshot(&self) -> (u64, u64) {
+    /// The success and error counts, without progress.
+    pub fn snapshot(&self) -> (u64, u64) {
         let c = self.lock();
         (c.value, c.err)
     }

@@ -105,6 +105,13 @@ impl Cq {
         true
     }
 
+    /// Progress; whether a completion (or error completion) is queued.
+    pub fn ready(&self) -> bool {
+        self.progress();
+        let q = self.lock();
+        !q.ok.is_empty() || !q.err.is_empty()
+    }
+
     /// Progress the endpoints bound to this CQ.
     pub fn bind(&self, ep: &Arc<Ep>) {
         self.lock_eps().push(Arc::downgrade(ep));

@@ -1,4 +1,6 @@
-//! File-descriptor wait objects (`FI_WAIT_FD`): a pipe whose read end is readable while the
+//! Wait objects: file descriptors ([`Signal`]) and wait sets ([`WaitSet`]).
+//!
+//! `FI_WAIT_FD`: a pipe whose read end is readable while the
 //! object it belongs to (a CQ, an EQ, a counter) has something for its reader. The
 //! application gets the read end from `fi_control(FI_GETWAIT)` and sleeps in `poll`/`epoll`
 //! after `fi_trywait` said it may (`fi_eq(3)`, `fi_cq(3)`, `fi_cntr(3)`, `fi_trywait(3)`,
@@ -13,7 +15,12 @@
 
 use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use crate::cntr::Cntr;
+use crate::cq::Cq;
+use crate::eq::Eq;
 
 struct Ends {
     reader: PipeReader,
@@ -97,5 +104,114 @@ mod tests {
         let mut b = [0u8; 2];
         assert_eq!(e.reader.read(&mut b).unwrap(), 1);
         assert!(s.fd() >= 0);
+    }
+}
+
+/// A wait set (`fi_wait_open`): CQs, EQs and counters opened with `FI_WAIT_SET` join it,
+/// and `fi_wait` returns when one of them has something for its reader (a completion, an
+/// event, a counter change since the set last reported it) or its timeout passes (`fi_wait(3)`,
+/// libfabric 1.17). Progress is manual, so waiting progresses the members' endpoints and
+/// polls; the set has no descriptor of its own (`FI_WAIT_FD` sets are refused).
+#[derive(Default)]
+pub struct WaitSet {
+    members: Mutex<Vec<Member>>,
+}
+
+/// One object of a wait set.
+pub enum Member {
+    /// A completion queue.
+    Cq(Weak<Cq>),
+    /// An event queue.
+    Eq(Weak<Eq>),
+    /// A counter, with the counts the set last saw.
+    Cntr(Weak<Cntr>, Mutex<(u64, u64)>),
+}
+
+impl Member {
+    /// A counter member, seen as it is now.
+    pub fn cntr(c: &Arc<Cntr>) -> Member {
+        Member::Cntr(Arc::downgrade(c), Mutex::new(c.snapshot()))
+    }
+
+    fn ready(&self) -> bool {
+        match self {
+            Member::Cq(w) => w.upgrade().is_some_and(|c| c.ready()),
+            Member::Eq(w) => w.upgrade().is_some_and(|e| e.pending()),
+            Member::Cntr(w, seen) => w.upgrade().is_some_and(|c| {
+                c.progress();
+                let now = c.snapshot();
+                let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                let changed = *seen != now;
+                *seen = now;
+                changed
+            }),
+        }
+    }
+}
+
+impl WaitSet {
+    /// Add an object.
+    pub fn join(&self, m: Member) {
+        self.members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(m);
+    }
+
+    /// `fi_wait`: `true` when a member has something, `false` after `timeout` (`None`: for
+    /// ever).
+    pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        let start = Instant::now();
+        loop {
+            {
+                let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+                members.retain(Member::alive);
+                if members.iter().any(Member::ready) {
+                    return true;
+                }
+            }
+            if timeout.is_some_and(|t| start.elapsed() >= t) {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Member {
+    fn alive(&self) -> bool {
+        match self {
+            Member::Cq(w) => w.strong_count() > 0,
+            Member::Eq(w) => w.strong_count() > 0,
+            Member::Cntr(w, _) => w.strong_count() > 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod set_tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_set_wakes_for_an_event_or_a_counter_change_and_times_out() {
+        let set = WaitSet::default();
+        let eq = Arc::new(Eq::new(4));
+        let cntr = Arc::new(Cntr::default());
+        set.join(Member::Eq(Arc::downgrade(&eq)));
+        set.join(Member::cntr(&cntr));
+        assert!(!set.wait(Some(Duration::from_millis(5))), "nothing yet");
+        assert!(eq.write(1, &[0]));
+        assert!(set.wait(Some(Duration::ZERO)), "an event");
+        assert!(matches!(eq.read(8, false), crate::eq::Read::Event(_)));
+        assert!(!set.wait(Some(Duration::ZERO)), "the event was read");
+        cntr.add(1);
+        assert!(set.wait(Some(Duration::ZERO)), "a counter change");
+        assert!(
+            !set.wait(Some(Duration::ZERO)),
+            "the change was reported once"
+        );
+        drop(eq);
+        drop(cntr);
+        assert!(!set.wait(Some(Duration::ZERO)), "closed members are gone");
     }
 }

@@ -154,6 +154,9 @@ fn layouts_match_the_c_headers() {
         ("fi_ops_cntr", size_of::<fi_ops_cntr>()),
         ("fi_cntr_attr.flags", offset_of!(fi_cntr_attr, flags)),
         ("fi_ops_cntr.seterr", offset_of!(fi_ops_cntr, seterr)),
+        ("fi_wait_attr", size_of::<fi_wait_attr>()),
+        ("fid_wait", size_of::<fid_wait>()),
+        ("fi_ops_wait", size_of::<fi_ops_wait>()),
     ];
     for (name, r) in rust {
         assert_eq!(c.get(name), Some(&r), "{name}: C vs Rust");
@@ -253,7 +256,7 @@ fn run_c_check(name: &str) {
     );
 }
 
-/// Wait sets and poll sets are refused with `-FI_ENOSYS`, not a call through a
+/// Poll sets and wait sets with a descriptor are refused with `-FI_ENOSYS`, not a call through a
 /// null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test` crashed on it).
 #[test]
 fn objects_the_provider_lacks_are_refused_not_crashed_on() {
@@ -451,4 +454,12 @@ fn peek_claim_and_discard_find_unexpected_messages() {
 #[test]
 fn file_descriptor_wait_objects_follow_their_queues() {
     run_c_check("wait_fd");
+}
+
+/// Wait sets: an EQ, a CQ and a counter joined to one; `fi_wait` times out with nothing to
+/// read and returns for an event, a counter change and an arriving message
+/// (`tests/c/wait_set.c`).
+#[test]
+fn wait_sets_wake_for_any_member() {
+    run_c_check("wait_set");
 }

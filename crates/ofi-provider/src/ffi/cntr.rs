@@ -57,23 +57,28 @@ pub(super) unsafe extern "C" fn cntr_open(
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or a valid `fi_cntr_attr` (fi_cntr_open contract).
-    let (events, wait_obj, flags) = unsafe { attr.cast::<fi_cntr_attr>().as_ref() }
-        .map_or((FI_CNTR_EVENTS_COMP, FI_WAIT_NONE, 0), |a| {
-            (a.events, a.wait_obj, a.flags)
-        });
+    let (events, wait_obj, set, flags) = unsafe { attr.cast::<fi_cntr_attr>().as_ref() }.map_or(
+        (FI_CNTR_EVENTS_COMP, FI_WAIT_NONE, std::ptr::null_mut(), 0),
+        |a| (a.events, a.wait_obj, a.wait_set, a.flags),
+    );
     if events != FI_CNTR_EVENTS_COMP || flags != 0 {
         return -FI_EINVAL;
     }
-    let signal = match wait::signal_for(wait_obj) {
-        Ok(s) => s,
+    // SAFETY: `set` is the caller's wait set pointer (null or a fid).
+    let w = match unsafe { wait::wait_object(wait_obj, set) } {
+        Ok(w) => w,
         Err(rc) => return rc,
     };
+    let cntr = Arc::new(Cntr::with_signal(w.signal));
+    if let Some(s) = w.set {
+        s.join(crate::wait::Member::cntr(&cntr));
+    }
     let b = Box::new(CntrObj {
         fid: fid_cntr {
             fid: new_fid(FI_CLASS_CNTR, context, &CNTR_FI_OPS),
             ops: &CNTR_OPS,
         },
-        cntr: Arc::new(Cntr::with_signal(signal)),
+        cntr,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };

@@ -97,17 +97,17 @@ const fn base_ops(close: unsafe extern "C" fn(*mut fid) -> c_int) -> fi_ops {
 // Fabric
 
 #[repr(C)]
-struct FabricObj {
+pub(super) struct FabricObj {
     fid: fid_fabric,
 }
 
-static FABRIC_FI_OPS: fi_ops = base_ops(fabric_close);
+pub(super) static FABRIC_FI_OPS: fi_ops = base_ops(fabric_close);
 static FABRIC_OPS: fi_ops_fabric = fi_ops_fabric {
     size: size_of::<fi_ops_fabric>(),
     domain: Some(domain_open),
     passive_ep: None,
     eq_open: Some(eq_open),
-    wait_open: Some(open_refused3),
+    wait_open: Some(super::wait::wait_open),
     trywait: Some(trywait),
     domain2: None,
 };
@@ -134,7 +134,7 @@ unsafe extern "C" fn fabric_close(f: *mut fid) -> c_int {
 #[repr(C)]
 struct EqObj {
     fid: fid_eq,
-    eq: Eq,
+    eq: Arc<Eq>,
 }
 
 static EQ_FI_OPS: fi_ops = fi_ops {
@@ -154,7 +154,7 @@ static EQ_OPS: fi_ops_eq = fi_ops_eq {
 /// `f` is null or a live fid.
 unsafe fn eq_of<'a>(f: *const fid) -> Option<&'a Eq> {
     // SAFETY: per the contract.
-    unsafe { obj::<EqObj>(f, &EQ_FI_OPS) }.map(|e| &e.eq)
+    unsafe { obj::<EqObj>(f, &EQ_FI_OPS) }.map(|e| &*e.eq)
 }
 
 unsafe extern "C" fn eq_open(
@@ -168,20 +168,28 @@ unsafe extern "C" fn eq_open(
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
-    let (size, wait) = unsafe { attr.as_ref() }.map_or((0, FI_WAIT_NONE), |a| (a.size, a.wait_obj));
+    let (size, wait, set) = unsafe { attr.as_ref() }
+        .map_or((0, FI_WAIT_NONE, ptr::null_mut()), |a| {
+            (a.size, a.wait_obj, a.wait_set)
+        });
     // A blocking read waits on a condition variable: FI_WAIT_UNSPEC, FI_WAIT_MUTEX_COND
-    // (and FI_WAIT_YIELD, which asks for less); FI_WAIT_FD adds a descriptor (`crate::wait`).
-    // No wait sets.
-    let signal = match super::wait::signal_for(wait) {
-        Ok(s) => s,
+    // (and FI_WAIT_YIELD, which asks for less); FI_WAIT_FD adds a descriptor, FI_WAIT_SET
+    // joins a wait set (`crate::wait`).
+    // SAFETY: `set` is the caller's wait set pointer (null or a fid).
+    let w = match unsafe { super::wait::wait_object(wait, set) } {
+        Ok(w) => w,
         Err(rc) => return rc,
     };
+    let eq = Arc::new(Eq::with_signal(size, w.signal));
+    if let Some(s) = w.set {
+        s.join(crate::wait::Member::Eq(Arc::downgrade(&eq)));
+    }
     let b = Box::new(EqObj {
         fid: fid_eq {
             fid: new_fid(FI_CLASS_EQ, context, &EQ_FI_OPS),
             ops: &EQ_OPS,
         },
-        eq: Eq::with_signal(size, signal),
+        eq,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -646,9 +654,9 @@ unsafe extern "C" fn cq_open(
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
-    let (format, wait) = unsafe { attr.as_ref() }
-        .map_or((FI_CQ_FORMAT_UNSPEC, FI_WAIT_NONE), |a| {
-            (a.format, a.wait_obj)
+    let (format, wait, set) = unsafe { attr.as_ref() }
+        .map_or((FI_CQ_FORMAT_UNSPEC, FI_WAIT_NONE, ptr::null_mut()), |a| {
+            (a.format, a.wait_obj, a.wait_set)
         });
     // Every format is a prefix of `fi_cq_tagged_entry`: context; + flags, len; + buf, data; + tag.
     let entry_size = match format {
@@ -659,17 +667,22 @@ unsafe extern "C" fn cq_open(
         _ => return -FI_ENOSYS,
     };
     // Blocking reads poll (progress is manual); FI_WAIT_FD adds a descriptor readable while
-    // a completion is queued (`crate::wait`). No wait sets.
-    let signal = match super::wait::signal_for(wait) {
-        Ok(s) => s,
+    // a completion is queued, FI_WAIT_SET joins a wait set (`crate::wait`).
+    // SAFETY: `set` is the caller's wait set pointer (null or a fid).
+    let w = match unsafe { super::wait::wait_object(wait, set) } {
+        Ok(w) => w,
         Err(rc) => return rc,
     };
+    let cq = Arc::new(Cq::with_signal(w.signal));
+    if let Some(s) = w.set {
+        s.join(crate::wait::Member::Cq(Arc::downgrade(&cq)));
+    }
     let b = Box::new(CqObj {
         fid: fid_cq {
             fid: new_fid(FI_CLASS_CQ, context, &CQ_FI_OPS),
             ops: &CQ_OPS,
         },
-        cq: Arc::new(Cq::with_signal(signal)),
+        cq,
         entry_size,
     });
     // SAFETY: `out` is valid for a write (checked non-null).

@@ -743,3 +743,21 @@ pub struct fi_ops_cntr {
     pub adderr: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
     pub seterr: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
 }
+
+#[repr(C)]
+pub struct fi_wait_attr {
+    pub wait_obj: c_int,
+    pub flags: u64,
+}
+
+#[repr(C)]
+pub struct fid_wait {
+    pub fid: fid,
+    pub ops: *const fi_ops_wait,
+}
+
+#[repr(C)]
+pub struct fi_ops_wait {
+    pub size: usize,
+    pub wait: Option<unsafe extern "C" fn(*mut fid_wait, c_int) -> c_int>,
+}

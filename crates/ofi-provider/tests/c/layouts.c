@@ -27,5 +27,6 @@ int main(void) {
     OFF(fi_cq_err_entry, err_data_size); OFF(fi_msg_tagged, data);
     SIZE(fi_cntr_attr); SIZE(fid_cntr); SIZE(fi_ops_cntr); OFF(fi_cntr_attr, flags);
     OFF(fi_ops_cntr, seterr);
+    SIZE(fi_wait_attr); SIZE(fid_wait); SIZE(fi_ops_wait);
     return 0;
 }
