@@ -6,7 +6,7 @@
 //! docs/ofi-provider.md.
 //!
 //! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
-//! bits). The C interface and every `unsafe` block: [`ffi`].
+//! bits), [`cntr`] (counters), [`wait`] (file-descriptor wait objects, wait sets). The C interface and every `unsafe` block: [`ffi`].
 
 pub mod av;
 pub mod cntr;

@@ -160,7 +160,7 @@ int main(void) {
         CHECK(spins < 10000000, "the cancelled receive was not counted");
     CHECK(fi_cntr_read(rx) == N && fi_cntr_readerr(rx) == 2, "after cancel %lu/%lu",
           (unsigned long)fi_cntr_read(rx), (unsigned long)fi_cntr_readerr(rx));
-    CHECK(fi_cntr_read(tx) == N + 1 && fi_cntr_readerr(tx) == 0, "the sender counted receives");
+    CHECK(fi_cntr_read(tx) == N + 1 && fi_cntr_readerr(tx) == 0, "send counts after the receive errors");
 
     for (int i = 0; i < 2; i++) {
         CALL(fi_close(&ep[i]->fid));
