@@ -56,6 +56,8 @@ pub struct Cq {
     pub last_error: Mutex<String>,
     /// `fi_cq_signal` was called: the next blocking read that finds nothing returns at once.
     signalled: std::sync::atomic::AtomicBool,
+    /// The descriptor of an `FI_WAIT_FD` CQ: readable while a completion is queued.
+    signal: Option<Arc<crate::wait::Signal>>,
 }
 
 /// What reading found.
@@ -70,6 +72,46 @@ pub enum Read {
 }
 
 impl Cq {
+    /// A CQ whose queued completions make `signal` readable (`FI_WAIT_FD`).
+    pub fn with_signal(signal: Option<Arc<crate::wait::Signal>>) -> Cq {
+        Cq {
+            signal,
+            ..Cq::default()
+        }
+    }
+
+    /// The wait object of an `FI_WAIT_FD` CQ.
+    pub fn wait_object(&self) -> Option<&Arc<crate::wait::Signal>> {
+        self.signal.as_ref()
+    }
+
+    /// `fi_trywait`: progress; `true` (the caller may sleep on the descriptor) only when no
+    /// completion is queued and no bound endpoint has an operation in flight. Progress is
+    /// manual, so while something is in flight only reading the CQ completes it.
+    pub fn try_wait(&self) -> bool {
+        self.progress();
+        let q = self.lock();
+        if !q.ok.is_empty() || !q.err.is_empty() {
+            return false;
+        }
+        drop(q);
+        let eps = self.lock_eps();
+        if eps.iter().filter_map(Weak::upgrade).any(|ep| !ep.idle()) {
+            return false;
+        }
+        if let Some(s) = &self.signal {
+            s.clear();
+        }
+        true
+    }
+
+    /// Progress; whether a completion (or error completion) is queued.
+    pub fn ready(&self) -> bool {
+        self.progress();
+        let q = self.lock();
+        !q.ok.is_empty() || !q.err.is_empty()
+    }
+
     /// Progress the endpoints bound to this CQ.
     pub fn bind(&self, ep: &Arc<Ep>) {
         self.lock_eps().push(Arc::downgrade(ep));
@@ -81,6 +123,9 @@ impl Cq {
         match e {
             Ok(e) => q.ok.push_back(e),
             Err(e) => q.err.push_back(e),
+        }
+        if let Some(s) = &self.signal {
+            s.raise();
         }
     }
 
@@ -95,7 +140,13 @@ impl Cq {
             return Read::Empty;
         }
         let n = max.min(q.ok.len());
-        Read::Entries(q.ok.drain(..n).collect())
+        let es = q.ok.drain(..n).collect();
+        if q.ok.is_empty()
+            && let Some(s) = &self.signal
+        {
+            s.clear();
+        }
+        Read::Entries(es)
     }
 
     /// `fi_cq_signal`: wake a blocking read (now or the next one) without a completion.
@@ -113,7 +164,17 @@ impl Cq {
     /// Take the first error completion.
     pub fn read_err(&self) -> Option<ErrEntry> {
         self.progress();
-        let e = self.lock().err.pop_front();
+        let e = {
+            let mut q = self.lock();
+            let e = q.err.pop_front();
+            if q.ok.is_empty()
+                && q.err.is_empty()
+                && let Some(s) = &self.signal
+            {
+                s.clear();
+            }
+            e
+        };
         if let Some(e) = &e {
             *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = e.message.clone();
         }

@@ -26,6 +26,11 @@ use crate::ffi::types::{
 use crate::nic::Nic;
 use crate::wire;
 
+mod counters;
+mod idle;
+mod peek;
+pub use peek::Peek;
+
 /// The largest message (`ep_attr->max_msg_size`): staging and receive buffers come from the
 /// emulated node's memory ([`crate::nic::NODE_MEMORY`]) in power-of-two sizes. Longer sends
 /// and receives fail with `-FI_EMSGSIZE`.
@@ -95,6 +100,10 @@ struct State {
     enabled: bool,
     /// A transport failure already reported on the CQs.
     failed: bool,
+    /// Counters bound to the endpoint (`counters`).
+    cntrs: crate::cntr::Bound,
+    /// Messages claimed with `FI_PEEK | FI_CLAIM`, receives that discard (`peek`).
+    claims: peek::Claims,
 }
 
 /// The endpoint's default operation flags (`tx_attr->op_flags`, `rx_attr->op_flags` of its
@@ -166,6 +175,8 @@ impl Ep {
                 rx_selective: false,
                 enabled: false,
                 failed: false,
+                cntrs: Default::default(),
+                claims: Default::default(),
             }),
             _nic: nic,
         })
@@ -339,6 +350,9 @@ impl Ep {
                 // failure reported without one.
                 let message = e.to_string();
                 let pending = std::mem::take(&mut s.ops);
+                for op in pending.values() {
+                    s.cntrs.count(counters::event_of(op), false);
+                }
                 for op in pending.into_values().filter(|o| o.context != 0) {
                     let kind = if op.tagged { FI_TAGGED } else { FI_MSG };
                     let (cq, flags) = match op.recv {
@@ -459,7 +473,9 @@ impl State {
                     } else {
                         (0, &data[..], envelope.len)
                     };
-                    let n = buf.write(payload);
+                    // A discarding receive (`FI_DISCARD`) takes nothing.
+                    let discard = self.claims.discards.remove(&id);
+                    let n = if discard { 0 } else { buf.write(payload) };
                     let entry = Entry {
                         context: op.context,
                         flags: FI_RECV | kind | if with_data { FI_REMOTE_CQ_DATA } else { 0 },
@@ -477,7 +493,7 @@ impl State {
                             .copied()
                             .unwrap_or(FI_ADDR_NOTAVAIL),
                     };
-                    if full > buf.len() {
+                    if full > buf.len() && !discard {
                         (
                             &self.rx_cq,
                             Err(ErrEntry {
@@ -510,6 +526,7 @@ impl State {
                 ),
                 Completion::Fetched(_) => continue,
             };
+            self.cntrs.count(counters::event_of(&op), e.is_ok());
             // Errors are always reported; successes only when asked for.
             if (op.report || e.is_err())
                 && let Some(cq) = cq

@@ -10,8 +10,10 @@
 #![forbid(unsafe_code)]
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::wait::Signal;
 
 /// Entries an EQ holds when `fi_eq_attr.size` is 0.
 pub const DEFAULT_SIZE: usize = 1024;
@@ -41,16 +43,29 @@ pub struct Eq {
     size: usize,
     events: Mutex<VecDeque<Event>>,
     ready: Condvar,
+    /// The descriptor of an `FI_WAIT_FD` EQ: readable while an event is queued.
+    signal: Option<Arc<Signal>>,
 }
 
 impl Eq {
     /// An EQ of `size` entries (0: [`DEFAULT_SIZE`]).
     pub fn new(size: usize) -> Eq {
+        Eq::with_signal(size, None)
+    }
+
+    /// An EQ whose queued events make `signal` readable (`FI_WAIT_FD`).
+    pub fn with_signal(size: usize, signal: Option<Arc<Signal>>) -> Eq {
         Eq {
             size: if size == 0 { DEFAULT_SIZE } else { size },
             events: Mutex::new(VecDeque::new()),
             ready: Condvar::new(),
+            signal,
         }
+    }
+
+    /// The wait object of an `FI_WAIT_FD` EQ.
+    pub fn signal(&self) -> Option<&Arc<Signal>> {
+        self.signal.as_ref()
     }
 
     /// `fi_eq_write`: queue an event; `false` when the queue is full (`-FI_EAGAIN`).
@@ -63,6 +78,9 @@ impl Eq {
             event,
             data: data.to_vec(),
         });
+        if let Some(s) = &self.signal {
+            s.raise();
+        }
         drop(q);
         self.ready.notify_all();
         true
@@ -70,7 +88,10 @@ impl Eq {
 
     /// `fi_eq_read`: the next event if it fits in `room` bytes; left queued with `peek`.
     pub fn read(&self, room: usize, peek: bool) -> Read {
-        Self::take(&mut self.lock(), room, peek)
+        let mut q = self.lock();
+        let r = Self::take(&mut q, room, peek);
+        self.settle(&q);
+        r
     }
 
     /// `fi_eq_sread`: as [`Eq::read`], waiting up to `timeout` (`None`: for ever) for an
@@ -94,7 +115,18 @@ impl Eq {
                 }
             }
         }
-        Self::take(&mut q, room, peek)
+        let r = Self::take(&mut q, room, peek);
+        self.settle(&q);
+        r
+    }
+
+    /// An empty queue leaves the descriptor unreadable.
+    fn settle(&self, q: &VecDeque<Event>) {
+        if q.is_empty()
+            && let Some(s) = &self.signal
+        {
+            s.clear();
+        }
     }
 
     /// Whether an event waits (`fi_trywait` refuses to let the caller sleep then).
@@ -119,7 +151,6 @@ impl Eq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn events_come_back_in_order_peeked_and_bounded() {

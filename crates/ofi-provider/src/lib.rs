@@ -6,9 +6,10 @@
 //! docs/ofi-provider.md.
 //!
 //! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
-//! bits). The C interface and every `unsafe` block: [`ffi`].
+//! bits), [`cntr`] (counters), [`wait`] (file-descriptor wait objects, wait sets). The C interface and every `unsafe` block: [`ffi`].
 
 pub mod av;
+pub mod cntr;
 pub mod cq;
 pub mod ep;
 pub mod eq;
@@ -17,6 +18,7 @@ pub mod ffi;
 pub mod info;
 pub mod nic;
 pub mod rendezvous;
+pub mod wait;
 pub mod wire;
 
 /// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).

@@ -149,6 +149,14 @@ fn layouts_match_the_c_headers() {
             offset_of!(fi_cq_err_entry, err_data_size),
         ),
         ("fi_msg_tagged.data", offset_of!(fi_msg_tagged, data)),
+        ("fi_cntr_attr", size_of::<fi_cntr_attr>()),
+        ("fid_cntr", size_of::<fid_cntr>()),
+        ("fi_ops_cntr", size_of::<fi_ops_cntr>()),
+        ("fi_cntr_attr.flags", offset_of!(fi_cntr_attr, flags)),
+        ("fi_ops_cntr.seterr", offset_of!(fi_ops_cntr, seterr)),
+        ("fi_wait_attr", size_of::<fi_wait_attr>()),
+        ("fid_wait", size_of::<fid_wait>()),
+        ("fi_ops_wait", size_of::<fi_ops_wait>()),
     ];
     for (name, r) in rust {
         assert_eq!(c.get(name), Some(&r), "{name}: C vs Rust");
@@ -248,7 +256,7 @@ fn run_c_check(name: &str) {
     );
 }
 
-/// Wait sets, counters and poll sets are refused with `-FI_ENOSYS`, not a call through a
+/// Poll sets and wait sets with a descriptor are refused with `-FI_ENOSYS`, not a call through a
 /// null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test` crashed on it).
 #[test]
 fn objects_the_provider_lacks_are_refused_not_crashed_on() {
@@ -422,4 +430,36 @@ fn open_mpi_runs_four_ranks_in_four_processes_over_the_mtl_ofi() {
         assert!(counter(line, "c_rmu_cntrs.ptl_success_cntr") >= 9, "{line}");
         assert!(counter(line, "c_lpe_cntrs.get_cmds") >= 1, "{line}");
     }
+}
+
+/// Counters: set/add/err values, a timed-out wait, and counters bound to two endpoints
+/// counting sends, injects and receives (IDC, eager, rendezvous) without CQ entries, a
+/// truncated and a cancelled receive as errors (`tests/c/counters.c`).
+#[test]
+fn counters_count_what_the_endpoints_complete() {
+    run_c_check("counters");
+}
+
+/// `fi_trecvmsg` with `FI_PEEK`, `FI_CLAIM`, `FI_DISCARD`: `FI_ENOMSG` for nothing, a peek
+/// that leaves the message, a claimed rendezvous message only its claim receives, both
+/// discards (`tests/c/peek.c`).
+#[test]
+fn peek_claim_and_discard_find_unexpected_messages() {
+    run_c_check("peek");
+}
+
+/// `FI_WAIT_FD`: the descriptors of an EQ, a CQ and a counter from `fi_control(FI_GETWAIT)`
+/// are readable exactly while there is something to read; `fi_trywait` refuses sleep while a
+/// receive is in flight (`tests/c/wait_fd.c`).
+#[test]
+fn file_descriptor_wait_objects_follow_their_queues() {
+    run_c_check("wait_fd");
+}
+
+/// Wait sets: an EQ, a CQ and a counter joined to one; `fi_wait` times out with nothing to
+/// read and returns for an event, a counter change and an arriving message
+/// (`tests/c/wait_set.c`).
+#[test]
+fn wait_sets_wake_for_any_member() {
+    run_c_check("wait_set");
 }

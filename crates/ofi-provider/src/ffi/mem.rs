@@ -47,3 +47,13 @@ impl UserBuf {
         n
     }
 }
+
+impl UserBuf {
+    /// A buffer of no bytes (a receive that takes nothing: `FI_DISCARD`).
+    pub fn empty() -> UserBuf {
+        UserBuf {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        }
+    }
+}

@@ -4,7 +4,10 @@
 
 #![allow(unsafe_code)]
 
+pub mod cntr;
 pub mod mem;
 pub mod objects;
+pub mod peek;
 pub mod prov;
 pub mod types;
+pub mod wait;

@@ -20,7 +20,7 @@ use crate::nic::{self, Nic};
 
 const FI_ENOPROTOOPT: c_int = libc::ENOPROTOOPT;
 
-fn fail(e: &Error) -> c_int {
+pub(super) fn fail(e: &Error) -> c_int {
     -e.errno()
 }
 
@@ -29,7 +29,7 @@ fn fail(e: &Error) -> c_int {
 /// # Safety
 /// `f` is null or a `fid` libfabric got from this provider or another one (the `ops` check
 /// rejects the latter), and the object is not closed.
-unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
+pub(super) unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
     // SAFETY: per the contract `f` is null or a live fid; reading its ops pointer is valid.
     let f = unsafe { f.as_ref()? };
     if !ptr::eq(f.ops, ops) {
@@ -44,7 +44,7 @@ unsafe fn obj<'a, T>(f: *const fid, ops: &'static fi_ops) -> Option<&'a T> {
 ///
 /// # Safety
 /// As [`obj`]; the object is not used again.
-unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
+pub(super) unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
     // SAFETY: as the contract says.
     if unsafe { obj::<T>(f, ops) }.is_none() {
         return -FI_EINVAL;
@@ -54,7 +54,7 @@ unsafe fn close_box<T>(f: *mut fid, ops: &'static fi_ops) -> c_int {
     0
 }
 
-fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) -> fid {
+pub(super) fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) -> fid {
     fid {
         fclass: class,
         context,
@@ -66,19 +66,9 @@ unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
     -FI_ENOSYS
 }
 
-/// Wait sets, counters and poll sets are not provided: their `open` calls fail with
-/// `-FI_ENOSYS` (libfabric's inline `fi_wait_open` & co. call through the table unchecked,
-/// so a null entry would crash the caller).
-unsafe extern "C" fn open_refused(
-    _owner: *mut c_void,
-    _attr: *mut c_void,
-    _out: *mut *mut c_void,
-    _context: *mut c_void,
-) -> c_int {
-    -FI_ENOSYS
-}
-
-/// [`open_refused`] for the entries without a context argument.
+/// Wait sets and poll sets are not provided: their `open` calls fail with `-FI_ENOSYS`
+/// (libfabric's inline `fi_wait_open` & co. call through the table unchecked, so a null
+/// entry would crash the caller).
 unsafe extern "C" fn open_refused3(
     _owner: *mut c_void,
     _attr: *mut c_void,
@@ -107,17 +97,17 @@ const fn base_ops(close: unsafe extern "C" fn(*mut fid) -> c_int) -> fi_ops {
 // Fabric
 
 #[repr(C)]
-struct FabricObj {
+pub(super) struct FabricObj {
     fid: fid_fabric,
 }
 
-static FABRIC_FI_OPS: fi_ops = base_ops(fabric_close);
+pub(super) static FABRIC_FI_OPS: fi_ops = base_ops(fabric_close);
 static FABRIC_OPS: fi_ops_fabric = fi_ops_fabric {
     size: size_of::<fi_ops_fabric>(),
     domain: Some(domain_open),
     passive_ep: None,
     eq_open: Some(eq_open),
-    wait_open: Some(open_refused3),
+    wait_open: Some(super::wait::wait_open),
     trywait: Some(trywait),
     domain2: None,
 };
@@ -144,10 +134,13 @@ unsafe extern "C" fn fabric_close(f: *mut fid) -> c_int {
 #[repr(C)]
 struct EqObj {
     fid: fid_eq,
-    eq: Eq,
+    eq: Arc<Eq>,
 }
 
-static EQ_FI_OPS: fi_ops = base_ops(eq_close);
+static EQ_FI_OPS: fi_ops = fi_ops {
+    control: Some(eq_control),
+    ..base_ops(eq_close)
+};
 static EQ_OPS: fi_ops_eq = fi_ops_eq {
     size: size_of::<fi_ops_eq>(),
     read: Some(eq_read),
@@ -161,7 +154,7 @@ static EQ_OPS: fi_ops_eq = fi_ops_eq {
 /// `f` is null or a live fid.
 unsafe fn eq_of<'a>(f: *const fid) -> Option<&'a Eq> {
     // SAFETY: per the contract.
-    unsafe { obj::<EqObj>(f, &EQ_FI_OPS) }.map(|e| &e.eq)
+    unsafe { obj::<EqObj>(f, &EQ_FI_OPS) }.map(|e| &*e.eq)
 }
 
 unsafe extern "C" fn eq_open(
@@ -175,29 +168,42 @@ unsafe extern "C" fn eq_open(
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
-    let (size, wait) = unsafe { attr.as_ref() }.map_or((0, FI_WAIT_NONE), |a| (a.size, a.wait_obj));
+    let (size, wait, set) = unsafe { attr.as_ref() }
+        .map_or((0, FI_WAIT_NONE, ptr::null_mut()), |a| {
+            (a.size, a.wait_obj, a.wait_set)
+        });
     // A blocking read waits on a condition variable: FI_WAIT_UNSPEC, FI_WAIT_MUTEX_COND
-    // (and FI_WAIT_YIELD, which asks for less). No file descriptors or wait sets.
-    if ![
-        FI_WAIT_NONE,
-        FI_WAIT_UNSPEC,
-        FI_WAIT_MUTEX_COND,
-        FI_WAIT_YIELD,
-    ]
-    .contains(&wait)
-    {
-        return -FI_ENOSYS;
+    // (and FI_WAIT_YIELD, which asks for less); FI_WAIT_FD adds a descriptor, FI_WAIT_SET
+    // joins a wait set (`crate::wait`).
+    // SAFETY: `set` is the caller's wait set pointer (null or a fid).
+    let w = match unsafe { super::wait::wait_object(wait, set) } {
+        Ok(w) => w,
+        Err(rc) => return rc,
+    };
+    let eq = Arc::new(Eq::with_signal(size, w.signal));
+    if let Some(s) = w.set {
+        s.join(crate::wait::Member::Eq(Arc::downgrade(&eq)));
     }
     let b = Box::new(EqObj {
         fid: fid_eq {
             fid: new_fid(FI_CLASS_EQ, context, &EQ_FI_OPS),
             ops: &EQ_OPS,
         },
-        eq: Eq::new(size),
+        eq,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
     0
+}
+
+/// `fi_control(FI_GETWAIT)` of an `FI_WAIT_FD` EQ: its descriptor.
+unsafe extern "C" fn eq_control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: libfabric passes the fid it got from us.
+    let Some(q) = (unsafe { eq_of(f) }) else {
+        return -FI_EINVAL;
+    };
+    // SAFETY: `arg` is what `command` says (fi_control contract).
+    unsafe { super::wait::control(q.signal(), command, arg) }
 }
 
 unsafe extern "C" fn eq_close(f: *mut fid) -> c_int {
@@ -320,8 +326,10 @@ unsafe extern "C" fn eq_strerror(
     unsafe { copy_str(MSG, buf, &mut room) }
 }
 
-/// `fi_trywait`: 0 if every fid is an empty EQ (safe to sleep), `-FI_EAGAIN` if one has an
-/// event, or is a CQ: a CQ's completions come from manual progress, so its reader must poll.
+/// `fi_trywait`: 0 if the caller may sleep on every fid's wait object, `-FI_EAGAIN` if one
+/// has an entry, or (a CQ or counter) has operations in flight on its endpoints: progress
+/// is manual, so only the reader's polling completes them (`Cq::try_wait`,
+/// `Cntr::try_wait`).
 unsafe extern "C" fn trywait(_fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
     let n = usize::try_from(count).unwrap_or(0);
     if fids.is_null() && n > 0 {
@@ -336,8 +344,15 @@ unsafe extern "C" fn trywait(_fabric: *mut fid_fabric, fids: *mut *mut fid, coun
                 return -FI_EAGAIN;
             }
         // SAFETY: as above.
-        } else if unsafe { obj::<CqObj>(f, &CQ_FI_OPS) }.is_some() {
-            return -FI_EAGAIN;
+        } else if let Some(c) = unsafe { obj::<CqObj>(f, &CQ_FI_OPS) } {
+            if !c.cq.try_wait() {
+                return -FI_EAGAIN;
+            }
+        // SAFETY: as above.
+        } else if let Some(c) = unsafe { super::cntr::cntr_of(f) } {
+            if !c.try_wait() {
+                return -FI_EAGAIN;
+            }
         } else {
             return -FI_EINVAL;
         }
@@ -360,12 +375,12 @@ unsafe extern "C" fn bind_eq_only(_f: *mut fid, bfid: *mut fid, _flags: u64) -> 
 // Domain
 
 #[repr(C)]
-struct DomainObj {
+pub(super) struct DomainObj {
     fid: fid_domain,
     nic: Arc<Nic>,
 }
 
-static DOMAIN_FI_OPS: fi_ops = fi_ops {
+pub(super) static DOMAIN_FI_OPS: fi_ops = fi_ops {
     bind: Some(bind_eq_only),
     ..base_ops(domain_close)
 };
@@ -375,7 +390,7 @@ static DOMAIN_OPS: fi_ops_domain = fi_ops_domain {
     cq_open: Some(cq_open),
     endpoint: Some(ep_open),
     scalable_ep: None,
-    cntr_open: Some(open_refused),
+    cntr_open: Some(super::cntr::cntr_open),
     poll_open: Some(open_refused3),
     stx_ctx: None,
     srx_ctx: None,
@@ -613,7 +628,10 @@ struct CqObj {
     entry_size: usize,
 }
 
-static CQ_FI_OPS: fi_ops = base_ops(cq_close);
+static CQ_FI_OPS: fi_ops = fi_ops {
+    control: Some(cq_control),
+    ..base_ops(cq_close)
+};
 static CQ_OPS: fi_ops_cq = fi_ops_cq {
     size: size_of::<fi_ops_cq>(),
     read: Some(cq_read),
@@ -636,9 +654,9 @@ unsafe extern "C" fn cq_open(
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
-    let (format, wait) = unsafe { attr.as_ref() }
-        .map_or((FI_CQ_FORMAT_UNSPEC, FI_WAIT_NONE), |a| {
-            (a.format, a.wait_obj)
+    let (format, wait, set) = unsafe { attr.as_ref() }
+        .map_or((FI_CQ_FORMAT_UNSPEC, FI_WAIT_NONE, ptr::null_mut()), |a| {
+            (a.format, a.wait_obj, a.wait_set)
         });
     // Every format is a prefix of `fi_cq_tagged_entry`: context; + flags, len; + buf, data; + tag.
     let entry_size = match format {
@@ -648,15 +666,23 @@ unsafe extern "C" fn cq_open(
         FI_CQ_FORMAT_UNSPEC | FI_CQ_FORMAT_TAGGED => size_of::<fi_cq_tagged_entry>(),
         _ => return -FI_ENOSYS,
     };
-    if wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC {
-        return -FI_ENOSYS;
+    // Blocking reads poll (progress is manual); FI_WAIT_FD adds a descriptor readable while
+    // a completion is queued, FI_WAIT_SET joins a wait set (`crate::wait`).
+    // SAFETY: `set` is the caller's wait set pointer (null or a fid).
+    let w = match unsafe { super::wait::wait_object(wait, set) } {
+        Ok(w) => w,
+        Err(rc) => return rc,
+    };
+    let cq = Arc::new(Cq::with_signal(w.signal));
+    if let Some(s) = w.set {
+        s.join(crate::wait::Member::Cq(Arc::downgrade(&cq)));
     }
     let b = Box::new(CqObj {
         fid: fid_cq {
             fid: new_fid(FI_CLASS_CQ, context, &CQ_FI_OPS),
             ops: &CQ_OPS,
         },
-        cq: Arc::new(Cq::default()),
+        cq,
         entry_size,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
@@ -673,6 +699,16 @@ unsafe extern "C" fn cq_signal(cq: *mut fid_cq) -> c_int {
     };
     c.cq.signal();
     0
+}
+
+/// `fi_control(FI_GETWAIT)` of an `FI_WAIT_FD` CQ: its descriptor.
+unsafe extern "C" fn cq_control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: libfabric passes the fid it got from us.
+    let Some(c) = (unsafe { obj::<CqObj>(f, &CQ_FI_OPS) }) else {
+        return -FI_EINVAL;
+    };
+    // SAFETY: `arg` is what `command` says (fi_control contract).
+    unsafe { super::wait::control(c.cq.wait_object(), command, arg) }
 }
 
 unsafe extern "C" fn cq_close(f: *mut fid) -> c_int {
@@ -965,7 +1001,7 @@ unsafe extern "C" fn ep_close(f: *mut fid) -> c_int {
 
 /// # Safety
 /// `ep` is null or a live fid.
-unsafe fn ep_of<'a>(ep: *const fid) -> Option<&'a Arc<Ep>> {
+pub(super) unsafe fn ep_of<'a>(ep: *const fid) -> Option<&'a Arc<Ep>> {
     // SAFETY: per the contract.
     unsafe { obj::<EpObj>(ep, &EP_FI_OPS) }.map(|e| &e.ep)
 }
@@ -989,6 +1025,10 @@ unsafe extern "C" fn ep_bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
             selective: flags & FI_SELECTIVE_COMPLETION != 0,
         };
         return ep.bind_cq(&cq.cq, how).map_or_else(|e| fail(&e), |()| 0);
+    }
+    // SAFETY: as above.
+    if let Some(rc) = unsafe { super::cntr::bind_to_ep(f, bfid, flags) } {
+        return rc;
     }
     // SAFETY: as above.
     if unsafe { eq_of(bfid) }.is_some() {
@@ -1154,7 +1194,7 @@ unsafe fn do_recv(
 ///
 /// # Safety
 /// `iov` is valid for `count` entries.
-unsafe fn one_iov(iov: *const iovec, count: usize) -> Option<(*mut c_void, usize)> {
+pub(super) unsafe fn one_iov(iov: *const iovec, count: usize) -> Option<(*mut c_void, usize)> {
     match count {
         0 => Some((ptr::null_mut(), 0)),
         // SAFETY: per the contract.
@@ -1304,8 +1344,9 @@ unsafe extern "C" fn t_recvmsg(ep: *mut fid_ep, msg: *const fi_msg_tagged, flags
     let Some(m) = (unsafe { msg.as_ref() }) else {
         return -(FI_EINVAL as ssize_t);
     };
-    if flags & (FI_PEEK | FI_CLAIM) != 0 {
-        return -(FI_ENOSYS as ssize_t);
+    if flags & (FI_PEEK | FI_CLAIM | FI_DISCARD) != 0 {
+        // SAFETY: the caller's arguments (libfabric contract), passed on.
+        return unsafe { super::peek::trecvmsg(ep, m, flags) };
     }
     // SAFETY: as above.
     let Some((buf, len)) = (unsafe { one_iov(m.msg_iov, m.iov_count) }) else {

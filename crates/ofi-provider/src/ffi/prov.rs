@@ -246,6 +246,7 @@ unsafe extern "C" fn getinfo(
         d.caps = offer.domain_caps;
         d.cq_data_size = wire::DATA_LEN;
         d.cq_cnt = 64;
+        d.cntr_cnt = 64;
         d.ep_cnt = 64;
         d.tx_ctx_cnt = 1;
         d.rx_ctx_cnt = 1;

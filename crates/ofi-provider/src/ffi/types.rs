@@ -704,3 +704,60 @@ pub struct fi_ops_eq {
         ) -> *const c_char,
     >,
 }
+
+// Counters, FI_PEEK/FI_CLAIM/FI_DISCARD, wait objects (fabric.h, fi_eq.h, fi_errno.h).
+pub const FI_READ: u64 = 1 << 8;
+pub const FI_WRITE: u64 = 1 << 9;
+pub const FI_REMOTE_READ: u64 = 1 << 12;
+pub const FI_REMOTE_WRITE: u64 = 1 << 13;
+pub const FI_DISCARD: u64 = 1 << 58;
+pub const FI_CLASS_CNTR: usize = 15;
+pub const FI_CLASS_WAIT: usize = 16;
+pub const FI_GETWAIT: c_int = 5;
+pub const FI_ENOMSG: c_int = libc::ENOMSG;
+pub const FI_ETIMEDOUT: c_int = libc::ETIMEDOUT;
+pub const FI_CNTR_EVENTS_COMP: c_int = 0;
+
+#[repr(C)]
+pub struct fi_cntr_attr {
+    pub events: c_int,
+    pub wait_obj: c_int,
+    pub wait_set: *mut c_void,
+    pub flags: u64,
+}
+
+#[repr(C)]
+pub struct fid_cntr {
+    pub fid: fid,
+    pub ops: *const fi_ops_cntr,
+}
+
+#[repr(C)]
+pub struct fi_ops_cntr {
+    pub size: usize,
+    pub read: Option<unsafe extern "C" fn(*mut fid_cntr) -> u64>,
+    pub readerr: Option<unsafe extern "C" fn(*mut fid_cntr) -> u64>,
+    pub add: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
+    pub set: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
+    pub wait: Option<unsafe extern "C" fn(*mut fid_cntr, u64, c_int) -> c_int>,
+    pub adderr: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
+    pub seterr: Option<unsafe extern "C" fn(*mut fid_cntr, u64) -> c_int>,
+}
+
+#[repr(C)]
+pub struct fi_wait_attr {
+    pub wait_obj: c_int,
+    pub flags: u64,
+}
+
+#[repr(C)]
+pub struct fid_wait {
+    pub fid: fid,
+    pub ops: *const fi_ops_wait,
+}
+
+#[repr(C)]
+pub struct fi_ops_wait {
+    pub size: usize,
+    pub wait: Option<unsafe extern "C" fn(*mut fid_wait, c_int) -> c_int>,
+}

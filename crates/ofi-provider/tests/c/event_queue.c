@@ -36,11 +36,11 @@ int main(void) {
     struct fid_domain *domain;
     CHECK(fi_fabric(info->fabric_attr, &fabric, NULL) == 0, "fi_fabric");
 
-    /* Wait objects the provider has no way to signal are refused. */
-    struct fi_eq_attr attr = {.size = 4, .wait_obj = FI_WAIT_FD};
+    /* FI_WAIT_SET needs a wait set. */
+    struct fi_eq_attr attr = {.size = 4, .wait_obj = FI_WAIT_SET};
     struct fid_eq *eq = NULL;
     int rc = fi_eq_open(fabric, &attr, &eq, NULL);
-    CHECK(rc == -FI_ENOSYS, "fi_eq_open(FI_WAIT_FD) = %d", rc);
+    CHECK(rc == -FI_EINVAL, "fi_eq_open(FI_WAIT_SET) without a set = %d", rc);
 
     attr.wait_obj = FI_WAIT_UNSPEC;
     attr.flags = FI_WRITE;

@@ -25,5 +25,8 @@ int main(void) {
     OFF(fi_domain_attr, mr_mode); OFF(fi_ep_attr, mem_tag_format); OFF(fi_provider, getinfo);
     OFF(fi_provider, cleanup); OFF(fi_ops_domain, query_collective); OFF(fid_ep, collective);
     OFF(fi_cq_err_entry, err_data_size); OFF(fi_msg_tagged, data);
+    SIZE(fi_cntr_attr); SIZE(fid_cntr); SIZE(fi_ops_cntr); OFF(fi_cntr_attr, flags);
+    OFF(fi_ops_cntr, seterr);
+    SIZE(fi_wait_attr); SIZE(fid_wait); SIZE(fi_ops_wait);
     return 0;
 }
