@@ -57,7 +57,7 @@ pub fn loader() -> Option<u32> {
     }
     // SAFETY: the symbol is libfabric's `uint32_t fi_version(void)` (fabric.h), which
     // takes no arguments and only returns a constant.
-    let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(sym) };
+    let f = unsafe { std::mem::transmute::<*mut libc::c_void, extern "C" fn() -> u32>(sym) };
     let v = f();
     // A version of major 0 is no libfabric's: ignore a foreign symbol of that name.
     (v >> 16 != 0).then_some(v)
