@@ -354,3 +354,31 @@ unsafe extern "C" fn fabric(
     unsafe { *out = f };
     0
 }
+
+#[cfg(test)]
+mod version_semantics_tests {
+    use super::*;
+
+    #[test]
+    fn the_hinted_threading_model_is_echoed_and_anything_else_is_thread_safe() {
+        assert_eq!(threading_served(FI_THREAD_DOMAIN), FI_THREAD_DOMAIN);
+        assert_eq!(threading_served(FI_THREAD_ENDPOINT), FI_THREAD_ENDPOINT);
+        assert_eq!(threading_served(FI_THREAD_SAFE), FI_THREAD_SAFE);
+        assert_eq!(threading_served(0), FI_THREAD_SAFE);
+        assert_eq!(threading_served(99), FI_THREAD_SAFE);
+    }
+
+    #[test]
+    fn control_unified_progress_is_served_from_api_2_0_only() {
+        let v1 = fi_version(1, 17);
+        let v2 = fi_version(2, 5);
+        for api in [v1, v2] {
+            assert!(control_progress_ok(FI_PROGRESS_UNSPEC, api));
+            assert!(control_progress_ok(FI_PROGRESS_MANUAL, api));
+            // FI_PROGRESS_AUTO (1) is not served in either series.
+            assert!(!control_progress_ok(1, api));
+        }
+        assert!(!control_progress_ok(FI_PROGRESS_CONTROL_UNIFIED, v1));
+        assert!(control_progress_ok(FI_PROGRESS_CONTROL_UNIFIED, v2));
+    }
+}
