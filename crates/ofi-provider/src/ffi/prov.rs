@@ -5,15 +5,13 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
 
-use super::objects;
 use super::types::*;
+use super::{layout, objects, version};
 use crate::ep::{INJECT_SIZE, MAX_MSG_SIZE};
 use crate::{info, wire};
 
 /// Provider version 0.1.
 const VERSION: u32 = fi_version(0, 1);
-/// The libfabric API the provider is written against (the 1.17 headers).
-const API_VERSION: u32 = fi_version(1, 17);
 
 const NAME: &CStr = c"nicemu";
 const FABRIC_NAME: &CStr = c"nicemu";
@@ -22,10 +20,11 @@ const DOMAIN_NAME: &CStr = c"cxi0";
 /// Every capability an `fi_info` of the provider may carry (`crate::info`).
 pub const CAPS: u64 = info::CAPS;
 
-/// Mutable because libfabric's core writes its bookkeeping into `context`.
+/// Mutable because libfabric's core writes its bookkeeping into `context`, and
+/// `fi_prov_ini` sets `fi_version` to the loader's ([`version::declared`]).
 static mut PROVIDER: fi_provider = fi_provider {
     version: VERSION,
-    fi_version: API_VERSION,
+    fi_version: version::OLDEST,
     context: fi_context {
         internal: [ptr::null_mut(); 4],
     },
@@ -38,9 +37,13 @@ static mut PROVIDER: fi_provider = fi_provider {
 /// The provider entry point (`FI_EXT_INI`): called once by libfabric after `dlopen`.
 #[unsafe(no_mangle)]
 pub extern "C" fn fi_prov_ini() -> *mut fi_provider {
-    // Only the address is taken: libfabric owns the structure's use from here on (it writes
-    // `context`), and the provider itself never reads or writes it.
-    &raw mut PROVIDER
+    let api = version::declared(version::loader());
+    let p = &raw mut PROVIDER;
+    // SAFETY: libfabric calls the entry point once, from its initialisation, before it uses
+    // the structure; from then on it owns the structure's use (it writes `context`), and the
+    // provider itself never reads or writes it again.
+    unsafe { (*p).fi_version = api };
+    p
 }
 
 extern "C" fn cleanup() {}
@@ -50,7 +53,7 @@ extern "C" fn cleanup() {}
 /// # Safety
 /// `hints` and the attribute and address pointers in it are null or valid (libfabric's
 /// contract).
-unsafe fn read_hints(hints: &fi_info) -> Result<info::Hints, &'static str> {
+unsafe fn read_hints(hints: &fi_info, api: u32) -> Result<info::Hints, &'static str> {
     if hints.addr_format != FI_FORMAT_UNSPEC {
         return Err("address format");
     }
@@ -79,8 +82,9 @@ unsafe fn read_hints(hints: &fi_info) -> Result<info::Hints, &'static str> {
         if ![FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE].contains(&d.av_type) {
             return Err("av_type");
         }
+        // `data_progress` is 2.x's `progress` (same offset, a union since 2.0).
         if ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.data_progress)
-            || ![FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL].contains(&d.control_progress)
+            || !control_progress_ok(d.control_progress, api)
         {
             return Err("progress");
         }
@@ -112,6 +116,29 @@ unsafe fn read_hints(hints: &fi_info) -> Result<info::Hints, &'static str> {
         src_addr: address(hints.src_addr, hints.src_addrlen),
         dest_addr: address(hints.dest_addr, hints.dest_addrlen),
     })
+}
+
+/// Whether a hinted `control_progress` is served (manual progress). From API 2.0 the field
+/// is deprecated (`progress` covers control and data) and may say
+/// `FI_PROGRESS_CONTROL_UNIFIED`: the application serialises control and data calls itself,
+/// which implies manual progress (fi_domain(3) of libfabric v2.5.1); the provider's control
+/// calls are thread-safe anyway, so that is served too.
+fn control_progress_ok(p: c_int, api: u32) -> bool {
+    p == FI_PROGRESS_UNSPEC
+        || p == FI_PROGRESS_MANUAL
+        || (api >= version::V2 && p == FI_PROGRESS_CONTROL_UNIFIED)
+}
+
+/// The threading model returned for a hinted one: the hint itself when it names a model
+/// (`FI_THREAD_SAFE` .. `FI_THREAD_ENDPOINT`, the same values in 1.17 and 2.x; fi_domain(3)
+/// lets a provider return the model the application asked for when it supports it, and a
+/// thread-safe provider supports all), else `FI_THREAD_SAFE`.
+fn threading_served(hint: c_int) -> c_int {
+    if (FI_THREAD_SAFE..=FI_THREAD_ENDPOINT).contains(&hint) {
+        hint
+    } else {
+        FI_THREAD_SAFE
+    }
 }
 
 /// A C string argument, or `None` when null or not UTF-8.
@@ -146,7 +173,7 @@ fn c_addr(a: &[u8; 8]) -> *mut c_void {
 }
 
 unsafe extern "C" fn getinfo(
-    _version: u32,
+    api: u32,
     node: *const c_char,
     service: *const c_char,
     flags: u64,
@@ -160,7 +187,7 @@ unsafe extern "C" fn getinfo(
     let h = match unsafe { hints.as_ref() } {
         None => None,
         // SAFETY: its attributes and addresses are null or valid.
-        Some(h) => match unsafe { read_hints(h) } {
+        Some(h) => match unsafe { read_hints(h, api) } {
             Ok(h) => Some(h),
             Err(_) => return -FI_ENODATA,
         },
@@ -195,6 +222,13 @@ unsafe extern "C" fn getinfo(
             .as_ref()
             .and_then(|h| h.domain_attr.as_ref())
             .map_or(FI_AV_UNSPEC, |d| d.av_type);
+        // The threading model asked for: every model is served, since every call is
+        // thread-safe; echoing it is what MPICH's ch4:ofi checks (it asks FI_THREAD_DOMAIN
+        // and refuses a provider answering anything else, init_provider.c of MPICH 5).
+        let threading = hints
+            .as_ref()
+            .and_then(|h| h.domain_attr.as_ref())
+            .map_or(FI_THREAD_SAFE, |d| threading_served(d.threading));
         // Default operation flags: only FI_COMPLETION means something here (with
         // FI_SELECTIVE_COMPLETION, operations without flags report only if it is set).
         let tx_flags = hints
@@ -237,7 +271,7 @@ unsafe extern "C" fn getinfo(
         ep.rx_ctx_cnt = 1;
         let d = &mut *i.domain_attr;
         d.name = libc::strdup(DOMAIN_NAME.as_ptr());
-        d.threading = FI_THREAD_SAFE;
+        d.threading = threading;
         d.control_progress = FI_PROGRESS_MANUAL;
         d.data_progress = FI_PROGRESS_MANUAL;
         d.resource_mgmt = FI_RM_ENABLED;
@@ -255,28 +289,32 @@ unsafe extern "C" fn getinfo(
         let f = &mut *i.fabric_attr;
         f.name = libc::strdup(FABRIC_NAME.as_ptr());
         f.prov_version = VERSION;
-        f.api_version = API_VERSION;
+        // The core stores the asked version there too (`fi_getinfo`, src/fabric.c).
+        f.api_version = api;
         *info = i;
     }
     0
 }
 
 /// A zeroed `fi_info` with zeroed attribute structures, allocated as `fi_allocinfo` does
-/// (`calloc` each), so that the core's `fi_freeinfo` (`free` of each) releases it.
+/// (`calloc` each), so that the core's `fi_freeinfo` (`free` of each) releases it. Each is
+/// as large as the largest layout of the libfabric versions served, so that the loader's
+/// `fi_dupinfo` copies only allocated bytes (`layout`).
 fn alloc_info() -> *mut fi_info {
-    // SAFETY: `calloc` returns null or zeroed memory of the size asked; every field of these
+    // SAFETY: `calloc` returns null or zeroed memory of the size asked, at least the size of
+    // the Rust structure it is cast to (`layout`'s sizes include it); every field of these
     // structures is an integer or a pointer, for which all-zero is valid (null / 0).
     unsafe {
-        let i = libc::calloc(1, size_of::<fi_info>()).cast::<fi_info>();
+        let i = libc::calloc(1, layout::INFO_BYTES).cast::<fi_info>();
         if i.is_null() {
             return i;
         }
         let r = &mut *i;
-        r.tx_attr = libc::calloc(1, size_of::<fi_tx_attr>()).cast();
-        r.rx_attr = libc::calloc(1, size_of::<fi_rx_attr>()).cast();
-        r.ep_attr = libc::calloc(1, size_of::<fi_ep_attr>()).cast();
-        r.domain_attr = libc::calloc(1, size_of::<fi_domain_attr>()).cast();
-        r.fabric_attr = libc::calloc(1, size_of::<fi_fabric_attr>()).cast();
+        r.tx_attr = libc::calloc(1, layout::TX_ATTR_BYTES).cast();
+        r.rx_attr = libc::calloc(1, layout::RX_ATTR_BYTES).cast();
+        r.ep_attr = libc::calloc(1, layout::EP_ATTR_BYTES).cast();
+        r.domain_attr = libc::calloc(1, layout::DOMAIN_ATTR_BYTES).cast();
+        r.fabric_attr = libc::calloc(1, layout::FABRIC_ATTR_BYTES).cast();
         if r.tx_attr.is_null()
             || r.rx_attr.is_null()
             || r.ep_attr.is_null()
@@ -316,4 +354,32 @@ unsafe extern "C" fn fabric(
     // SAFETY: `out` is valid for a write (checked non-null; libfabric's contract).
     unsafe { *out = f };
     0
+}
+
+#[cfg(test)]
+mod version_semantics_tests {
+    use super::*;
+
+    #[test]
+    fn the_hinted_threading_model_is_echoed_and_anything_else_is_thread_safe() {
+        assert_eq!(threading_served(FI_THREAD_DOMAIN), FI_THREAD_DOMAIN);
+        assert_eq!(threading_served(FI_THREAD_ENDPOINT), FI_THREAD_ENDPOINT);
+        assert_eq!(threading_served(FI_THREAD_SAFE), FI_THREAD_SAFE);
+        assert_eq!(threading_served(0), FI_THREAD_SAFE);
+        assert_eq!(threading_served(99), FI_THREAD_SAFE);
+    }
+
+    #[test]
+    fn control_unified_progress_is_served_from_api_2_0_only() {
+        let v1 = fi_version(1, 17);
+        let v2 = fi_version(2, 5);
+        for api in [v1, v2] {
+            assert!(control_progress_ok(FI_PROGRESS_UNSPEC, api));
+            assert!(control_progress_ok(FI_PROGRESS_MANUAL, api));
+            // FI_PROGRESS_AUTO (1) is not served in either series.
+            assert!(!control_progress_ok(1, api));
+        }
+        assert!(!control_progress_ok(FI_PROGRESS_CONTROL_UNIFIED, v1));
+        assert!(control_progress_ok(FI_PROGRESS_CONTROL_UNIFIED, v2));
+    }
 }

@@ -49,7 +49,11 @@ pub const FI_AV_MAP: c_int = 1;
 pub const FI_AV_TABLE: c_int = 2;
 pub const FI_PROGRESS_UNSPEC: c_int = 0;
 pub const FI_PROGRESS_MANUAL: c_int = 2;
+/// 2.0 and later (fabric.h of libfabric v2.x).
+pub const FI_PROGRESS_CONTROL_UNIFIED: c_int = 3;
 pub const FI_THREAD_SAFE: c_int = 1;
+pub const FI_THREAD_DOMAIN: c_int = 3;
+pub const FI_THREAD_ENDPOINT: c_int = 5;
 pub const FI_RM_ENABLED: c_int = 2;
 pub const FI_CQ_FORMAT_UNSPEC: c_int = 0;
 pub const FI_CQ_FORMAT_CONTEXT: c_int = 1;

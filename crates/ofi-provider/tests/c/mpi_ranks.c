@@ -1,9 +1,10 @@
-/* Several Open MPI ranks over `--mca pml cm --mca mtl ofi` on the nicemu provider, each in
- * its own process with its own emulated NIC: every rank sends tagged messages of 0 B to
- * 4 MiB to its right neighbour and receives them from its left one (receives posted first
- * for even sizes' indices, sent first so that they arrive unexpected for odd ones), checking every byte, the count, tag
- * and source; then a message from every rank to rank 0 under MPI_ANY_SOURCE, and two
- * allreduces (one integer, and 1 MiB of doubles). Prints "mpi_ranks: ok" per rank. */
+/* Several Open MPI ranks over `--mca pml cm --mca mtl ofi` on the nicemu provider (or MPICH
+ * ranks over ch4:ofi, tests/mpich_wheel.rs), each in its own process with its own emulated
+ * NIC: every rank sends tagged messages of 0 B to 4 MiB to its right neighbour and receives
+ * them from its left one (receives posted first for even sizes' indices, sent first so that
+ * they arrive unexpected for odd ones), checking every byte, the count, tag and source; then
+ * a message from every rank to rank 0 under MPI_ANY_SOURCE, and two allreduces (one
+ * integer, and 1 MiB of doubles). Prints "mpi_ranks: ok" per rank. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
