@@ -7,6 +7,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 
 use super::endpoint::cxi_err;
 use super::proto;
+use super::retry::RdzvSource;
 use super::{CxiTransport, MatchMode};
 use crate::error::Result;
 use crate::transport::{Completion, OpId};
@@ -79,6 +80,9 @@ impl CxiTransport {
             {
                 return Ok(());
             }
+        }
+        if rc == ReturnCode::EntryNotFound && self.retry_refused(ty, user_ptr, rendezvous) {
+            return Ok(());
         }
         if rc != ReturnCode::Ok {
             return Err(crate::Error::Transport(format!(
@@ -193,17 +197,28 @@ impl CxiTransport {
                 Some(&id) => self.on_ux_matched(id, t),
                 None => Ok(()),
             },
-            EventType::Rendezvous if !t.get_issued => {
-                // The NIC left the Get to software (`rdzv_get_en` off).
+            EventType::Rendezvous => {
                 let Some(&id) = self.bids.get(&bid) else {
                     return Ok(());
                 };
-                let eager = self.cfg.rdzv_eager.min(t.rlength as usize);
-                let source = self.rank_of(firmware_spec::cassini::dfa::dfa_to_init(
-                    t.initiator,
-                    self.ep.pid_bits,
-                ))?;
-                self.sw_get(id, source, t.match_bits, t.header_data, eager)
+                let from = RdzvSource {
+                    source: self.rank_of(firmware_spec::cassini::dfa::dfa_to_init(
+                        t.initiator,
+                        self.ep.pid_bits,
+                    ))?,
+                    put_bits: t.match_bits,
+                    src: t.header_data,
+                    eager: self.cfg.rdzv_eager.min(t.rlength as usize),
+                };
+                if t.get_issued {
+                    // The NIC issued the Get: kept in case the source refuses it (`retry`).
+                    if let Some(r) = self.recvs.get_mut(&id) {
+                        r.rdzv_from = Some(from);
+                    }
+                    return Ok(());
+                }
+                // The NIC left the Get to software (`rdzv_get_en` off).
+                self.sw_get(id, from.source, from.put_bits, from.src, from.eager)
             }
             _ => Ok(()),
         }

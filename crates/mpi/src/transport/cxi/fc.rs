@@ -198,6 +198,13 @@ impl CxiTransport {
             NOTICE => self.on_notice(t.header_data),
             FC_NOTIFY => {
                 self.bump("fc_notify_received");
+                if !self.fc.rx.active && self.rx_pte_takes_messages()? {
+                    // The drops belong to an episode that ended by the time their report
+                    // came (the NIC disabled the PtlTE again just before our re-enable,
+                    // which its drop count could not tell): the sender may replay now.
+                    self.bump("fc_late_notify");
+                    return self.send_ctrl(from, FC_RESUME, 0);
+                }
                 self.fc.rx.reported = self.fc.rx.reported.saturating_add(t.header_data);
                 self.fc.rx.notifiers.insert(from);
                 self.fc.rx.dirty = true;
@@ -594,11 +601,10 @@ impl CxiTransport {
             .status()
             .map_err(super::endpoint::cxi_err("reading the PtlTE status"))?;
         if st.state != PtlteState::Disabled {
-            return Err(Error::Transport(format!(
-                "cxi: PtlTE {} is {:?} during flow-control recovery",
-                pte.number(),
-                st.state
-            )));
+            // The STATE_CHANGE that began this episode was older than our last re-enable
+            // (see `on_ctrl`): the PtlTE already takes messages.
+            self.bump("fc_stale_episode");
+            return self.fc_recovered();
         }
         // Cassini 1 does not count the message that made the NIC disable the PtlTE
         // (libfabric starts its count at -1 there); a disable software asked for leaves
@@ -636,6 +642,17 @@ impl CxiTransport {
             return Ok(());
         }
         self.fc_recovered()
+    }
+
+    /// Whether the receive PtlTE is enabled (hardware or software managed).
+    fn rx_pte_takes_messages(&self) -> Result<bool> {
+        let st = self
+            .ep
+            .rx
+            .pte
+            .status()
+            .map_err(super::endpoint::cxi_err("reading the PtlTE status"))?;
+        Ok(st.state != PtlteState::Disabled)
     }
 
     /// Wait until an onload under way is done.

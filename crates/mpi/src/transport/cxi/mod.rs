@@ -24,6 +24,7 @@ mod fc;
 mod landing;
 pub mod proto;
 pub mod report;
+mod retry;
 mod rma;
 mod rx;
 mod sw;
@@ -90,6 +91,10 @@ struct RecvOp {
     ux_start: Option<u64>,
     /// Waiting for the rendezvous REPLY.
     rdzv_pending: bool,
+    /// Where the rest of its rendezvous message comes from (a refused Get goes again).
+    rdzv_from: Option<retry::RdzvSource>,
+    /// Times its Get was issued again (`retry`).
+    tries: u32,
 }
 
 /// What tells apart unexpected messages stored at one IOVA: initiator, match bits, length.
@@ -110,6 +115,10 @@ struct RmaOp {
     fetch: bool,
     /// Where the fetched bytes land in `buf`.
     at: u64,
+    /// The command, to issue it again if the target refuses it (`retry`).
+    cmd: retry::RmaCmd,
+    /// Times it was issued again.
+    tries: u32,
 }
 
 /// A window: this rank's memory exposed on the RMA PtlTE, and every rank's key.
@@ -155,6 +164,8 @@ pub struct CxiTransport {
     stats: Stats,
     /// Flow-control recovery (`fc`).
     fc: fc::FcState,
+    /// Refused operations to issue again (`retry`).
+    retries: retry::Retries,
     /// A fatal error seen by the event loop: every later call returns it.
     fatal: Option<String>,
     finalized: bool,
@@ -246,6 +257,7 @@ impl CxiTransport {
             retired: Vec::new(),
             stats: Stats::new(),
             fc: fc::FcState::default(),
+            retries: retry::Retries::default(),
             fatal: None,
             finalized: false,
             counters,
@@ -274,6 +286,7 @@ impl CxiTransport {
             "fc_notify_received",
             "ctrl_retries",
             "ux_matched_early",
+            "retries",
         ] {
             t.stats.insert(k, 0);
         }
@@ -618,7 +631,7 @@ impl Transport for CxiTransport {
         self.check()?;
         let did = self.drain_events()?;
         self.check()?;
-        if let Err(e) = self.fc_step() {
+        if let Err(e) = self.fc_step().and_then(|()| self.retry_step()) {
             self.fatal.get_or_insert_with(|| e.to_string());
         }
         if !did {

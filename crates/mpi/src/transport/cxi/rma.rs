@@ -12,6 +12,7 @@ use firmware_spec::cassini::dma::{DmaAmo, FullDma};
 use firmware_spec::cassini::le::{LeFlags, PtlList};
 
 use super::endpoint::RMA_INDEX;
+use super::retry::RmaCmd;
 use super::{CxiTransport, RmaOp, Window};
 use crate::error::{Error, Result};
 use crate::transport::{AmoOp, AmoType, Atomic, OpId, Rank, WinId};
@@ -124,7 +125,7 @@ impl CxiTransport {
             buf.write(0, d)?;
         }
         let (dfa, index_ext) = self.ep.dfa(self.peers[target as usize], RMA_INDEX);
-        self.ep.dma(FullDma {
+        let cmd = FullDma {
             opcode: op,
             index_ext,
             lac: buf.md.lac(),
@@ -141,7 +142,8 @@ impl CxiTransport {
             match_bits: key,
             user_ptr: id,
             ..FullDma::default()
-        })?;
+        };
+        self.ep.dma(cmd)?;
         self.rma_ops.insert(
             id,
             RmaOp {
@@ -149,6 +151,8 @@ impl CxiTransport {
                 len,
                 fetch: op == DmaOp::Get,
                 at: 0,
+                cmd: RmaCmd::Dma(cmd),
+                tries: 0,
             },
         );
         Ok(OpId(id))
@@ -254,6 +258,8 @@ impl CxiTransport {
                 fetch,
                 // The old value lands after the operand.
                 at: 8,
+                cmd: RmaCmd::Amo(cmd),
+                tries: 0,
             },
         );
         Ok(OpId(id))

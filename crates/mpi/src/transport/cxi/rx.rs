@@ -17,6 +17,7 @@ use firmware_spec::cassini::le::{LeFlags, PtlList};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
+use super::retry::RdzvSource;
 use super::{CxiTransport, RecvOp, UxKey};
 use crate::error::{Error, Result};
 use crate::transport::{Completion, Envelope, MatchSpec, OpId};
@@ -69,6 +70,8 @@ impl CxiTransport {
                 eager: None,
                 ux_start: None,
                 rdzv_pending: false,
+                rdzv_from: None,
+                tries: 0,
             },
         );
         (id, bid)
@@ -326,9 +329,15 @@ impl CxiTransport {
         src: u64,
         eager: usize,
     ) -> Result<()> {
-        let Some(r) = self.recvs.get(&id) else {
+        let Some(r) = self.recvs.get_mut(&id) else {
             return Ok(());
         };
+        r.rdzv_from = Some(RdzvSource {
+            source,
+            put_bits,
+            src,
+            eager,
+        });
         let len = r.env.map_or(0, |e| e.len);
         let keep = len.min(r.capacity);
         // At least one byte, so that the source sees its Get and completes.
