@@ -8,6 +8,7 @@
 //! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
 //! bits). The C interface and every `unsafe` block: [`ffi`].
 
+pub mod atomic;
 pub mod av;
 pub mod cq;
 pub mod ep;
@@ -15,8 +16,10 @@ pub mod eq;
 pub mod error;
 pub mod ffi;
 pub mod info;
+pub mod mr;
 pub mod nic;
 pub mod rendezvous;
+pub mod rma;
 pub mod wire;
 
 /// The provider's name (`fi_info -p nicemu`, `FI_PROVIDER=nicemu`).

@@ -423,3 +423,13 @@ fn open_mpi_runs_four_ranks_in_four_processes_over_the_mtl_ofi() {
         assert!(counter(line, "c_lpe_cntrs.get_cmds") >= 1, "{line}");
     }
 }
+
+/// Memory registration, RMA and atomics between two endpoints (`tests/c/rma.c`): writes
+/// and reads of 1 B to 512 KiB, remote CQ data, injects, atomics over 8- to 64-bit
+/// integers and doubles, `fi_query_atomic`/`fi_atomicvalid`, accesses outside a region,
+/// with a wrong key or to a read-only or closed region ending in `FI_EACCES` error
+/// completions, and the application's own keys without `FI_MR_PROV_KEY`.
+#[test]
+fn rma_and_atomics_reach_registered_memory_and_bad_accesses_fail() {
+    run_c_check("rma");
+}

@@ -7,4 +7,7 @@
 pub mod mem;
 pub mod objects;
 pub mod prov;
+pub mod region;
+pub mod rma;
+pub mod rma_types;
 pub mod types;

@@ -109,7 +109,7 @@ impl CxiTransport {
         w.buf.write(offset as u64, data)
     }
 
-    fn rma_dma(
+    pub(super) fn rma_dma(
         &mut self,
         op: DmaOp,
         target: Rank,
