@@ -82,6 +82,9 @@ pub struct Hints {
     pub dest_addr: Option<Vec<u8>>,
     /// `domain_attr->mr_mode`.
     pub mr_mode: i32,
+    /// The application asked for an API before 1.5, where `mr_mode` is `FI_MR_UNSPEC`,
+    /// `FI_MR_BASIC` or `FI_MR_SCALABLE` and an answer must be one of the last two.
+    pub legacy_mr: bool,
 }
 
 /// The `node`, `service` and `flags` arguments.
@@ -209,7 +212,7 @@ pub fn offer(
         h.tx_caps | h.rx_caps
     };
     let mut primary = if asked == 0 { PRIMARY } else { asked & PRIMARY };
-    if primary & (FI_MSG | FI_TAGGED) == 0 {
+    if primary & (FI_MSG | FI_TAGGED) == 0 && asked & RMA_PRIMARY == 0 {
         primary |= FI_MSG | FI_TAGGED;
     }
     let mut modifiers = asked & MODIFIERS;
@@ -231,6 +234,7 @@ pub fn offer(
         mr_mode = match h.mr_mode {
             FI_MR_BASIC => return refuse("FI_MR_BASIC (virtual addresses)"),
             FI_MR_SCALABLE => FI_MR_SCALABLE,
+            0 if h.legacy_mr => FI_MR_SCALABLE,
             m => m & FI_MR_PROV_KEY,
         };
     }
@@ -389,6 +393,11 @@ mod tests {
         assert_eq!(o.tx_caps & FI_REMOTE_WRITE, 0);
         // Only the target side asked for.
         let o = offer(Some(&hints(FI_ATOMIC | FI_REMOTE_WRITE)), &t, 0, "h").unwrap();
+        assert_eq!(
+            o.caps & (PRIMARY | RMA_PRIMARY),
+            FI_ATOMIC,
+            "only the primary asked for"
+        );
         assert_eq!(o.caps & RMA_MODIFIERS, FI_REMOTE_WRITE);
         assert_eq!(o.tx_caps & RMA_TX_SIDE, 0);
         assert_eq!(o.rx_caps & FI_ATOMIC, FI_ATOMIC);

@@ -13,9 +13,10 @@
 //! **Mirroring.** The emulated NIC reaches only its node's memory, not the application's,
 //! so each exposure has a NIC-side copy ([`crate::rma`]): what peers write there is copied
 //! into the application's buffer when the target endpoint is progressed, and the
-//! application's own stores reach the copy when it next posts an operation on that
-//! endpoint (only the bytes it changed, so a peer's write not yet copied out is never
-//! undone).
+//! application's own stores reach the copy when it next posts a message on that endpoint
+//! (`fi_send`, `fi_tsend`, ...; only the bytes it changed, so a peer's write not yet
+//! copied out is never undone). Stores followed only by RMA or atomics (no message) are
+//! not seen by peers' reads: see docs/ofi-provider.md.
 
 #![forbid(unsafe_code)]
 

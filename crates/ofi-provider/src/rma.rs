@@ -29,7 +29,7 @@ use crate::ffi::mem::UserBuf;
 use crate::ffi::rma_types::{
     FI_EACCES, FI_EIO, FI_EOPNOTSUPP, FI_READ, FI_REMOTE_READ, FI_REMOTE_WRITE, FI_WRITE,
 };
-use crate::ffi::types::{FI_ADDR_NOTAVAIL, FI_ATOMIC, FI_REMOTE_CQ_DATA, FI_RMA};
+use crate::ffi::types::{FI_ADDR_NOTAVAIL, FI_ATOMIC, FI_ENOMEM, FI_REMOTE_CQ_DATA, FI_RMA};
 use crate::mr::Mr;
 
 /// A region exposed on this endpoint, and the application's bytes as last mirrored.
@@ -103,7 +103,22 @@ impl Ep {
             len,
             mr.access & FI_REMOTE_READ != 0,
             mr.access & FI_REMOTE_WRITE != 0,
-        )?;
+        )
+        .map_err(|e| {
+            let text = e.to_string();
+            if text.contains("ENOMEM") {
+                Error::Errno(
+                    FI_ENOMEM,
+                    format!(
+                        "{text}: a region of {len} bytes open to remote access is mirrored in \
+                         the emulated node's {} MiB",
+                        crate::nic::NODE_MEMORY >> 20
+                    ),
+                )
+            } else {
+                Error::Transport(e)
+            }
+        })?;
         let mut last = vec![0u8; len];
         mr.region.read(0, &mut last);
         s.t.region_write(mr.key, 0, &last)?;
@@ -152,7 +167,6 @@ impl Ep {
         }
         let mut s = self.lock();
         s.ready()?;
-        refresh(&mut s)?;
         let dest = s.rank(to.addr)?;
         let id =
             s.t.put_keyed(dest, to.key, offset(to.offset)?, data, cq_data)
@@ -177,7 +191,6 @@ impl Ep {
         }
         let mut s = self.lock();
         s.ready()?;
-        refresh(&mut s)?;
         let src = s.rank(from.addr)?;
         let id =
             s.t.get_keyed(src, from.key, offset(from.offset)?, into.len())
@@ -205,7 +218,6 @@ impl Ep {
     ) -> Result<()> {
         let mut s = self.lock();
         s.ready()?;
-        refresh(&mut s)?;
         let dest = s.rank(to.addr)?;
         let id =
             s.t.amo_keyed(dest, to.key, offset(to.offset)?, amo)
@@ -225,29 +237,40 @@ impl Ep {
 }
 
 /// The application's stores since the last mirror reach the NIC-side copies: only the bytes
-/// that changed, so a peer's write not yet copied out is kept.
+/// that changed, so a peer's write not yet copied out is kept. Called when the endpoint
+/// posts a message (`crate::ep::Ep::send`): the point where a target tells its peers that
+/// its memory is ready. Scanning every exposed byte at each RMA post would cost a bandwidth
+/// loop a full pass over its (often hundreds of MiB of) registered memory per operation.
 pub(crate) fn refresh(s: &mut State) -> Result<()> {
+    const CHUNK: usize = 64 << 10;
     let State { t, rma, .. } = s;
+    let mut now = vec![0u8; CHUNK];
     for (key, x) in rma.exposed.iter_mut() {
         let len = x.last.len();
-        if len == 0 {
-            continue;
-        }
-        let mut now = vec![0u8; len];
-        x.mr.region.read(0, &mut now);
-        let mut i = 0;
-        while i < len {
-            if now[i] == x.last[i] {
-                i += 1;
-                continue;
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            let cur = &mut now[..n];
+            x.mr.region.read(at, cur);
+            let last = &mut x.last[at..at + n];
+            // Whole chunks compare as slices (memcmp); bytes only where they differ.
+            if cur != last {
+                let mut i = 0;
+                while i < n {
+                    if cur[i] == last[i] {
+                        i += 1;
+                        continue;
+                    }
+                    let start = i;
+                    while i < n && cur[i] != last[i] {
+                        i += 1;
+                    }
+                    t.region_write(*key, at + start, &cur[start..i])?;
+                }
+                last.copy_from_slice(cur);
             }
-            let start = i;
-            while i < len && now[i] != x.last[i] {
-                i += 1;
-            }
-            t.region_write(*key, start, &now[start..i])?;
+            at += n;
         }
-        x.last = now;
     }
     Ok(())
 }

@@ -112,6 +112,7 @@ unsafe fn read_hints(hints: &fi_info) -> Result<info::Hints, &'static str> {
         src_addr: address(hints.src_addr, hints.src_addrlen),
         dest_addr: address(hints.dest_addr, hints.dest_addrlen),
         mr_mode: dom.map_or(0, |d| d.mr_mode),
+        legacy_mr: false,
     })
 }
 
@@ -147,7 +148,7 @@ fn c_addr(a: &[u8; 8]) -> *mut c_void {
 }
 
 unsafe extern "C" fn getinfo(
-    _version: u32,
+    version: u32,
     node: *const c_char,
     service: *const c_char,
     flags: u64,
@@ -162,7 +163,10 @@ unsafe extern "C" fn getinfo(
         None => None,
         // SAFETY: its attributes and addresses are null or valid.
         Some(h) => match unsafe { read_hints(h) } {
-            Ok(h) => Some(h),
+            Ok(h) => Some(info::Hints {
+                legacy_mr: version < fi_version(1, 5),
+                ..h
+            }),
             Err(_) => return -FI_ENODATA,
         },
     };

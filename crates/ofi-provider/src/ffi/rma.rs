@@ -74,7 +74,10 @@ unsafe fn do_reg(
     let key = (!table.prov_key).then_some(requested_key);
     let mr = match table.register(region, access, key) {
         Ok(m) => m,
-        Err(e) => return fail(&e),
+        Err(e) => {
+            eprintln!("{e}");
+            return fail(&e);
+        }
     };
     let b = Box::new(MrObj {
         fid: fid_mr {
