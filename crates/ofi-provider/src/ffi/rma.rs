@@ -41,7 +41,7 @@ static MR_FI_OPS: fi_ops = fi_ops {
 };
 
 /// The domain's `fi_ops_mr`.
-pub static MR_OPS: fi_ops_mr = fi_ops_mr {
+pub(super) static MR_OPS: fi_ops_mr = fi_ops_mr {
     size: size_of::<fi_ops_mr>(),
     reg: Some(mr_reg),
     regv: Some(mr_regv),
@@ -187,7 +187,7 @@ unsafe extern "C" fn mr_close(f: *mut fid) -> c_int {
 // RMA
 
 /// The endpoint's `fi_ops_rma`.
-pub static RMA_OPS: fi_ops_rma = fi_ops_rma {
+pub(super) static RMA_OPS: fi_ops_rma = fi_ops_rma {
     size: size_of::<fi_ops_rma>(),
     read: Some(rma_read),
     readv: Some(rma_readv),
@@ -447,7 +447,7 @@ unsafe extern "C" fn rma_injectdata(
 // Atomics
 
 /// The endpoint's `fi_ops_atomic`.
-pub static ATOMIC_OPS: fi_ops_atomic = fi_ops_atomic {
+pub(super) static ATOMIC_OPS: fi_ops_atomic = fi_ops_atomic {
     size: size_of::<fi_ops_atomic>(),
     write: Some(at_write),
     writev: Some(at_writev),
@@ -925,7 +925,10 @@ unsafe extern "C" fn at_compwritevalid(
 
 /// `fi_query_atomic`: `FI_FETCH_ATOMIC`/`FI_COMPARE_ATOMIC` in `flags` choose the family;
 /// `attr` gets `count` 1 and the element size.
-pub unsafe extern "C" fn query_atomic(
+///
+/// # Safety
+/// `attr` is null or valid for a write (libfabric's contract).
+pub(super) unsafe extern "C" fn query_atomic(
     _domain: *mut fid_domain,
     dt: c_int,
     op: c_int,

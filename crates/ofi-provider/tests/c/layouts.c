@@ -6,6 +6,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/providers/fi_prov.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,5 +27,13 @@ int main(void) {
     OFF(fi_domain_attr, mr_mode); OFF(fi_ep_attr, mem_tag_format); OFF(fi_provider, getinfo);
     OFF(fi_provider, cleanup); OFF(fi_ops_domain, query_collective); OFF(fid_ep, collective);
     OFF(fi_cq_err_entry, err_data_size); OFF(fi_msg_tagged, data);
+    /* Memory registration, RMA, atomics. */
+    SIZE(fid_mr); SIZE(fi_mr_attr); SIZE(fi_ops_mr); SIZE(fi_rma_iov); SIZE(fi_msg_rma);
+    SIZE(fi_ops_rma); SIZE(fi_ioc); SIZE(fi_rma_ioc); SIZE(fi_msg_atomic); SIZE(fi_atomic_attr);
+    SIZE(fi_ops_atomic);
+    OFF(fid_mr, key); OFF(fi_mr_attr, requested_key); OFF(fi_mr_attr, iface);
+    OFF(fi_msg_rma, data); OFF(fi_msg_atomic, op); OFF(fi_msg_atomic, data);
+    OFF(fi_ops_atomic, compwritevalid); OFF(fi_ops_rma, injectdata);
+    OFF(fi_ops_domain, query_atomic);
     return 0;
 }
