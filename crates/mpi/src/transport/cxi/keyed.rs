@@ -336,15 +336,14 @@ impl CxiTransport {
         Ok(OpId(id))
     }
 
-    /// How operation `op` by key ended, if it did: its completion, or the NIC's error.
-    /// Progresses the transport first.
+    /// How operation `op` by key ended, if it did by the last progress: its completion, or
+    /// the NIC's error. Does not progress (a caller polling many operations progresses
+    /// once, then asks for each).
     pub fn keyed_outcome(
         &mut self,
         op: OpId,
     ) -> Result<Option<std::result::Result<Completion, KeyedFailure>>> {
-        if !self.done.contains_key(&op) && !self.keyed.failed.contains_key(&op.0) {
-            crate::transport::Transport::progress(self)?;
-        }
+        self.check()?;
         if let Some((rc, message)) = self.keyed.failed.remove(&op.0) {
             self.keyed.ops.remove(&op.0);
             return Ok(Some(Err(KeyedFailure { rc, message })));
