@@ -342,6 +342,7 @@ impl Ep {
                 // crashed on a context-less entry). Only when none has a context is the
                 // failure reported without one.
                 let message = e.to_string();
+                crate::rma::fail_all(&mut s, &message, &mut done);
                 let pending = std::mem::take(&mut s.ops);
                 for op in pending.into_values().filter(|o| o.context != 0) {
                     let kind = if op.tagged { FI_TAGGED } else { FI_MSG };

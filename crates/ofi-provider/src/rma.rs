@@ -346,3 +346,27 @@ pub(crate) fn step(s: &mut State, done: &mut Done) -> Result<()> {
     // A peer's atomic or write may have landed while this step ran.
     arrivals(s, done)
 }
+
+/// The transport failed: every RMA operation in flight ends with an `FI_EOTHER` error
+/// completion carrying `message`.
+pub(crate) fn fail_all(s: &mut State, message: &str, done: &mut Done) {
+    let pending = std::mem::take(&mut s.rma.ops);
+    let Some(cq) = &s.tx_cq else { return };
+    // As for messages (`crate::ep`): entries without a context are left out.
+    for op in pending.into_values().filter(|o| o.context != 0) {
+        done.push((
+            Arc::clone(cq),
+            Err(ErrEntry {
+                entry: Entry {
+                    context: op.context,
+                    flags: op.flags,
+                    src: FI_ADDR_NOTAVAIL,
+                    ..Entry::default()
+                },
+                err: crate::ffi::types::FI_EOTHER,
+                olen: 0,
+                message: message.to_owned(),
+            }),
+        ));
+    }
+}
