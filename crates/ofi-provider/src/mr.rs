@@ -122,8 +122,15 @@ impl MrTable {
         });
         if mr.remote() {
             g.eps.retain(|w| w.strong_count() > 0);
-            for ep in g.eps.iter().filter_map(Weak::upgrade) {
-                ep.expose(&mr)?;
+            let eps: Vec<Arc<Ep>> = g.eps.iter().filter_map(Weak::upgrade).collect();
+            for (i, ep) in eps.iter().enumerate() {
+                if let Err(e) = ep.expose(&mr) {
+                    // All or nothing: the endpoints that exposed it withdraw it again.
+                    for done in &eps[..i] {
+                        let _ = done.withdraw(key);
+                    }
+                    return Err(e);
+                }
             }
         }
         g.mrs.insert(key, Arc::clone(&mr));
