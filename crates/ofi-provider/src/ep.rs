@@ -83,8 +83,8 @@ struct Op {
     recv: Option<UserBuf>,
 }
 
-struct State {
-    t: CxiTransport,
+pub(crate) struct State {
+    pub(crate) t: CxiTransport,
     av: Option<Arc<Av>>,
     /// AV entries already made transport peers.
     synced: usize,
@@ -93,9 +93,9 @@ struct State {
     /// First AV index of each rank.
     addr_of: HashMap<Rank, u64>,
     ops: BTreeMap<OpId, Op>,
-    tx_cq: Option<Arc<Cq>>,
-    rx_cq: Option<Arc<Cq>>,
-    tx_selective: bool,
+    pub(crate) tx_cq: Option<Arc<Cq>>,
+    pub(crate) rx_cq: Option<Arc<Cq>>,
+    pub(crate) tx_selective: bool,
     rx_selective: bool,
     enabled: bool,
     /// A transport failure already reported on the CQs.
@@ -104,6 +104,8 @@ struct State {
     cntrs: crate::cntr::Bound,
     /// Messages claimed with `FI_PEEK | FI_CLAIM`, receives that discard (`peek`).
     claims: peek::Claims,
+    /// RMA, atomics and exposed memory regions (`crate::rma`).
+    pub(crate) rma: crate::rma::RmaState,
 }
 
 /// The endpoint's default operation flags (`tx_attr->op_flags`, `rx_attr->op_flags` of its
@@ -119,7 +121,7 @@ pub struct OpDefaults {
 /// An RDM endpoint.
 pub struct Ep {
     caps: u64,
-    defaults: OpDefaults,
+    pub(crate) defaults: OpDefaults,
     state: Mutex<State>,
     _nic: Arc<Nic>,
 }
@@ -177,6 +179,7 @@ impl Ep {
                 failed: false,
                 cntrs: Default::default(),
                 claims: Default::default(),
+                rma: crate::rma::RmaState::default(),
             }),
             _nic: nic,
         })
@@ -246,6 +249,7 @@ impl Ep {
         }
         let mut s = self.lock();
         s.ready()?;
+        crate::rma::refresh(&mut s)?;
         let dest = s.rank(op.dest)?;
         let bits = wire::bits(op.tag, op.cq_data.is_some());
         let id = match op.cq_data {
@@ -349,6 +353,7 @@ impl Ep {
                 // crashed on a context-less entry). Only when none has a context is the
                 // failure reported without one.
                 let message = e.to_string();
+                crate::rma::fail_all(&mut s, &message, &mut done);
                 let pending = std::mem::take(&mut s.ops);
                 for op in pending.values() {
                     s.cntrs.count(counters::event_of(op), false);
@@ -395,15 +400,15 @@ impl Ep {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-type Done = Vec<(Arc<Cq>, std::result::Result<Entry, ErrEntry>)>;
+pub(crate) type Done = Vec<(Arc<Cq>, std::result::Result<Entry, ErrEntry>)>;
 
 impl State {
-    fn ready(&self) -> Result<()> {
+    pub(crate) fn ready(&self) -> Result<()> {
         if self.enabled {
             Ok(())
         } else {
@@ -426,7 +431,7 @@ impl State {
         Ok(())
     }
 
-    fn rank(&mut self, fi_addr: u64) -> Result<Rank> {
+    pub(crate) fn rank(&mut self, fi_addr: u64) -> Result<Rank> {
         self.sync_av()?;
         usize::try_from(fi_addr)
             .ok()
@@ -439,6 +444,7 @@ impl State {
     fn step(&mut self, done: &mut Done) -> Result<()> {
         self.sync_av()?;
         self.t.progress()?;
+        crate::rma::step(self, done)?;
         let ids: Vec<OpId> = self.ops.keys().copied().collect();
         for id in ids {
             let Some(c) = self.t.test(id)? else { continue };

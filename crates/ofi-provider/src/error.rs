@@ -32,6 +32,9 @@ pub enum Error {
     /// Not implemented by this provider.
     #[error("nicemu: {0} is not supported")]
     Unsupported(&'static str),
+    /// A failure with its own libfabric error number (memory registration keys, ...).
+    #[error("nicemu: {1}")]
+    Errno(i32, String),
 }
 
 impl Error {
@@ -44,6 +47,7 @@ impl Error {
             Error::State(_) => FI_EOPBADSTATE,
             Error::OutOfMemory(_) => FI_ENOMEM,
             Error::Unsupported(_) => FI_ENOSYS,
+            Error::Errno(n, _) => *n,
         }
     }
 }

@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::ffi::rma_types::{FI_READ, FI_REMOTE_READ, FI_REMOTE_WRITE, FI_WRITE};
 use crate::ffi::types::*;
 
 /// `C_PID_ANY` of a 9-bit PID field (firmware-spec `cassini::dfa`).
@@ -35,8 +36,16 @@ pub const PRIMARY: u64 = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV;
 pub const MODIFIERS: u64 = FI_SEND | FI_RECV;
 /// Secondary capabilities always offered.
 pub const SECONDARY: u64 = FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
-/// Every capability an `fi_info` of the provider may carry.
+/// Every capability an `fi_info` of the provider may carry without RMA.
 pub const CAPS: u64 = PRIMARY | MODIFIERS | SECONDARY;
+/// RMA and atomics (`crate::rma`): offered only when asked for.
+pub const RMA_PRIMARY: u64 = FI_RMA | FI_ATOMIC;
+/// Their access modifiers: transmit (`FI_READ`, `FI_WRITE`) and target side.
+pub const RMA_MODIFIERS: u64 = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+/// Transmit-side RMA capabilities.
+pub const RMA_TX_SIDE: u64 = RMA_PRIMARY | FI_READ | FI_WRITE;
+/// Receive-side (target) RMA capabilities.
+pub const RMA_RX_SIDE: u64 = RMA_PRIMARY | FI_REMOTE_READ | FI_REMOTE_WRITE;
 /// Accepted in hints without meaning a capability (`fi_senddata` always works:
 /// `cq_data_size` 8).
 const TOLERATED: u64 = FI_REMOTE_CQ_DATA;
@@ -71,6 +80,11 @@ pub struct Hints {
     pub src_addr: Option<Vec<u8>>,
     /// See `src_addr`.
     pub dest_addr: Option<Vec<u8>>,
+    /// `domain_attr->mr_mode`.
+    pub mr_mode: i32,
+    /// The application asked for an API before 1.5, where `mr_mode` is `FI_MR_UNSPEC`,
+    /// `FI_MR_BASIC` or `FI_MR_SCALABLE` and an answer must be one of the last two.
+    pub legacy_mr: bool,
 }
 
 /// The `node`, `service` and `flags` arguments.
@@ -99,6 +113,10 @@ pub struct Offer {
     pub src_addr: [u8; 8],
     /// `dest_addr`, when `node` (without `FI_SOURCE`) or the hints name one.
     pub dest_addr: Option<[u8; 8]>,
+    /// `domain_attr->mr_mode`: 0 without RMA; with it, `FI_MR_PROV_KEY` when the hints
+    /// allow it (else the application's keys), or `FI_MR_SCALABLE` when asked in the
+    /// pre-1.5 style.
+    pub mr_mode: i32,
 }
 
 /// Why no `fi_info` matches.
@@ -169,11 +187,11 @@ pub fn offer(
 ) -> Result<Offer, Refusal> {
     let default = Hints::default();
     let h = hints.unwrap_or(&default);
-    if h.caps & !(CAPS | TOLERATED) != 0 {
+    if h.caps & !(CAPS | RMA_PRIMARY | RMA_MODIFIERS | TOLERATED) != 0 {
         return refuse("capabilities");
     }
-    if h.tx_caps & !(TX_SIDE | DOMAIN_CAPS | TOLERATED) != 0
-        || h.rx_caps & !(RX_SIDE | DOMAIN_CAPS | TOLERATED) != 0
+    if h.tx_caps & !(TX_SIDE | RMA_TX_SIDE | DOMAIN_CAPS | TOLERATED) != 0
+        || h.rx_caps & !(RX_SIDE | RMA_RX_SIDE | DOMAIN_CAPS | TOLERATED) != 0
     {
         return refuse("tx/rx capabilities");
     }
@@ -194,21 +212,48 @@ pub fn offer(
         h.tx_caps | h.rx_caps
     };
     let mut primary = if asked == 0 { PRIMARY } else { asked & PRIMARY };
-    if primary & (FI_MSG | FI_TAGGED) == 0 {
+    if primary & (FI_MSG | FI_TAGGED) == 0 && asked & RMA_PRIMARY == 0 {
         primary |= FI_MSG | FI_TAGGED;
     }
     let mut modifiers = asked & MODIFIERS;
     if modifiers == 0 {
         modifiers = MODIFIERS;
     }
-    let caps = primary | modifiers | SECONDARY;
+    let rma = asked & RMA_PRIMARY;
+    let mut rma_modifiers = 0;
+    let mut mr_mode = 0;
+    if rma != 0 {
+        use crate::ffi::rma_types::{FI_MR_BASIC, FI_MR_PROV_KEY, FI_MR_SCALABLE};
+        primary |= rma;
+        rma_modifiers = asked & RMA_MODIFIERS;
+        if rma_modifiers == 0 {
+            rma_modifiers = RMA_MODIFIERS;
+        }
+        // Remote addresses are offsets into the region: no FI_MR_VIRT_ADDR, so not the
+        // pre-1.5 FI_MR_BASIC (which implies it).
+        mr_mode = match h.mr_mode {
+            FI_MR_BASIC => return refuse("FI_MR_BASIC (virtual addresses)"),
+            FI_MR_SCALABLE => FI_MR_SCALABLE,
+            0 if h.legacy_mr => FI_MR_SCALABLE,
+            m => m & FI_MR_PROV_KEY,
+        };
+    }
+    let caps = primary | modifiers | rma_modifiers | SECONDARY;
     let tx_caps = if modifiers & FI_SEND != 0 {
         caps & TX_SIDE
+    } else {
+        0
+    } | if rma_modifiers & (FI_READ | FI_WRITE) != 0 {
+        caps & RMA_TX_SIDE
     } else {
         0
     };
     let rx_caps = if modifiers & FI_RECV != 0 {
         caps & RX_SIDE
+    } else {
+        0
+    } | if rma_modifiers & (FI_REMOTE_READ | FI_REMOTE_WRITE) != 0 {
+        caps & RMA_RX_SIDE
     } else {
         0
     };
@@ -242,6 +287,7 @@ pub fn offer(
         domain_caps: DOMAIN_CAPS,
         src_addr: src.unwrap_or(addr(own_nid, PID_ANY)),
         dest_addr: dest,
+        mr_mode,
     })
 }
 
@@ -280,7 +326,7 @@ mod tests {
     #[test]
     fn unsupported_hints_are_refused() {
         let t = Target::default();
-        for caps in [FI_RMA, FI_ATOMIC, FI_MULTI_RECV, FI_TAGGED | FI_HMEM] {
+        for caps in [FI_MULTI_RECV, FI_TAGGED | FI_HMEM] {
             assert!(offer(Some(&hints(caps)), &t, 0, "h").is_err(), "{caps:#x}");
         }
         let mut h = hints(FI_TAGGED);
@@ -323,5 +369,44 @@ mod tests {
         let o = offer(None, &src("localhost"), 3, "h").unwrap();
         assert_eq!((o.src_addr, o.dest_addr), (addr(3, PID_ANY), None));
         assert!(offer(None, &src("4"), 3, "h").is_err());
+    }
+
+    #[test]
+    fn rma_and_atomics_only_when_asked() {
+        use crate::ffi::rma_types::{FI_MR_BASIC, FI_MR_LOCAL, FI_MR_PROV_KEY, FI_MR_VIRT_ADDR};
+        let t = Target::default();
+        let o = offer(None, &t, 0, "h").unwrap();
+        assert_eq!(o.caps & (RMA_PRIMARY | RMA_MODIFIERS), 0);
+        assert_eq!(o.mr_mode, 0);
+        let mut h = hints(FI_RMA | FI_MSG);
+        h.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+        let o = offer(Some(&h), &t, 0, "h").unwrap();
+        assert_eq!(o.caps & PRIMARY, FI_MSG);
+        assert_eq!(o.caps & RMA_PRIMARY, FI_RMA);
+        assert_eq!(o.caps & RMA_MODIFIERS, RMA_MODIFIERS);
+        assert_eq!(o.mr_mode, FI_MR_PROV_KEY);
+        assert_eq!(o.tx_caps & (FI_READ | FI_WRITE), FI_READ | FI_WRITE);
+        assert_eq!(
+            o.rx_caps & (FI_REMOTE_READ | FI_REMOTE_WRITE),
+            FI_REMOTE_READ | FI_REMOTE_WRITE
+        );
+        assert_eq!(o.tx_caps & FI_REMOTE_WRITE, 0);
+        // Only the target side asked for.
+        let o = offer(Some(&hints(FI_ATOMIC | FI_REMOTE_WRITE)), &t, 0, "h").unwrap();
+        assert_eq!(
+            o.caps & (PRIMARY | RMA_PRIMARY),
+            FI_ATOMIC,
+            "only the primary asked for"
+        );
+        assert_eq!(o.caps & RMA_MODIFIERS, FI_REMOTE_WRITE);
+        assert_eq!(o.tx_caps & RMA_TX_SIDE, 0);
+        assert_eq!(o.rx_caps & FI_ATOMIC, FI_ATOMIC);
+        assert_eq!(
+            o.mr_mode, 0,
+            "no FI_MR_PROV_KEY in the hints: the application's keys"
+        );
+        let mut h = hints(FI_RMA);
+        h.mr_mode = FI_MR_BASIC;
+        assert!(offer(Some(&h), &t, 0, "h").is_err());
     }
 }

@@ -8,6 +8,7 @@
 //! The safe core: [`nic`] (where the NIC comes from), [`av`], [`cq`], [`ep`], [`wire`] (match
 //! bits), [`cntr`] (counters), [`wait`] (file-descriptor wait objects, wait sets). The C interface and every `unsafe` block: [`ffi`].
 
+pub mod atomic;
 pub mod av;
 pub mod cntr;
 pub mod cq;
@@ -16,8 +17,10 @@ pub mod eq;
 pub mod error;
 pub mod ffi;
 pub mod info;
+pub mod mr;
 pub mod nic;
 pub mod rendezvous;
+pub mod rma;
 pub mod wait;
 pub mod wire;
 

@@ -183,7 +183,7 @@ fn fi_info_lists_the_provider() {
     assert!(s.contains("domain: cxi0"), "{t}");
     assert!(s.contains("FI_EP_RDM"), "{t}");
     // What it does not implement, it does not offer.
-    for (flag, what) in [("-c", "FI_RMA"), ("-t", "FI_EP_MSG")] {
+    for (flag, what) in [("-c", "FI_MULTI_RECV"), ("-t", "FI_EP_MSG")] {
         let out = Command::new("fi_info")
             .args(["-p", "nicemu", flag, what])
             .env("FI_PROVIDER_PATH", provider_dir())
@@ -197,6 +197,18 @@ fn fi_info_lists_the_provider() {
         );
         assert!(s.contains("-61") || !out.status.success(), "{}", text(&out));
     }
+    // RMA and atomics when asked for.
+    let out = Command::new("fi_info")
+        .args(["-p", "nicemu", "-c", "FI_RMA|FI_ATOMIC", "-v"])
+        .env("FI_PROVIDER_PATH", provider_dir())
+        .output()
+        .expect("running fi_info");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("FI_RMA") && s.contains("FI_ATOMIC") && s.contains("FI_REMOTE_WRITE"),
+        "{}",
+        text(&out)
+    );
     // Without the path, libfabric does not know the provider.
     let out = Command::new("fi_info")
         .args(["-p", "nicemu"])
@@ -462,4 +474,70 @@ fn file_descriptor_wait_objects_follow_their_queues() {
 #[test]
 fn wait_sets_wake_for_any_member() {
     run_c_check("wait_set");
+}
+
+/// Memory registration, RMA and atomics between two endpoints (`tests/c/rma.c`): writes
+/// and reads of 1 B to 512 KiB, remote CQ data, injects, atomics over 8- to 64-bit
+/// integers and doubles, `fi_query_atomic`/`fi_atomicvalid`, accesses outside a region,
+/// with a wrong key or to a read-only or closed region ending in `FI_EACCES` error
+/// completions, and the application's own keys without `FI_MR_PROV_KEY`.
+#[test]
+fn rma_and_atomics_reach_registered_memory_and_bad_accesses_fail() {
+    run_c_check("rma");
+}
+
+/// The memory registration, RMA and atomic structures (`src/ffi/rma_types.rs`) against
+/// gcc's (`tests/c/layouts.c`).
+#[test]
+fn rma_layouts_match_the_c_headers() {
+    use nicemu_fi::ffi::rma_types::*;
+    if let Some(why) = missing_c_toolchain() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-layouts-rma");
+    gcc("layouts.c", &exe, &[]);
+    let out = Command::new(&exe).output().expect("running layouts");
+    assert!(out.status.success(), "{}", text(&out));
+    let c: std::collections::HashMap<String, usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect();
+    let rust: Vec<(&str, usize)> = vec![
+        ("fid_mr", size_of::<fid_mr>()),
+        ("fi_mr_attr", size_of::<fi_mr_attr>()),
+        ("fi_ops_mr", size_of::<fi_ops_mr>()),
+        ("fi_rma_iov", size_of::<fi_rma_iov>()),
+        ("fi_msg_rma", size_of::<fi_msg_rma>()),
+        ("fi_ops_rma", size_of::<fi_ops_rma>()),
+        ("fi_ioc", size_of::<fi_ioc>()),
+        ("fi_rma_ioc", size_of::<fi_rma_ioc>()),
+        ("fi_msg_atomic", size_of::<fi_msg_atomic>()),
+        ("fi_atomic_attr", size_of::<fi_atomic_attr>()),
+        ("fi_ops_atomic", size_of::<fi_ops_atomic>()),
+        ("fid_mr.key", offset_of!(fid_mr, key)),
+        (
+            "fi_mr_attr.requested_key",
+            offset_of!(fi_mr_attr, requested_key),
+        ),
+        ("fi_mr_attr.iface", offset_of!(fi_mr_attr, iface)),
+        ("fi_msg_rma.data", offset_of!(fi_msg_rma, data)),
+        ("fi_msg_atomic.op", offset_of!(fi_msg_atomic, op)),
+        ("fi_msg_atomic.data", offset_of!(fi_msg_atomic, data)),
+        (
+            "fi_ops_atomic.compwritevalid",
+            offset_of!(fi_ops_atomic, compwritevalid),
+        ),
+        ("fi_ops_rma.injectdata", offset_of!(fi_ops_rma, injectdata)),
+        (
+            "fi_ops_domain.query_atomic",
+            offset_of!(nicemu_fi::ffi::types::fi_ops_domain, query_atomic),
+        ),
+    ];
+    for (name, r) in rust {
+        assert_eq!(c.get(name), Some(&r), "{name}: C vs Rust");
+    }
 }

@@ -62,7 +62,7 @@ pub(super) fn new_fid(class: usize, context: *mut c_void, ops: &'static fi_ops) 
     }
 }
 
-unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
+pub(super) unsafe extern "C" fn no_bind(_f: *mut fid, _b: *mut fid, _flags: u64) -> c_int {
     -FI_ENOSYS
 }
 
@@ -77,7 +77,11 @@ unsafe extern "C" fn open_refused3(
     -FI_ENOSYS
 }
 
-unsafe extern "C" fn no_control(_f: *mut fid, _command: c_int, _arg: *mut c_void) -> c_int {
+pub(super) unsafe extern "C" fn no_control(
+    _f: *mut fid,
+    _command: c_int,
+    _arg: *mut c_void,
+) -> c_int {
     -FI_ENOSYS
 }
 
@@ -378,6 +382,17 @@ unsafe extern "C" fn bind_eq_only(_f: *mut fid, bfid: *mut fid, _flags: u64) -> 
 pub(super) struct DomainObj {
     fid: fid_domain,
     nic: Arc<Nic>,
+    /// Memory regions (`crate::mr`).
+    mrs: Arc<crate::mr::MrTable>,
+}
+
+/// The memory regions of domain `f`.
+///
+/// # Safety
+/// `f` is null or a live fid.
+pub(super) unsafe fn mr_table<'a>(f: *const fid) -> Option<&'a Arc<crate::mr::MrTable>> {
+    // SAFETY: per the contract.
+    unsafe { obj::<DomainObj>(f, &DOMAIN_FI_OPS) }.map(|d| &d.mrs)
 }
 
 pub(super) static DOMAIN_FI_OPS: fi_ops = fi_ops {
@@ -394,14 +409,14 @@ static DOMAIN_OPS: fi_ops_domain = fi_ops_domain {
     poll_open: Some(open_refused3),
     stx_ctx: None,
     srx_ctx: None,
-    query_atomic: None,
+    query_atomic: Some(super::rma::query_atomic),
     query_collective: None,
     endpoint2: None,
 };
 
 unsafe extern "C" fn domain_open(
     fabric: *mut fid_fabric,
-    _info: *mut fi_info,
+    info: *mut fi_info,
     out: *mut *mut fid_domain,
     context: *mut c_void,
 ) -> c_int {
@@ -409,6 +424,9 @@ unsafe extern "C" fn domain_open(
     if out.is_null() || unsafe { obj::<FabricObj>(fabric.cast(), &FABRIC_FI_OPS) }.is_none() {
         return -FI_EINVAL;
     }
+    // SAFETY: `info` is null or libfabric's valid `fi_info`, its domain attributes too.
+    let prov_key = unsafe { info.as_ref().and_then(|i| i.domain_attr.as_ref()) }
+        .is_some_and(|d| d.mr_mode & super::rma_types::FI_MR_PROV_KEY != 0);
     let nic = match nic::shared() {
         Ok(n) => n,
         Err(e) => {
@@ -420,9 +438,10 @@ unsafe extern "C" fn domain_open(
         fid: fid_domain {
             fid: new_fid(FI_CLASS_DOMAIN, context, &DOMAIN_FI_OPS),
             ops: &DOMAIN_OPS,
-            mr: ptr::null(),
+            mr: (&super::rma::MR_OPS as *const super::rma_types::fi_ops_mr).cast(),
         },
         nic,
+        mrs: Arc::new(crate::mr::MrTable::new(prov_key)),
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -873,6 +892,8 @@ unsafe extern "C" fn cq_strerror(
 struct EpObj {
     fid: fid_ep,
     ep: Arc<Ep>,
+    /// The domain's memory regions, exposed on the endpoint when it is enabled.
+    mrs: Arc<crate::mr::MrTable>,
 }
 
 static EP_FI_OPS: fi_ops = fi_ops {
@@ -982,12 +1003,13 @@ unsafe extern "C" fn ep_open(
             ops: &EP_OPS,
             cm: &EP_CM,
             msg: &EP_MSG,
-            rma: ptr::null(),
+            rma: (&super::rma::RMA_OPS as *const super::rma_types::fi_ops_rma).cast(),
             tagged: &EP_TAGGED,
-            atomic: ptr::null(),
+            atomic: (&super::rma::ATOMIC_OPS as *const super::rma_types::fi_ops_atomic).cast(),
             collective: ptr::null(),
         },
         ep: Arc::new(ep),
+        mrs: Arc::clone(&d.mrs),
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -1044,7 +1066,13 @@ unsafe extern "C" fn ep_control(f: *mut fid, command: c_int, _arg: *mut c_void) 
         return -FI_EINVAL;
     };
     match command {
-        FI_ENABLE => ep.enable().map_or_else(|e| fail(&e), |()| 0),
+        FI_ENABLE => {
+            // SAFETY: as above.
+            let mrs = unsafe { obj::<EpObj>(f, &EP_FI_OPS) }.map(|o| &o.mrs);
+            ep.enable()
+                .and_then(|()| mrs.map_or(Ok(()), |m| m.attach(ep)))
+                .map_or_else(|e| fail(&e), |()| 0)
+        }
         _ => -FI_ENOSYS,
     }
 }
@@ -1115,7 +1143,7 @@ unsafe extern "C" fn ep_getname(f: fid_t, addr: *mut c_void, addrlen: *mut usize
 
 /// # Safety
 /// `buf` is null only with `len` 0, else valid for `len` bytes of reads during the call.
-unsafe fn bytes<'a>(buf: *const c_void, len: usize) -> Option<&'a [u8]> {
+pub(super) unsafe fn bytes<'a>(buf: *const c_void, len: usize) -> Option<&'a [u8]> {
     if len == 0 {
         return Some(&[]);
     }
@@ -1203,7 +1231,7 @@ pub(super) unsafe fn one_iov(iov: *const iovec, count: usize) -> Option<(*mut c_
     }
 }
 
-fn msg_completion(flags: u64) -> Option<bool> {
+pub(super) fn msg_completion(flags: u64) -> Option<bool> {
     if flags & FI_COMPLETION != 0 {
         Some(true)
     } else {

@@ -115,6 +115,8 @@ unsafe fn read_hints(hints: &fi_info, api: u32) -> Result<info::Hints, &'static 
         comp_order: tx.map_or(0, |t| t.comp_order) | rx.map_or(0, |r| r.comp_order),
         src_addr: address(hints.src_addr, hints.src_addrlen),
         dest_addr: address(hints.dest_addr, hints.dest_addrlen),
+        mr_mode: dom.map_or(0, |d| d.mr_mode),
+        legacy_mr: false,
     })
 }
 
@@ -188,7 +190,10 @@ unsafe extern "C" fn getinfo(
         None => None,
         // SAFETY: its attributes and addresses are null or valid.
         Some(h) => match unsafe { read_hints(h, api) } {
-            Ok(h) => Some(h),
+            Ok(h) => Some(info::Hints {
+                legacy_mr: api < fi_version(1, 5),
+                ..h
+            }),
             Err(_) => return -FI_ENODATA,
         },
     };
@@ -257,6 +262,7 @@ unsafe extern "C" fn getinfo(
         tx.inject_size = INJECT_SIZE;
         tx.size = 1024;
         tx.iov_limit = 1;
+        tx.rma_iov_limit = 1;
         let rx = &mut *i.rx_attr;
         rx.caps = offer.rx_caps;
         rx.op_flags = rx_flags;
@@ -276,7 +282,10 @@ unsafe extern "C" fn getinfo(
         d.data_progress = FI_PROGRESS_MANUAL;
         d.resource_mgmt = FI_RM_ENABLED;
         d.av_type = av_type;
-        d.mr_mode = 0;
+        d.mr_mode = offer.mr_mode;
+        d.mr_key_size = 4;
+        d.mr_iov_limit = 1;
+        d.mr_cnt = 2048;
         d.caps = offer.domain_caps;
         d.cq_data_size = wire::DATA_LEN;
         d.cq_cnt = 64;

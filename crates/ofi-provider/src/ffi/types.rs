@@ -322,7 +322,7 @@ pub struct fi_ops_domain {
     pub poll_open: OpenRefused3,
     pub stx_ctx: Unused,
     pub srx_ctx: Unused,
-    pub query_atomic: Unused,
+    pub query_atomic: Option<super::rma_types::QueryAtomicFn>,
     pub query_collective: Unused,
     pub endpoint2: Unused,
 }

@@ -6,6 +6,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/providers/fi_prov.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,5 +30,13 @@ int main(void) {
     SIZE(fi_cntr_attr); SIZE(fid_cntr); SIZE(fi_ops_cntr); OFF(fi_cntr_attr, flags);
     OFF(fi_ops_cntr, seterr);
     SIZE(fi_wait_attr); SIZE(fid_wait); SIZE(fi_ops_wait);
+    /* Memory registration, RMA, atomics. */
+    SIZE(fid_mr); SIZE(fi_mr_attr); SIZE(fi_ops_mr); SIZE(fi_rma_iov); SIZE(fi_msg_rma);
+    SIZE(fi_ops_rma); SIZE(fi_ioc); SIZE(fi_rma_ioc); SIZE(fi_msg_atomic); SIZE(fi_atomic_attr);
+    SIZE(fi_ops_atomic);
+    OFF(fid_mr, key); OFF(fi_mr_attr, requested_key); OFF(fi_mr_attr, iface);
+    OFF(fi_msg_rma, data); OFF(fi_msg_atomic, op); OFF(fi_msg_atomic, data);
+    OFF(fi_ops_atomic, compwritevalid); OFF(fi_ops_rma, injectdata);
+    OFF(fi_ops_domain, query_atomic);
     return 0;
 }

@@ -70,6 +70,9 @@ impl CxiTransport {
         list: PtlList,
         rendezvous: bool,
     ) -> Result<()> {
+        if self.keyed_failed(ty, rc, user_ptr) {
+            return Ok(());
+        }
         if ty == EventType::Ack {
             if self.on_ctrl_ack(user_ptr, rc) {
                 return Ok(());
@@ -146,6 +149,9 @@ impl CxiTransport {
             return Ok(());
         }
         if t.ptlte_index == self.ep.rma.pte.index() {
+            if self.keyed_target(t) {
+                return Ok(());
+            }
             if t.event_type == EventType::Put && t.match_bits & proto::CTRL != 0 {
                 return self.on_ctrl(t);
             }

@@ -16,16 +16,20 @@
 //!   matching (posted receives moved).
 //! - [`events`]: the event loop that drives all of it.
 //! - [`rma`]: windows on a non-matching PtlTE, put/get as DMA, atomics as Cassini AMOs.
+//! - [`keyed`]: memory regions named by key (libfabric memory registration): one LE each on
+//!   the RMA PtlTE; puts, gets and AMOs by key that fail alone on the NIC's error.
 
 pub mod config;
 pub mod endpoint;
 mod events;
 mod fc;
+mod keyed;
 mod landing;
 pub mod proto;
 pub mod report;
 mod retry;
 mod rma;
+pub use keyed::{Arrival, KEY_MAX, KEYED_DATA, KeyedAmo, KeyedFailure, amo_size};
 mod rx;
 mod sw;
 mod tx;
@@ -161,6 +165,8 @@ pub struct CxiTransport {
     next_win: u32,
     /// Freed windows' memory, kept registered until the transport goes.
     retired: Vec<Buf>,
+    /// Regions exposed by key and operations by key (`keyed`).
+    keyed: keyed::Keyed,
     stats: Stats,
     /// Flow-control recovery (`fc`).
     fc: fc::FcState,
@@ -255,6 +261,7 @@ impl CxiTransport {
             windows: BTreeMap::new(),
             next_win: 1,
             retired: Vec::new(),
+            keyed: keyed::Keyed::default(),
             stats: Stats::new(),
             fc: fc::FcState::default(),
             retries: retry::Retries::default(),

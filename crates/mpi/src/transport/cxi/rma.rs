@@ -110,7 +110,7 @@ impl CxiTransport {
         w.buf.write(offset as u64, data)
     }
 
-    fn rma_dma(
+    pub(super) fn rma_dma(
         &mut self,
         op: DmaOp,
         target: Rank,
