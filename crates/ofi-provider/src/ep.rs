@@ -32,7 +32,7 @@ mod peek;
 pub use peek::Peek;
 
 /// The largest message (`ep_attr->max_msg_size`): staging and receive buffers come from the
-/// emulated node's memory ([`crate::nic::NODE_MEMORY`]) in power-of-two sizes. Longer sends
+/// emulated node's memory ([`crate::nic::node_memory`]) in power-of-two sizes. Longer sends
 /// and receives fail with `-FI_EMSGSIZE`.
 pub const MAX_MSG_SIZE: usize = 4 << 20;
 /// `tx_attr->inject_size`: what fits in one IDC command (docs/mpi-cxi.md).

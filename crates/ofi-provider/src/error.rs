@@ -22,11 +22,11 @@ pub enum Error {
     /// The object is not ready for this call (e.g. no CQ bound).
     #[error("nicemu: {0}")]
     State(String),
-    /// The emulated node's memory ([`crate::nic::NODE_MEMORY`]) cannot hold the staging
+    /// The emulated node's memory ([`crate::nic::node_memory`]) cannot hold the staging
     /// buffer of one more message in flight.
     #[error(
         "nicemu: {0} (the emulated node has {mib} MiB for the staging buffers of every message in flight; complete some before posting more)",
-        mib = crate::nic::NODE_MEMORY >> 20
+        mib = crate::nic::node_memory() >> 20
     )]
     OutOfMemory(String),
     /// Not implemented by this provider.

@@ -15,7 +15,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use driver::cassini::CxiDevice;
 use mpi::Env;
@@ -25,8 +25,31 @@ use runtime::process::{ProcessConfig, ProcessGuard};
 use crate::error::{Error, Result};
 use crate::rendezvous::{Launch, Rendezvous};
 
-/// Host memory of the emulated node: staging and landing buffers of every endpoint.
-pub const NODE_MEMORY: u64 = 512 << 20;
+/// Host memory of the emulated node unless `NICEMU_NODE_MEMORY_MIB` names another size:
+/// staging and landing buffers of every endpoint and the mirrors of memory regions open to
+/// remote access. Committed only where written (`emu_core::memory`), so a large node costs
+/// address space, not RAM.
+pub const NODE_MEMORY_DEFAULT: u64 = 2 << 30;
+
+/// The node's memory, once [`open`] built it.
+static NODE_MEMORY: OnceLock<u64> = OnceLock::new();
+
+/// Host memory of this process's emulated node, bytes (what the limits in error messages
+/// name).
+pub fn node_memory() -> u64 {
+    NODE_MEMORY.get().copied().unwrap_or(NODE_MEMORY_DEFAULT)
+}
+
+/// The node memory `env` asks for (`NICEMU_NODE_MEMORY_MIB`, checked as the runtime checks
+/// it), else [`NODE_MEMORY_DEFAULT`].
+fn node_memory_of(env: &Env) -> Result<ProcessConfig> {
+    let mut cfg = ProcessConfig::from_env(env).map_err(|e| Error::Nic(e.to_string()))?;
+    if env.get("NICEMU_NODE_MEMORY_MIB").is_none() {
+        cfg.memory = NODE_MEMORY_DEFAULT;
+    }
+    let _ = NODE_MEMORY.set(cfg.memory);
+    Ok(cfg)
+}
 
 /// The variable asking for the counter line at close.
 pub const COUNTER_REPORT: &str = "NICEMU_OFI_COUNTER_REPORT";
@@ -122,16 +145,16 @@ pub fn open() -> Result<Nic> {
     let env = process_env();
     let report = report_wanted(&env)?;
     match Launch::from_env(&env)? {
-        None => open_alone(report),
+        None => open_alone(node_memory_of(&env)?.memory, report),
         Some(launch) => open_in_job(&env, launch, report),
     }
 }
 
-fn open_alone(report: bool) -> Result<Nic> {
+fn open_alone(memory: u64, report: bool) -> Result<Nic> {
     let machine = Cluster::builder()
         .nics(1)
         .engine(EngineKind::Threaded)
-        .memory_per_node(NODE_MEMORY)
+        .memory_per_node(memory)
         .build()
         .map_err(|e| Error::Nic(format!("building the emulated Cassini node: {e}")))?;
     let devices = machine.node(0).map(|n| n.cxi_devices()).unwrap_or_default();
@@ -149,13 +172,12 @@ fn open_alone(report: bool) -> Result<Nic> {
 
 fn open_in_job(env: &Env, launch: Launch, report: bool) -> Result<Nic> {
     let (rank, size) = (launch.rank, launch.size);
-    let mut cfg = ProcessConfig::from_env(env).map_err(|e| Error::Nic(e.to_string()))?;
+    let cfg = node_memory_of(env)?;
     if cfg.nic != runtime::Nic::Cassini {
         return Err(Error::Nic(
             "NICEMU_NIC: the libfabric provider drives a Cassini (cxi) only".into(),
         ));
     }
-    cfg.memory = NODE_MEMORY;
     let mut rdv = Rendezvous::new(launch)?;
     let joined = runtime::process::join(&mut rdv, &cfg);
     rdv.leave();

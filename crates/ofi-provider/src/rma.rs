@@ -112,7 +112,7 @@ impl Ep {
                     format!(
                         "{text}: a region of {len} bytes open to remote access is mirrored in \
                          the emulated node's {} MiB",
-                        crate::nic::NODE_MEMORY >> 20
+                        crate::nic::node_memory() >> 20
                     ),
                 )
             } else {

@@ -291,9 +291,10 @@ fn event_queues_carry_written_events_and_bind() {
     run_c_check("event_queue");
 }
 
-/// A window of 72 posted 4 MiB receives (osu_bw's window is 64) fits the emulated node's
-/// 512 MiB: the 8 bytes of room for remote CQ data must not double a receive's staging
-/// buffer to the next power of two (`tests/c/recv_window.c`).
+/// A window of 72 posted 4 MiB receives (osu_bw's window is 64) fits an emulated node of
+/// 512 MiB (`NICEMU_NODE_MEMORY_MIB`): the 8 bytes of room for remote CQ data must not
+/// double a receive's staging buffer to the next power of two (`tests/c/recv_window.c`).
+/// With half the node, 72 receives no longer fit: `fi_trecv` answers `-FI_ENOMEM`.
 #[test]
 fn a_window_of_4_mib_receives_fits_the_node_memory() {
     if let Some(why) = missing_c_toolchain() {
@@ -302,17 +303,27 @@ fn a_window_of_4_mib_receives_fits_the_node_memory() {
     }
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ofi-recv-window");
     gcc("recv_window.c", &exe, &["-lfabric"]);
-    let out = Command::new(&exe)
-        .env("FI_PROVIDER_PATH", provider_dir())
-        .env("FI_PROVIDER", "nicemu")
-        .output()
-        .expect("running recv_window");
+    let run = |mib: &str| {
+        Command::new(&exe)
+            .env("FI_PROVIDER_PATH", provider_dir())
+            .env("FI_PROVIDER", "nicemu")
+            .env("NICEMU_NODE_MEMORY_MIB", mib)
+            .env_remove("NICEMU_OFI_RANK")
+            .env_remove("NICEMU_OFI_SIZE")
+            .output()
+            .expect("running recv_window")
+    };
+    let out = run("512");
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("recv_window: ok (72 receives of 4194304 B)"),
         "{t}"
     );
+    let out = run("256");
+    let t = text(&out);
+    assert!(!out.status.success(), "72 x 4 MiB fit 256 MiB: {t}");
+    assert!(t.contains("fi_trecv") && t.contains("= -12"), "{t}");
 }
 
 /// Stock Open MPI (`--mca pml cm --mca mtl ofi`) on the provider, one rank without a
