@@ -491,19 +491,24 @@ fn four_ranks_two_per_node_exchange_in_a_ring() {
     });
 }
 
+/// Both ranks' window keys, exchanged through messages (the MPI layer's job), two ranks.
+fn allgather_keys(t: &mut dyn Transport, key: Vec<u8>) -> Vec<Vec<u8>> {
+    let other = 1 - t.rank();
+    let r = t.recv(spec(Some(other), Some(50)), 64).unwrap();
+    let s = t.send(other, bits(50), &key, SendMode::Standard).unwrap();
+    let their = received(wait(t, r)).1;
+    wait(t, s);
+    let mut keys = vec![Vec::new(); 2];
+    keys[t.rank() as usize] = key;
+    keys[other as usize] = their;
+    keys
+}
+
 #[test]
 fn rma_put_get_and_atomics() {
     run(&job(2), |t| {
         let (win, key) = t.win_create(4096).unwrap();
-        // Exchange keys through messages (the MPI layer's job).
-        let other = 1 - t.rank();
-        let r = t.recv(spec(Some(other), Some(50)), 64).unwrap();
-        let s = t.send(other, bits(50), &key, SendMode::Standard).unwrap();
-        let their = received(wait(t, r)).1;
-        wait(t, s);
-        let mut keys = vec![Vec::new(); 2];
-        keys[t.rank() as usize] = key;
-        keys[other as usize] = their;
+        let keys = allgather_keys(t, key);
         t.win_connect(win, keys).unwrap();
         barrier(t);
         if t.rank() == 0 {
@@ -903,4 +908,35 @@ fn a_hybrid_switch_after_a_receive_matched_a_message_still_landing_completes() {
     assert!(st["ux_matched_early"] >= 1, "{st:?}");
     assert!(st["flow_control"] >= 1, "{st:?}");
     assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
+}
+
+/// Freeing a window leaves the transport's own list entries on the RMA PtlTE alone: after
+/// window 1 (the first) is freed, a synchronous send still completes, which needs the
+/// receiver's match notice to reach the sender's control LE.
+#[test]
+fn freeing_a_window_keeps_the_control_entry() {
+    let j = job(2).env("NICEMU_CXI_TIMEOUT", "10");
+    run(&j, |t| {
+        let (win, key) = t.win_create(4096).unwrap();
+        let keys = allgather_keys(t, key);
+        t.win_connect(win, keys).unwrap();
+        barrier(t);
+        t.win_free(win).unwrap();
+        barrier(t);
+        if t.rank() == 0 {
+            let op = t
+                .send(1, bits(5), &pattern(100, 5), SendMode::Synchronous)
+                .unwrap();
+            assert_eq!(wait(t, op), Completion::Sent);
+        } else {
+            // Unexpected first, so the match is reported by a notice.
+            let start = Instant::now();
+            while t.probe(spec(Some(0), Some(5))).unwrap().is_none() {
+                assert!(start.elapsed() < LIMIT, "the message never arrived");
+            }
+            let (_, data) = recv(t, Some(0), Some(5), 100);
+            assert!(data == pattern(100, 5));
+        }
+        barrier(t);
+    });
 }

@@ -128,6 +128,8 @@ struct RmaOp {
 /// A window: this rank's memory exposed on the RMA PtlTE, and every rank's key.
 struct Window {
     buf: Buf,
+    /// Buffer id of its LE (`proto::WIN_BID` range).
+    bid: u16,
     len: usize,
     keys: Vec<Option<u64>>,
 }

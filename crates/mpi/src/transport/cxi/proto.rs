@@ -72,6 +72,12 @@ pub const CTRL_BID: u16 = 1;
 pub const SEARCH_BID: u16 = 2;
 /// Buffer id of the SEARCH_AND_DELETE that onloads the unexpected headers (hybrid mode).
 pub const ONLOAD_BID: u16 = 3;
+/// Buffer ids of window LEs on the RMA PtlTE: `WIN_BID..WIN_BID + WIN_BIDS` (apart from the
+/// control LE's and the keyed regions' ids on that PtlTE, so that freeing a window unlinks
+/// only its own LE).
+pub const WIN_BID: u16 = 0x2000;
+/// How many windows can be live at once.
+pub const WIN_BIDS: u16 = 0x2000;
 /// First buffer id of overflow / request buffers.
 pub const BUF_BID: u16 = 0x100;
 /// First buffer id of receives.

@@ -12,6 +12,7 @@ use firmware_spec::cassini::dma::{DmaAmo, FullDma};
 use firmware_spec::cassini::le::{LeFlags, PtlList};
 
 use super::endpoint::RMA_INDEX;
+use super::proto;
 use super::retry::RmaCmd;
 use super::{CxiTransport, RmaOp, Window};
 use crate::error::{Error, Result};
@@ -47,6 +48,15 @@ impl CxiTransport {
         if len > u32::MAX as usize {
             return Err(Error::Rma(format!("a window of {len} bytes is too large")));
         }
+        let bid = (0..proto::WIN_BIDS)
+            .map(|i| proto::WIN_BID + i)
+            .find(|b| self.windows.values().all(|w| w.bid != *b))
+            .ok_or_else(|| {
+                Error::Rma(format!(
+                    "{} windows are live: the transport's limit",
+                    proto::WIN_BIDS
+                ))
+            })?;
         let id = self.next_win;
         self.next_win += 1;
         // Exactly the window's pages (a staging buffer would round a 256 MiB window up to
@@ -65,13 +75,14 @@ impl CxiTransport {
             u32::MAX,
             u64::from(id),
             0,
-            id as u16,
+            bid,
             0,
         )?;
         self.windows.insert(
             id,
             Window {
                 buf,
+                bid,
                 len,
                 keys: Vec::new(),
             },
@@ -275,7 +286,7 @@ impl CxiTransport {
             &pte,
             firmware_spec::cassini::cmd::TgtOp::Unlink,
             PtlList::Priority,
-            win.0 as u16,
+            w.bid,
         )?;
         // The memory stays registered until the unlink is processed: keep it out of the
         // pool (dropped with this scope only after the command was rung).
