@@ -679,13 +679,14 @@ impl HostMemory {
             .get_or_init(|| Written::new(self.inner.size));
         let size = self.inner.size;
         let mut chunks = Vec::with_capacity(size.div_ceil(SNAPSHOT_CHUNK) as usize);
+        let zero = [0u8; SNAPSHOT_CHUNK as usize];
+        let mut b = [0u8; SNAPSHOT_CHUNK as usize];
         let mut at = 0u64;
         while at < size {
             let n = SNAPSHOT_CHUNK.min(size - at) as usize;
-            let mut b = vec![0u8; n];
             let stored =
-                raw::read(&self.inner.map, at as usize, &mut b) && b.iter().any(|&x| x != 0);
-            chunks.push(stored.then(|| b.into_boxed_slice()));
+                raw::read(&self.inner.map, at as usize, &mut b[..n]) && b[..n] != zero[..n];
+            chunks.push(stored.then(|| Box::<[u8]>::from(&b[..n])));
             at += SNAPSHOT_CHUNK;
         }
         for w in written.bits.iter() {

@@ -1034,7 +1034,7 @@ mod tests {
             Some((u32::MAX, 0))
         );
         // Block sizes whose sum overflows are not a mapping.
-        let many = vec!["(0,4294967295,4294967295)"; 3].join(",");
+        let many = ["(0,4294967295,4294967295)"; 3].join(",");
         assert_eq!(local_of(&format!("(vector,{many})"), 0, 2), None);
     }
 
