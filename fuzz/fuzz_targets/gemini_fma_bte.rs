@@ -17,8 +17,8 @@ use firmware_spec::gemini::bte::TxdMode4;
 use firmware_spec::gemini::fma::{self, WindowKind};
 use firmware_spec::gemini::map;
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::{Bytes, Reused, run_reused};
 use nicemu_fuzz::gemini::{Rig, fma_priv, fma_user};
+use nicemu_fuzz::{Bytes, Reused, run_reused};
 
 thread_local! {
     static RIG: Reused<Rig> = Reused::default();

@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::{Bytes, Reused, run_reused};
 use nicemu_fuzz::gemini::Rig;
+use nicemu_fuzz::{Bytes, Reused, run_reused};
 
 thread_local! {
     static RIG: Reused<Rig> = Reused::default();
