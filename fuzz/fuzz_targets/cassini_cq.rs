@@ -13,15 +13,22 @@
 use firmware_spec::cassini::event::Event;
 use firmware_spec::cassini::rc::ReturnCode;
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
 use nicemu_fuzz::cassini::Pair;
+use nicemu_fuzz::{Bytes, Reused, run_reused};
+
+thread_local! {
+    static PAIR: Reused<Pair> = Reused::default();
+}
 
 fuzz_target!(|data: &[u8]| {
+    run_reused(&PAIR, data, one);
+});
+
+fn one(p: &mut Pair, data: &[u8]) -> Vec<Event> {
     let mut b = Bytes(data);
     let flags = b.u8();
     let tgt = flags & 1 != 0;
     let mut ring = Vec::new();
-    let mut p = Pair::new().expect("fixture");
     if flags & 2 != 0 && !tgt {
         ring.extend_from_slice(&p.cstate(u32::from(flags >> 2 & 1)));
         ring.extend_from_slice(&[0u8; 32]);
@@ -63,4 +70,5 @@ fuzz_target!(|data: &[u8]| {
             "status and event agree"
         );
     }
-});
+    events
+}

@@ -7,13 +7,21 @@
 //! land in the initiator's send buffer (no frame may write memory an LE does not describe).
 #![no_main]
 
+use firmware_spec::cassini::event::Event;
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
 use nicemu_fuzz::cassini::Pair;
+use nicemu_fuzz::{Bytes, Reused, run_reused};
+
+thread_local! {
+    static PAIR: Reused<Pair> = Reused::default();
+}
 
 fuzz_target!(|data: &[u8]| {
+    run_reused(&PAIR, data, one);
+});
+
+fn one(p: &mut Pair, data: &[u8]) -> Vec<Event> {
     let mut b = Bytes(data);
-    let p = Pair::new().expect("fixture");
     let src_before = p
         .init()
         .read_host(p.src.host, p.src.len as usize)
@@ -28,8 +36,8 @@ fuzz_target!(|data: &[u8]| {
         frames += 1;
     }
     p.c.settle();
-    let mut p = p;
-    p.drain()
+    let events = p
+        .drain()
         .expect("the NIC wrote an event that does not decode");
     let src_after = p
         .init()
@@ -39,4 +47,5 @@ fuzz_target!(|data: &[u8]| {
         src_before == src_after,
         "a frame changed memory no LE describes"
     );
-});
+    events
+}

@@ -17,12 +17,19 @@ use firmware_spec::gemini::bte::TxdMode4;
 use firmware_spec::gemini::fma::{self, WindowKind};
 use firmware_spec::gemini::map;
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
 use nicemu_fuzz::gemini::{Rig, fma_priv, fma_user};
+use nicemu_fuzz::{Bytes, Reused, run_reused};
+
+thread_local! {
+    static RIG: Reused<Rig> = Reused::default();
+}
 
 fuzz_target!(|data: &[u8]| {
+    run_reused(&RIG, data, one);
+});
+
+fn one(rig: &mut Rig, data: &[u8]) -> usize {
     let mut b = Bytes(data);
-    let mut rig = Rig::new().expect("fixture");
     let bar = rig.sides[0].nic.bar0.clone();
     let mut ops = 0;
     while !b.is_empty() && ops < 200 {
@@ -76,9 +83,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     rig.settle();
-    rig.drain().expect("CQs and registers readable");
+    let events = rig.drain().expect("CQs and registers readable");
     assert!(
         rig.read_only_intact().expect("read"),
         "a read-only region changed"
     );
-});
+    events
+}

@@ -7,12 +7,19 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
 use nicemu_fuzz::gemini::Rig;
+use nicemu_fuzz::{Bytes, Reused, run_reused};
+
+thread_local! {
+    static RIG: Reused<Rig> = Reused::default();
+}
 
 fuzz_target!(|data: &[u8]| {
+    run_reused(&RIG, data, one);
+});
+
+fn one(rig: &mut Rig, data: &[u8]) -> usize {
     let mut b = Bytes(data);
-    let mut rig = Rig::new().expect("fixture");
     let mut frames = 0;
     while !b.is_empty() && frames < 64 {
         let h = b.u8();
@@ -23,9 +30,10 @@ fuzz_target!(|data: &[u8]| {
         frames += 1;
     }
     rig.settle();
-    rig.drain().expect("CQs and registers readable");
+    let events = rig.drain().expect("CQs and registers readable");
     assert!(
         rig.read_only_intact().expect("read"),
         "a read-only region changed"
     );
-});
+    events
+}

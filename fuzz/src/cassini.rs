@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use emu_cassini::harness::{Cluster, CmdQueue, EqOpts, EqRing, HarnessError, Md, Node, PAGE};
+use emu_cassini::harness::{
+    Cluster, ClusterSnapshot, CmdQueue, EqOpts, EqRing, HarnessError, Md, Node, PAGE,
+};
 use emu_core::dma::DmaPort;
 use emu_core::engine::DeviceId;
 use emu_core::fabric::TrafficClass;
@@ -17,6 +19,7 @@ use firmware_spec::cassini::event::{Event, EventType};
 use firmware_spec::cassini::le::{LeFlags, PtAllocOpts, PtlList, PtlteState};
 use firmware_spec::cassini::pci::{CQ_LAUNCH_PAGE_SIZE, CQ_LAUNCH_TGT_BASE};
 
+use crate::Fixture;
 use crate::injector::{Frames, Injector};
 
 /// VNI of the traffic.
@@ -68,7 +71,7 @@ pub struct Pair {
 impl Pair {
     /// Build the fixture (deterministic engine, seed 7).
     pub fn new() -> Result<Pair, HarnessError> {
-        let mut c = Cluster::deterministic_with_ports(2, 3, 7, 8 << 20)?;
+        let mut c = Cluster::deterministic_with_ports(2, 3, 7, NODE_MEM)?;
         let (eq_tx, txq, src) = {
             let n = &mut c.nodes[INIT];
             n.set_cp(0, 0, VNI, 1)?;
@@ -233,6 +236,51 @@ impl Pair {
         let bar = self.c.engine.mmio(self.injector, 0)?;
         bar.write_u64(0, u64::from(port))?;
         Ok(())
+    }
+}
+
+/// Host memory per node (restores copy back only what an input wrote, so the size costs
+/// nothing per input).
+const NODE_MEM: u64 = 8 << 20;
+
+/// What [`Pair::restore`] goes back to.
+pub struct PairSaved {
+    cluster: ClusterSnapshot,
+    queues: (EqRing, CmdQueue, EqRing, CmdQueue),
+}
+
+impl Fixture for Pair {
+    type Saved = PairSaved;
+    fn build() -> Pair {
+        Pair::new().expect("fixture")
+    }
+    fn save(&self) -> PairSaved {
+        PairSaved {
+            cluster: self.c.snapshot().expect("snapshot"),
+            queues: (
+                self.eq_tx.clone(),
+                self.txq.clone(),
+                self.eq_tgt.clone(),
+                self.tgq.clone(),
+            ),
+        }
+    }
+    fn restore(&mut self, saved: &PairSaved) {
+        self.c.restore(&saved.cluster).expect("restore");
+        (self.eq_tx, self.txq, self.eq_tgt, self.tgq) = saved.queues.clone();
+        for q in [&self.frames, &self.received] {
+            if let Ok(mut q) = q.lock() {
+                q.clear();
+            }
+        }
+    }
+    fn digest(&self) -> u64 {
+        let det = self.c.deterministic_engine().expect("deterministic");
+        let mut mem = Vec::new();
+        for (node, md) in [(INIT, &self.src), (TGT, &self.dst), (TGT, &self.rma)] {
+            mem.push(self.c.nodes[node].read_host(md.host, md.len as usize).ok());
+        }
+        crate::digest((det.trace_digest(), det.now().0, mem))
     }
 }
 

@@ -7,14 +7,15 @@
 use std::sync::Arc;
 
 use emu_core::dma::DmaPort;
-use emu_core::engine::deterministic::Deterministic;
+use emu_core::engine::deterministic::{Deterministic, EngineSnapshot};
 use emu_core::engine::{DeviceId, Engine};
 use emu_core::fabric::{Fabric, FabricConfig, PortId, Topology, TrafficClass};
-use emu_core::memory::HostMemory;
+use emu_core::memory::{HostMemory, MemorySnapshot};
 use emu_gemini::host::{BteChan, Cq, Fma, HostError, Nic, Region};
 use emu_gemini::{Gemini, GeminiConfig};
 use firmware_spec::gemini::map;
 
+use crate::Fixture;
 use crate::injector::{Frames, Injector};
 
 /// Protection tag of the job.
@@ -165,14 +166,71 @@ impl Rig {
 
     /// True when both read-only regions still hold their pattern.
     pub fn read_only_intact(&self) -> Result<bool, HostError> {
+        let pattern = [RO_BYTE; 4096];
+        let mut b = [0u8; 4096];
         for s in &self.sides {
-            let mut b = vec![0u8; s.ro.len as usize];
-            s.nic.read_mem(s.ro.addr, &mut b)?;
-            if b.iter().any(|&x| x != RO_BYTE) {
-                return Ok(false);
+            for at in (0..s.ro.len).step_by(b.len()) {
+                let n = (s.ro.len - at).min(b.len() as u64) as usize;
+                s.nic.read_mem(s.ro.addr + at, &mut b[..n])?;
+                // A slice comparison (one memcmp), not a loop the coverage instrumentation
+                // would slow down byte by byte.
+                if b[..n] != pattern[..n] {
+                    return Ok(false);
+                }
             }
         }
         Ok(true)
+    }
+}
+
+/// What [`Rig::restore`] goes back to.
+pub struct RigSaved {
+    engine: EngineSnapshot,
+    mems: Vec<MemorySnapshot>,
+    cqs: Vec<(Cq, Cq)>,
+    bte: BteChan,
+}
+
+impl Fixture for Rig {
+    type Saved = RigSaved;
+    fn build() -> Rig {
+        Rig::new().expect("fixture")
+    }
+    fn save(&self) -> RigSaved {
+        RigSaved {
+            engine: self.engine.snapshot().expect("snapshot"),
+            mems: self.sides.iter().map(|s| s.nic.mem.snapshot()).collect(),
+            cqs: self
+                .sides
+                .iter()
+                .map(|s| (s.local_cq.clone(), s.remote_cq.clone()))
+                .collect(),
+            bte: self.bte.clone(),
+        }
+    }
+    fn restore(&mut self, saved: &RigSaved) {
+        self.engine.restore(&saved.engine).expect("restore");
+        for ((s, m), (l, r)) in self.sides.iter_mut().zip(&saved.mems).zip(&saved.cqs) {
+            s.nic.mem.restore(m).expect("restore");
+            s.local_cq = l.clone();
+            s.remote_cq = r.clone();
+        }
+        self.bte = saved.bte.clone();
+        for q in [&self.frames, &self.received] {
+            if let Ok(mut q) = q.lock() {
+                q.clear();
+            }
+        }
+    }
+    fn digest(&self) -> u64 {
+        let mut regions = Vec::new();
+        for s in &self.sides {
+            for r in [&s.buf, &s.res] {
+                let mut b = vec![0u8; r.len as usize];
+                regions.push(s.nic.read_mem(r.addr, &mut b).ok().map(|()| b));
+            }
+        }
+        crate::digest((self.engine.trace_digest(), self.engine.now().0, regions))
     }
 }
 

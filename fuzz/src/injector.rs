@@ -64,4 +64,11 @@ impl DeviceModel for Injector {
     fn bar_size(&self, bar: u8) -> u64 {
         if bar == 0 { 4096 } else { 0 }
     }
+    fn snapshot(&self) -> Option<Box<dyn DeviceModel>> {
+        // The queues are the fixture's; it empties them when it restores.
+        Some(Box::new(Injector {
+            frames: Arc::clone(&self.frames),
+            received: Arc::clone(&self.received),
+        }))
+    }
 }

@@ -1,11 +1,97 @@
 //! Fixtures of the fuzz targets: emulated NICs set up the way the crates' own tests set them
 //! up (a sender and a target with event queues, command queues, PtlTEs, registered memory),
-//! and a raw frame source on a spare fabric port. Every fixture is built afresh for each
-//! input, so a crash replays from its input alone.
+//! and a raw frame source on a spare fabric port.
+//!
+//! Building a fixture costs far more than running an input on it, so the emulator targets
+//! build theirs once per process and put it back before every input ([`Fixture`],
+//! [`run_reused`]): the engine with every device model is restored from a snapshot and the
+//! host memory gets back only the chunks the previous input wrote. An input sees exactly
+//! the state a fresh fixture has (the engine is deterministic), so a crash still replays from
+//! its input alone; [`run_reused`] checks this on every [`FRESH_EVERY`]-th input by running
+//! it again on a fixture built from scratch and comparing the digests of the two runs.
+
+use std::cell::{Cell, RefCell};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::thread::LocalKey;
 
 pub mod cassini;
 pub mod gemini;
 pub mod injector;
+
+/// A fixture that can be built once and put back in its initial state cheaply.
+pub trait Fixture: Sized {
+    /// What [`Fixture::restore`] needs.
+    type Saved;
+    /// A fresh fixture (panics if it cannot be built: a bug of the fixture, not a finding).
+    fn build() -> Self;
+    /// Record the state of a fixture just built.
+    fn save(&self) -> Self::Saved;
+    /// Put the fixture back in the state `saved` recorded.
+    fn restore(&mut self, saved: &Self::Saved);
+    /// A digest of the fixture's observable state (the engine's trace digest and time, the
+    /// memory the targets look at), compared between a reused and a fresh fixture.
+    fn digest(&self) -> u64;
+}
+
+/// A thread's fixture of type `F`, built on first use (`thread_local!`).
+pub struct Reused<F: Fixture> {
+    slot: RefCell<Option<(F, F::Saved)>>,
+    runs: Cell<u64>,
+}
+
+impl<F: Fixture> Default for Reused<F> {
+    fn default() -> Self {
+        Reused {
+            slot: RefCell::new(None),
+            runs: Cell::new(0),
+        }
+    }
+}
+
+/// One input in [`FRESH_EVERY`] (and the first) is also run on a fixture built from
+/// scratch, and both runs must end alike.
+pub const FRESH_EVERY: u64 = 256;
+
+/// Run `input` through `run` on `key`'s fixture, put back in its initial state first.
+/// `run` returns what the input made observable that the fixture does not hold (the events
+/// it drained). On the first and every [`FRESH_EVERY`]-th input the same input also runs
+/// on a fixture built from scratch: the results and the [`Fixture::digest`]s must be equal
+/// (an input's result does not depend on the inputs that ran before it in the process).
+pub fn run_reused<F: Fixture + 'static, R: PartialEq + std::fmt::Debug>(
+    key: &'static LocalKey<Reused<F>>,
+    input: &[u8],
+    run: impl Fn(&mut F, &[u8]) -> R,
+) {
+    key.with(|r| {
+        let n = r.runs.get();
+        r.runs.set(n + 1);
+        let mut slot = r.slot.borrow_mut();
+        let (f, saved) = slot.get_or_insert_with(|| {
+            let f = F::build();
+            let saved = f.save();
+            (f, saved)
+        });
+        f.restore(saved);
+        let result = run(f, input);
+        if n.is_multiple_of(FRESH_EVERY) {
+            let mut fresh = F::build();
+            let again = run(&mut fresh, input);
+            assert_eq!(
+                (&result, f.digest()),
+                (&again, fresh.digest()),
+                "input {n} of this process ended otherwise on a fresh fixture: the restore \
+                 left state behind"
+            );
+        }
+    })
+}
+
+/// A digest of `v` (stable within a process: `DefaultHasher::new` has fixed keys).
+pub fn digest(v: impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
+}
 
 /// Reads little-endian values off the front of a fuzz input; past the end it yields zeros.
 pub struct Bytes<'a>(pub &'a [u8]);

@@ -122,6 +122,8 @@ fn mem_err(e: emu_core::memory::MemoryError) -> MemError {
         E::OutOfRange { addr, len } => MemError::OutOfRange { addr, len },
         E::Misaligned { addr, align } => MemError::Misaligned { addr, align },
         E::Create { size, .. } => MemError::OutOfRange { addr: 0, len: size },
+        // Only `HostMemory::restore` reports it, which the driver never calls.
+        E::Snapshot(_) => MemError::OutOfRange { addr: 0, len: 0 },
     }
 }
 

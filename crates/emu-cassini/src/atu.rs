@@ -76,7 +76,7 @@ pub(crate) struct AtuCounters {
 }
 
 /// The address translation unit.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Atu {
     /// Address contexts, stored sparsely (an untouched context is invalid).
     acs: SparseTable<Ac>,

@@ -80,7 +80,7 @@ pub(crate) struct TxCq {
 }
 
 /// All command queues, plus the fetch buffer.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Cqs {
     /// Transmit CQs, stored sparsely (an untouched queue is disabled at reset).
     pub(crate) tx: SparseTable<TxCq>,

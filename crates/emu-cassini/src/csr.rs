@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use firmware_spec::cassini::csr::{self, Csr, CsrHit, Field, Generation, SwAccess};
 
 /// Per-register write masks (computed once per register, on its first write).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Masks {
     /// Bits a software write stores.
     write: Box<[u8]>,
@@ -45,7 +45,7 @@ fn masks_of(c: &Csr) -> Masks {
 }
 
 /// The register file.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct CsrFile {
     generation: Generation,
     /// Entry images by CSR-region offset of the entry.

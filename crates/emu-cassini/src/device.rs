@@ -18,6 +18,7 @@ use crate::csr::CsrFile;
 const CLASS_NETWORK_ETHERNET: u32 = 0x02_00_00;
 
 /// The emulated Cassini 1 NIC (PCI 0x17db:0x0501, PF).
+#[derive(Clone)]
 pub struct Cassini {
     pub(crate) cfg: CassiniConfig,
     name: String,
@@ -318,6 +319,9 @@ impl DeviceModel for Cassini {
 
     fn bar_size(&self, bar: u8) -> u64 {
         if bar == 0 { BAR0_SIZE_PF } else { 0 }
+    }
+    fn snapshot(&self) -> Option<Box<dyn DeviceModel>> {
+        Some(Box::new(self.clone()))
     }
 }
 

@@ -90,7 +90,7 @@ pub(crate) struct EeCounters {
 }
 
 /// The event engine.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Ee {
     /// Queue descriptors, stored sparsely (an untouched EQ is disabled).
     eqs: SparseTable<Eq>,

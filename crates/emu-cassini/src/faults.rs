@@ -19,7 +19,7 @@ use crate::ct::Writeback;
 pub(crate) const TOKEN_FAULTS: u64 = 0x4641_554C_5400_0001;
 
 /// Held work of the timed fault sites.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct FaultState {
     /// Per CT, the newest write-back not yet written and when it is due. A later write-back
     /// of a CT that has one held replaces the image and keeps the due time, so host memory

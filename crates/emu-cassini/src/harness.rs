@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use emu_core::dma::DmaPort;
-use emu_core::engine::deterministic::Deterministic;
+use emu_core::engine::deterministic::{Deterministic, EngineSnapshot};
 use emu_core::engine::threaded::{Threaded, ThreadedConfig};
 use emu_core::engine::{DeviceId, Engine, EngineError};
 use emu_core::fabric::{Fabric, FabricConfig, LinkParams, Topology};
-use emu_core::memory::{GuestAddress, HostMemory};
+use emu_core::memory::{GuestAddress, HostMemory, MemorySnapshot};
 use emu_core::mmio::{Mmio, MmioError};
 use firmware_spec::cassini::cmd::{CmdHeader, CmdSize, CmdType, DmaOp};
 use firmware_spec::cassini::csr::{self, Csr, Field, fields as f};
@@ -108,6 +108,14 @@ impl std::fmt::Debug for Node {
             .field("nid", &self.nid)
             .finish_non_exhaustive()
     }
+}
+
+/// The state of a [`Cluster`] at one moment ([`Cluster::snapshot`]).
+#[derive(Debug)]
+pub struct ClusterSnapshot {
+    engine: EngineSnapshot,
+    mems: Vec<MemorySnapshot>,
+    next_iova: Vec<u64>,
 }
 
 /// A cluster of NICs on one single-switch fabric, driven by one engine.
@@ -247,6 +255,43 @@ impl Cluster {
         if let Some(t) = &self.threaded {
             t.wait_idle(Duration::from_secs(5));
         }
+    }
+
+    /// The whole state of a cluster on the deterministic engine: the engine with every NIC
+    /// ([`Deterministic::snapshot`]), every node's host memory
+    /// ([`HostMemory::snapshot`]) and the harness's own allocation state. Take it with the
+    /// engine idle ([`Cluster::settle`]). Software objects made from the cluster
+    /// ([`CmdQueue`], [`EqRing`]) keep their own state: clone them beside the snapshot.
+    /// Fails on the threaded engine.
+    pub fn snapshot(&self) -> Result<ClusterSnapshot, HarnessError> {
+        let det = self.det.as_ref().ok_or_else(|| {
+            EngineError::Snapshot("only a deterministic cluster can be snapshotted".into())
+        })?;
+        Ok(ClusterSnapshot {
+            engine: det.snapshot()?,
+            mems: self.nodes.iter().map(|n| n.mem.snapshot()).collect(),
+            next_iova: self.nodes.iter().map(|n| n.next_iova).collect(),
+        })
+    }
+
+    /// Go back to the state of `snap` (see [`Cluster::snapshot`]): the cluster then runs
+    /// exactly as it did after the snapshot. Devices attached beside the NICs keep their
+    /// own host memory, which is theirs to restore.
+    pub fn restore(&mut self, snap: &ClusterSnapshot) -> Result<(), HarnessError> {
+        let det = self.det.as_ref().ok_or_else(|| {
+            EngineError::Snapshot("only a deterministic cluster can be snapshotted".into())
+        })?;
+        if snap.mems.len() != self.nodes.len() {
+            return Err(EngineError::Snapshot("the snapshot has another node count".into()).into());
+        }
+        det.restore(&snap.engine)?;
+        for ((n, m), iova) in self.nodes.iter_mut().zip(&snap.mems).zip(&snap.next_iova) {
+            n.mem
+                .restore(m)
+                .map_err(|e| HarnessError::Memory(e.to_string()))?;
+            n.next_iova = *iova;
+        }
+        Ok(())
     }
 
     /// Make a little progress (one event, or a yield).
@@ -870,7 +915,7 @@ pub struct EqOpts {
 }
 
 /// Software's side of an event queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct EqRing {
     /// EQ number.
     pub n: u16,
@@ -952,7 +997,7 @@ impl EqRing {
 }
 
 /// Software's side of a command queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CmdQueue {
     /// Target queue.
     pub tgt: bool,

@@ -74,7 +74,7 @@ use crate::tou::{TouCtx, TouOps};
 use crate::wire::{Fab, Response};
 
 /// Every block of the NIC.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Hw {
     pub(crate) nid: u32,
     pub(crate) nid_base: u32,

@@ -116,7 +116,7 @@ pub(crate) const SCAN_PERIOD: SimDuration = SimDuration::from_us(10_000);
 pub(crate) const TOKEN_SCAN: u64 = 1;
 
 /// The outstanding-request table.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Ixe {
     reqs: Vec<Req>,
     free: Vec<u32>,

@@ -232,7 +232,7 @@ pub(crate) trait PctCtx {
 impl<T: PctCtx + ?Sized> PctOps for T {}
 
 /// A packet in the source retry buffer.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct SrbEntry {
     seq: u32,
     /// The frame as sent (with its tag).
@@ -243,7 +243,7 @@ struct SrbEntry {
 }
 
 /// Sending half of a connection.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Sct {
     open: bool,
     epoch: u32,
@@ -254,7 +254,7 @@ struct Sct {
 }
 
 /// What waits in a connection's backlog.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Pending {
     /// A frame made already.
     Frame(Packet),
@@ -263,7 +263,7 @@ enum Pending {
 }
 
 /// Receiving half of a connection.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Tct {
     open: bool,
     /// The peer SCT's epoch.
@@ -281,7 +281,7 @@ struct Tct {
 }
 
 /// A connection to (peer port, VNI, traffic class).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Conn {
     port: u32,
     vni: u16,
@@ -293,7 +293,7 @@ struct Conn {
 }
 
 /// The PCT block.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Pct {
     conns: Vec<Conn>,
     index: IntMap<(u32, u16, u8), usize>,

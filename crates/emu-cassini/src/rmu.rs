@@ -36,7 +36,7 @@ impl Tcam {
 }
 
 /// The receive match unit.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Rmu {
     /// The TCAMs and the index table, stored sparsely: an untouched entry is invalid (never
     /// matches) and indexes PtlTE 0 (none).

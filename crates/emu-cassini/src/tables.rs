@@ -16,7 +16,7 @@ pub(crate) struct Cp {
 }
 
 /// Decoded copies of the small configuration tables used on the data path.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Tables {
     /// `c_cq_cfg_ac_array`: (rgid * 8 + lac) -> AC.
     pub(crate) ac_array: SparseTable<u16>,

@@ -133,7 +133,7 @@ pub(crate) trait TgtCtx {
 impl<T: TgtCtx + ?Sized> TgtOps for T {}
 
 /// Target state between packets.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Tgt {
     msgs: IntMap<(u32, u32), InMsg>,
     pending_gets: IntMap<u64, PendingGet>,

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use thiserror::Error;
 pub use vm_memory::GuestAddress;
@@ -29,6 +29,10 @@ use vm_memory::{Bytes, MmapRegion, VolatileMemory, VolatileSlice};
 
 /// Page size of the emulated node (4 KiB, as on x86-64 and the default arm64 kernels).
 pub const PAGE_SIZE: u64 = 4096;
+
+/// Bytes per chunk of the write tracking behind [`HostMemory::snapshot`]: a restore copies
+/// back whole chunks that were written since.
+pub const SNAPSHOT_CHUNK: u64 = PAGE_SIZE;
 
 /// Bytes copied per step when filling memory with a byte value.
 const FILL_CHUNK: usize = 4096;
@@ -45,6 +49,10 @@ pub enum MemoryError {
     /// The RAM could not be created (bad size or the mmap failed).
     #[error("cannot create host memory of {size:#x} bytes: {reason}")]
     Create { size: u64, reason: String },
+    /// [`HostMemory::restore`] of a snapshot of other RAM, or of one older than the RAM's
+    /// latest snapshot.
+    #[error("cannot restore host memory: {0}")]
+    Snapshot(&'static str),
 }
 
 /// Why a page allocation or free failed.
@@ -224,6 +232,62 @@ struct Inner {
     map: MmapRegion<()>,
     size: u64,
     alloc: Mutex<PageAllocator>,
+    /// Write tracking, from the first [`HostMemory::snapshot`] on.
+    written: OnceLock<Written>,
+    /// Ranges handed out by [`HostMemory::host_ptr`] (written behind this handle's back).
+    exposed: Mutex<Vec<(u64, u64)>>,
+}
+
+/// Which [`SNAPSHOT_CHUNK`]s were written since the latest snapshot or restore.
+struct Written {
+    /// One bit per chunk.
+    bits: Box<[AtomicU64]>,
+    /// Number of the latest snapshot (the bits are relative to it).
+    generation: AtomicU64,
+}
+
+impl Written {
+    fn new(size: u64) -> Self {
+        let chunks = size.div_ceil(SNAPSHOT_CHUNK);
+        Written {
+            bits: (0..chunks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Mark the chunks of `[off, off + len)` written (the range is inside the RAM).
+    fn mark(&self, off: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let first = off / SNAPSHOT_CHUNK;
+        let last = (off + len - 1) / SNAPSHOT_CHUNK;
+        for c in first..=last {
+            if let Some(w) = self.bits.get((c / 64) as usize) {
+                w.fetch_or(1 << (c % 64), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The contents and page allocations of one [`HostMemory`] at one moment
+/// ([`HostMemory::snapshot`]). Chunks that were zero are not stored.
+pub struct MemorySnapshot {
+    memory: usize,
+    generation: u64,
+    chunks: Vec<Option<Box<[u8]>>>,
+    alloc: PageAllocator,
+}
+
+impl fmt::Debug for MemorySnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemorySnapshot")
+            .field("chunks", &self.chunks.len())
+            .field("stored", &self.chunks.iter().flatten().count())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The raw accesses to the mapping: the only `unsafe` code of host memory. Every function
@@ -355,6 +419,8 @@ impl HostMemory {
                 map,
                 size,
                 alloc: Mutex::new(alloc),
+                written: OnceLock::new(),
+                exposed: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -404,8 +470,16 @@ impl HostMemory {
     /// handle's own accessors tolerate concurrent stores to it (see [`raw`]).
     pub fn host_ptr(&self, addr: GuestAddress, len: u64) -> Result<*mut u8, MemoryError> {
         let off = self.offset(addr, usize::try_from(len).unwrap_or(usize::MAX))?;
-        raw::ptr(&self.inner.map, off, len as usize)
-            .ok_or(MemoryError::OutOfRange { addr: addr.0, len })
+        let p = raw::ptr(&self.inner.map, off, len as usize)
+            .ok_or(MemoryError::OutOfRange { addr: addr.0, len })?;
+        // Stores through the pointer are not seen here: a restore copies the range back
+        // whole, whatever happened to it.
+        let mut exposed = lock(&self.inner.exposed);
+        if !exposed.contains(&(addr.0, len)) {
+            exposed.push((addr.0, len));
+        }
+        self.mark_written(addr.0, len);
+        Ok(p)
     }
 
     /// Copy `buf.len()` bytes from `addr` into `buf`.
@@ -425,6 +499,7 @@ impl HostMemory {
     pub fn write(&self, addr: GuestAddress, buf: &[u8]) -> Result<(), MemoryError> {
         let off = self.offset(addr, buf.len())?;
         if raw::write(&self.inner.map, off, buf) {
+            self.mark_written(addr.0, buf.len() as u64);
             Ok(())
         } else {
             Err(MemoryError::OutOfRange {
@@ -469,6 +544,7 @@ impl HostMemory {
             });
         }
         let off = self.offset(addr, 8)?;
+        self.mark_written(addr.0, 8);
         let a = raw::atomic_u64(&self.inner.map, off).ok_or(MemoryError::Misaligned {
             addr: addr.0,
             align: 8,
@@ -489,6 +565,7 @@ impl HostMemory {
             });
         }
         let off = self.offset(addr, 4)?;
+        self.mark_written(addr.0, 4);
         let a = raw::atomic_u32(&self.inner.map, off).ok_or(MemoryError::Misaligned {
             addr: addr.0,
             align: 4,
@@ -539,6 +616,7 @@ impl HostMemory {
             }
             s.write_slice(&chunk[..n], off)
                 .map_err(|_| MemoryError::OutOfRange { addr: addr.0, len })?;
+            self.mark_written(addr.0 + off as u64, n as u64);
             off += n;
         }
         Ok(())
@@ -575,11 +653,103 @@ impl HostMemory {
     fn allocator(&self) -> MutexGuard<'_, PageAllocator> {
         // A panic while holding the lock cannot leave the maps half-updated in a way that
         // breaks memory safety; keep going with the data as it is.
-        self.inner
-            .alloc
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.inner.alloc)
     }
+
+    /// Note a store to `[addr, addr + len)` (inside the RAM) for the next restore; nothing
+    /// to do (one atomic load) until the first snapshot.
+    #[inline]
+    fn mark_written(&self, addr: u64, len: u64) {
+        if let Some(w) = self.inner.written.get() {
+            w.mark(addr, len);
+        }
+    }
+
+    /// The RAM's contents and page allocations now, to go back to with
+    /// [`HostMemory::restore`] (for instance a fuzz target's fixture, built once and
+    /// restored before every input). Copies every chunk that is not zero (reading
+    /// untouched RAM commits nothing), then tracks which [`SNAPSHOT_CHUNK`]s are written,
+    /// at the cost of one atomic load and `or` per store, so that a restore copies back
+    /// only those. Devices must be idle while it runs. A later snapshot makes this one
+    /// stale (see [`HostMemory::restore`]).
+    pub fn snapshot(&self) -> MemorySnapshot {
+        let written = self
+            .inner
+            .written
+            .get_or_init(|| Written::new(self.inner.size));
+        let size = self.inner.size;
+        let mut chunks = Vec::with_capacity(size.div_ceil(SNAPSHOT_CHUNK) as usize);
+        let zero = [0u8; SNAPSHOT_CHUNK as usize];
+        let mut b = [0u8; SNAPSHOT_CHUNK as usize];
+        let mut at = 0u64;
+        while at < size {
+            let n = SNAPSHOT_CHUNK.min(size - at) as usize;
+            let stored =
+                raw::read(&self.inner.map, at as usize, &mut b[..n]) && b[..n] != zero[..n];
+            chunks.push(stored.then(|| Box::<[u8]>::from(&b[..n])));
+            at += SNAPSHOT_CHUNK;
+        }
+        for w in written.bits.iter() {
+            w.store(0, Ordering::Relaxed);
+        }
+        let generation = written.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        MemorySnapshot {
+            memory: Arc::as_ptr(&self.inner) as usize,
+            generation,
+            chunks,
+            alloc: self.allocator().clone(),
+        }
+    }
+
+    /// Put the RAM back as `snap` recorded it: every chunk written since the snapshot (or
+    /// the previous restore) gets its recorded bytes back, ranges handed out by
+    /// [`HostMemory::host_ptr`] are copied back whole, and the page allocator returns to
+    /// its recorded state. Returns the number of chunks copied. Devices and other threads
+    /// must not touch the RAM while it runs. Fails, changing nothing, for a snapshot of
+    /// other RAM or one older than the latest [`HostMemory::snapshot`] of this RAM (its
+    /// write tracking is relative to the latest one).
+    pub fn restore(&self, snap: &MemorySnapshot) -> Result<usize, MemoryError> {
+        if snap.memory != Arc::as_ptr(&self.inner) as usize {
+            return Err(MemoryError::Snapshot("the snapshot is of other RAM"));
+        }
+        let Some(written) = self.inner.written.get() else {
+            return Err(MemoryError::Snapshot("the RAM has no snapshot"));
+        };
+        if written.generation.load(Ordering::Acquire) != snap.generation {
+            return Err(MemoryError::Snapshot(
+                "a later snapshot of this RAM replaced this one",
+            ));
+        }
+        for &(addr, len) in lock(&self.inner.exposed).iter() {
+            written.mark(addr, len);
+        }
+        let zero = [0u8; SNAPSHOT_CHUNK as usize];
+        let mut copied = 0;
+        for (i, w) in written.bits.iter().enumerate() {
+            let mut bits = w.swap(0, Ordering::AcqRel);
+            while bits != 0 {
+                let c = i * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let at = c as u64 * SNAPSHOT_CHUNK;
+                let n = SNAPSHOT_CHUNK.min(self.inner.size - at) as usize;
+                let src = snap
+                    .chunks
+                    .get(c)
+                    .and_then(|b| b.as_deref())
+                    .unwrap_or(&zero[..n]);
+                raw::write(&self.inner.map, at as usize, src);
+                copied += 1;
+            }
+        }
+        *self.allocator() = snap.alloc.clone();
+        Ok(copied)
+    }
+}
+
+/// Lock `m`, carrying on after a panic elsewhere poisoned it (the data guarded here stays
+/// consistent between operations).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Copy `len` bytes from `src` in `from` to `dst` in `to` (`memmove` semantics when both are
@@ -598,6 +768,7 @@ pub(crate) fn copy_between(
     let s = from.slice(src, len)?;
     let d = to.slice(dst, len)?;
     s.copy_to_volatile_slice(d);
+    to.mark_written(dst.0, len);
     Ok(())
 }
 
@@ -607,6 +778,74 @@ mod tests {
 
     fn mem() -> HostMemory {
         HostMemory::new(1 << 20).unwrap()
+    }
+
+    fn contents(m: &HostMemory) -> Vec<u8> {
+        let mut b = vec![0u8; m.size() as usize];
+        m.read(GuestAddress(0), &mut b).unwrap();
+        b
+    }
+
+    #[test]
+    fn restore_undoes_every_kind_of_store_and_the_allocations() {
+        let m = HostMemory::new(64 * PAGE_SIZE + 0x1000).unwrap();
+        m.write(GuestAddress(0x3000), &[7u8; 5000]).unwrap();
+        let kept = m.alloc(2 * PAGE_SIZE, PAGE_SIZE).unwrap();
+        let before = contents(&m);
+        let free = m.free_bytes();
+        let snap = m.snapshot();
+        // Plain, atomic, fill, copy and pointer stores, across chunk boundaries.
+        m.write(GuestAddress(0x2FFE), &[1, 2, 3, 4]).unwrap();
+        m.store_u64_release(GuestAddress(0x8000), u64::MAX).unwrap();
+        m.with_atomic_u32(GuestAddress(0x9004), |a| a.fetch_add(9, Ordering::SeqCst))
+            .unwrap();
+        m.fill(GuestAddress(0x10_000), 3 * PAGE_SIZE, 0xEE).unwrap();
+        m.fill(GuestAddress(0x3000), 100, 0).unwrap();
+        m.copy_within(GuestAddress(0x3000), GuestAddress(0x20_000), 5000)
+            .unwrap();
+        let p = m.host_ptr(GuestAddress(0x30_000), 16).unwrap();
+        m.alloc(4 * PAGE_SIZE, PAGE_SIZE).unwrap();
+        m.free(kept).unwrap();
+        unsafe_store(p);
+        assert_ne!(contents(&m), before);
+        let copied = m.restore(&snap).unwrap();
+        assert_eq!(contents(&m), before);
+        assert_eq!(m.free_bytes(), free);
+        assert!(
+            (1..=16).contains(&copied),
+            "only written chunks are copied back, {copied} were"
+        );
+        // Nothing written since: nothing but the exposed range to copy; the pointer's
+        // range is copied back every time.
+        unsafe_store(p);
+        assert_eq!(m.restore(&snap).unwrap(), 1);
+        assert_eq!(contents(&m), before);
+        // The last chunk is shorter than a chunk.
+        m.write(GuestAddress(m.size() - 8), &[9; 8]).unwrap();
+        m.restore(&snap).unwrap();
+        assert_eq!(contents(&m), before);
+    }
+
+    #[allow(unsafe_code)]
+    fn unsafe_store(p: *mut u8) {
+        // SAFETY: callers pass a pointer from `host_ptr` of at least one byte whose RAM is
+        // alive.
+        unsafe { p.write_volatile(0xAA) };
+    }
+
+    #[test]
+    fn restore_refuses_stale_or_foreign_snapshots() {
+        let m = mem();
+        let other = mem();
+        let old = m.snapshot();
+        let new = m.snapshot();
+        assert!(matches!(m.restore(&old), Err(MemoryError::Snapshot(_))));
+        assert!(matches!(other.restore(&new), Err(MemoryError::Snapshot(_))));
+        m.write_u32(GuestAddress(0x1000), 5).unwrap();
+        assert_eq!(m.restore(&new).unwrap(), 1);
+        assert_eq!(m.read_u32(GuestAddress(0x1000)).unwrap(), 0);
+        // A clone of the handle is the same RAM.
+        assert_eq!(m.clone().restore(&new).unwrap(), 0);
     }
 
     #[test]

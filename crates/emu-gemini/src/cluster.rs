@@ -5,13 +5,13 @@ use crate::config::GeminiConfig;
 use crate::device::Gemini;
 use crate::host::{HostError, Nic};
 use emu_core::dma::DmaPort;
-use emu_core::engine::deterministic::Deterministic;
+use emu_core::engine::deterministic::{Deterministic, EngineSnapshot};
 use emu_core::engine::threaded::{Threaded, ThreadedConfig};
 use emu_core::engine::{Engine, EngineError};
 use emu_core::fabric::{
     Fabric, FabricConfig, FaultConfig, LinkParams, LinkRetry, PortId, Topology,
 };
-use emu_core::memory::HostMemory;
+use emu_core::memory::{HostMemory, MemorySnapshot};
 use emu_core::time::{SimDuration, SimTime};
 use std::sync::Arc;
 use thiserror::Error;
@@ -118,6 +118,13 @@ pub enum ClusterError {
     Host(#[from] HostError),
 }
 
+/// The state of a [`Cluster`] at one moment ([`Cluster::snapshot`]).
+#[derive(Debug)]
+pub struct ClusterSnapshot {
+    engine: EngineSnapshot,
+    mems: Vec<MemorySnapshot>,
+}
+
 /// NICs on an engine.
 pub struct Cluster {
     /// The engine (both kinds).
@@ -192,6 +199,37 @@ impl Cluster {
     /// The threaded engine, if that is the one.
     pub fn threaded(&self) -> Option<&Threaded> {
         self.threaded.as_deref()
+    }
+
+    /// The whole state of a cluster on the deterministic engine: the engine with every NIC
+    /// ([`Deterministic::snapshot`]) and every node's host memory
+    /// ([`HostMemory::snapshot`]). Take it with the engine idle. Software state kept
+    /// outside (a [`crate::host::Cq`]'s read index) is the caller's to copy. Fails on the
+    /// threaded engine.
+    pub fn snapshot(&self) -> Result<ClusterSnapshot, ClusterError> {
+        let det = self.det.as_ref().ok_or_else(|| {
+            EngineError::Snapshot("only a deterministic cluster can be snapshotted".into())
+        })?;
+        Ok(ClusterSnapshot {
+            engine: det.snapshot()?,
+            mems: self.nics.iter().map(|n| n.mem.snapshot()).collect(),
+        })
+    }
+
+    /// Go back to the state of `snap` ([`Cluster::snapshot`]): the cluster then runs exactly
+    /// as it did after the snapshot.
+    pub fn restore(&self, snap: &ClusterSnapshot) -> Result<(), ClusterError> {
+        let det = self.det.as_ref().ok_or_else(|| {
+            EngineError::Snapshot("only a deterministic cluster can be snapshotted".into())
+        })?;
+        if snap.mems.len() != self.nics.len() {
+            return Err(EngineError::Snapshot("the snapshot has another NIC count".into()).into());
+        }
+        det.restore(&snap.engine)?;
+        for (n, m) in self.nics.iter().zip(&snap.mems) {
+            n.mem.restore(m)?;
+        }
+        Ok(())
     }
 
     /// The engine's current time.

@@ -84,6 +84,7 @@ pub enum GeminiError {
 }
 
 /// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
+#[derive(Clone)]
 pub struct Gemini {
     pci: PciConfigSpace,
     irq_backlog: Vec<u16>,
@@ -96,6 +97,7 @@ pub struct Gemini {
 
 /// The parts of the NIC every block may reach, through its port trait only: configuration,
 /// MSI-X, the NTT, memory domains, CQs, the request table and the counters.
+#[derive(Clone)]
 struct Core {
     cfg: GeminiConfig,
     msix: MsixTable,
@@ -730,6 +732,9 @@ impl DeviceModel for Gemini {
             .iter()
             .find(|b| b.index == bar)
             .map_or(0, |b| b.size)
+    }
+    fn snapshot(&self) -> Option<Box<dyn DeviceModel>> {
+        Some(Box::new(self.clone()))
     }
 }
 

@@ -17,7 +17,7 @@ pub(crate) const TOKEN_FAULTS: u64 = 3;
 pub(crate) type HeldCredit = (u32, Header, Vec<u8>);
 
 /// Held work of the timed fault sites.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct FaultHold {
     /// Frames that arrive during a slow-target stall.
     packets: Stall<Packet>,

@@ -69,7 +69,7 @@ pub(crate) struct Dest {
 
 /// The outstanding requests of one NIC, by tag, and the next position of each in-order
 /// stream it sends.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Requests {
     reqs: IntMap<u32, Req>,
     next_tag: u32,

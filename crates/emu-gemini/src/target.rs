@@ -64,7 +64,7 @@ pub(crate) trait TargetPort {
 }
 
 /// In-order receive state of one (source PE, stream).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct OrderRx {
     next: u32,
     held: BTreeMap<u32, Packet>,
@@ -73,7 +73,7 @@ struct OrderRx {
 
 /// The target side of one NIC: executes requests from the network and matches answers;
 /// holds early requests of in-order streams.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Responder {
     order_rx: IntMap<(u32, u16), OrderRx>,
     /// AMO requests executed lately, by (source port, request tag): the CRC of their frame

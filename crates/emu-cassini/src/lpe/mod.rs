@@ -232,7 +232,7 @@ pub struct PteStatus {
 }
 
 /// The list processing engine.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Lpe {
     table: PtlTable,
     pools: LePools,

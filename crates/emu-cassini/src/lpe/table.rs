@@ -97,7 +97,7 @@ impl Ptlte {
 }
 
 /// The 2048-entry portal table, stored sparsely: an idle NIC holds only the page directory.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct PtlTable {
     entries: SparseTable<Option<Ptlte>>,
 }

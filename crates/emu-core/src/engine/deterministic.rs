@@ -44,11 +44,13 @@ struct DevEntry {
     bars: [u64; NUM_BARS],
 }
 
+#[derive(Clone)]
 enum EventKind {
     Packet(Packet),
     Timer(u64),
 }
 
+#[derive(Clone)]
 struct Event {
     time: SimTime,
     seq: u64,
@@ -209,6 +211,34 @@ impl Core {
     }
 }
 
+/// The whole state of a [`Deterministic`] engine at one moment: virtual time, pending
+/// events, every device model, the fabric and every random stream (see
+/// [`Deterministic::snapshot`]).
+pub struct EngineSnapshot {
+    engine: usize,
+    now: SimTime,
+    seq: u64,
+    queue: Vec<Event>,
+    devices: Vec<(Box<dyn DeviceModel>, SimRng)>,
+    fabric: Fabric,
+    fabric_rng: SimRng,
+    root_rng: SimRng,
+    digest: u64,
+    counters: EngineCounters,
+    nic_faults: NicFaults,
+    nic_fault_counts: NicFaultCounters,
+}
+
+impl std::fmt::Debug for EngineSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineSnapshot")
+            .field("now", &self.now)
+            .field("devices", &self.devices.len())
+            .field("pending", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The deterministic, virtual-time engine (a cheap, cloneable handle).
 #[derive(Clone)]
 pub struct Deterministic {
@@ -303,6 +333,84 @@ impl Deterministic {
                 return n;
             }
         }
+    }
+
+    /// The engine's whole state: virtual time, pending events, a copy of every device model
+    /// ([`DeviceModel::snapshot`]), the fabric, every random stream, the trace digest and
+    /// the counters. The devices' DMA ports, fabric ports and interrupt sinks are not part
+    /// of it (they stay as attached; host memory has its own
+    /// [`crate::memory::HostMemory::snapshot`]). Fails if a device model cannot be copied.
+    pub fn snapshot(&self) -> Result<EngineSnapshot, EngineError> {
+        let c = self.lock();
+        let mut devices = Vec::with_capacity(c.devices.len());
+        for d in &c.devices {
+            let model = d.model.snapshot().ok_or_else(|| {
+                EngineError::Snapshot(format!("device {} cannot be copied", d.model.name()))
+            })?;
+            devices.push((model, d.rng.clone()));
+        }
+        Ok(EngineSnapshot {
+            engine: Arc::as_ptr(&self.core) as usize,
+            now: c.now,
+            seq: c.seq,
+            queue: c.queue.iter().cloned().collect(),
+            devices,
+            fabric: c.fabric.clone(),
+            fabric_rng: c.fabric_rng.clone(),
+            root_rng: c.root_rng.clone(),
+            digest: c.digest,
+            counters: c.counters,
+            nic_faults: c.nic_faults,
+            nic_fault_counts: c.nic_fault_counts,
+        })
+    }
+
+    /// Put the engine back in the state `snap` recorded: from here on it runs exactly as
+    /// it did after [`Deterministic::snapshot`] (given the same host memory, see
+    /// [`crate::memory::HostMemory::restore`]). The snapshot stays usable for further
+    /// restores. Fails, changing nothing, for a snapshot of another engine or one taken
+    /// with a different number of devices attached.
+    pub fn restore(&self, snap: &EngineSnapshot) -> Result<(), EngineError> {
+        let mut c = self.lock();
+        if snap.engine != Arc::as_ptr(&self.core) as usize {
+            return Err(EngineError::Snapshot(
+                "the snapshot is of another engine".into(),
+            ));
+        }
+        if snap.devices.len() != c.devices.len() {
+            return Err(EngineError::Snapshot(format!(
+                "the snapshot has {} devices, the engine {}",
+                snap.devices.len(),
+                c.devices.len()
+            )));
+        }
+        let mut models = Vec::with_capacity(snap.devices.len());
+        for (m, _) in &snap.devices {
+            models.push(m.snapshot().ok_or_else(|| {
+                EngineError::Snapshot(format!("device {} cannot be copied", m.name()))
+            })?);
+        }
+        for (d, (model, (_, rng))) in c
+            .devices
+            .iter_mut()
+            .zip(models.into_iter().zip(&snap.devices))
+        {
+            d.model = model;
+            d.rng = rng.clone();
+        }
+        c.now = snap.now;
+        c.seq = snap.seq;
+        c.queue = snap.queue.iter().cloned().collect();
+        c.fabric = snap.fabric.clone();
+        c.fabric_rng = snap.fabric_rng.clone();
+        c.root_rng = snap.root_rng.clone();
+        c.digest = snap.digest;
+        c.counters = snap.counters;
+        c.nic_faults = snap.nic_faults;
+        c.nic_fault_counts = snap.nic_fault_counts;
+        c.actions.clear();
+        c.irqs.clear();
+        Ok(())
     }
 
     /// Attach a device (see [`Engine::add_device`]). Its random stream is forked from the

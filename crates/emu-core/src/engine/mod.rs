@@ -243,6 +243,12 @@ pub trait DeviceModel: Send {
     fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64);
     /// Size of BAR `bar` in bytes (0 if the BAR is not implemented).
     fn bar_size(&self, bar: u8) -> u64;
+    /// A copy of this device's whole state, for
+    /// [`deterministic::Deterministic::snapshot`]; `None` (the default) for a model that
+    /// cannot be copied. The copy must behave exactly as the original would from here on.
+    fn snapshot(&self) -> Option<Box<dyn DeviceModel>> {
+        None
+    }
 }
 
 /// Lets code that waits for a device (a user library polling an event ring) make progress
@@ -285,6 +291,10 @@ pub enum EngineError {
     /// An engine thread could not be started, or setup failed.
     #[error("engine setup failed: {0}")]
     Setup(String),
+    /// A snapshot cannot be taken or restored (a device model that cannot be copied, or a
+    /// snapshot of another engine or of a different set of devices).
+    #[error("engine snapshot: {0}")]
+    Snapshot(String),
 }
 
 impl From<EngineError> for MmioError {
@@ -489,5 +499,7 @@ mod buffer_tests;
 mod lazy_time_tests;
 #[cfg(test)]
 mod order_tests;
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod timer_tests;

@@ -552,36 +552,48 @@ pub fn local_of(mapping: &str, rank: u32, size: u32) -> Option<(u32, u32)> {
         let [start, nodes, per] = nums[..] else {
             return None;
         };
-        blocks.push((start, nodes, per));
+        // The last node of a block must be a node number.
+        if per != 0 {
+            start.checked_add(nodes)?;
+        }
+        blocks.push((u64::from(start), u64::from(nodes), u64::from(per)));
     }
-    if blocks.iter().all(|&(_, n, p)| n == 0 || p == 0) {
+    // Ranks one round of the blocks places; the rounds repeat until `size` are placed. Counted
+    // rather than laid out rank by rank: `size` comes from the launcher and may be huge.
+    let round = blocks
+        .iter()
+        .try_fold(0u64, |sum, &(_, n, p)| sum.checked_add(n * p))?;
+    if round == 0 || rank >= size {
         return None;
     }
-    let mut node_of = Vec::with_capacity(size as usize);
-    'fill: loop {
-        for &(start, nodes, per) in &blocks {
-            if per == 0 {
-                continue;
-            }
-            for node in start..start.checked_add(nodes)? {
-                for _ in 0..per {
-                    if node_of.len() == size as usize {
-                        break 'fill;
-                    }
-                    node_of.push(node);
-                }
-            }
+    let within = u64::from(rank) % round;
+    let mut first = 0u64;
+    let mut mine = None;
+    for &(start, nodes, per) in &blocks {
+        if within < first + nodes * per {
+            mine = Some(start + (within - first) / per);
+            break;
         }
+        first += nodes * per;
     }
-    let mine = *node_of.get(rank as usize)?;
-    let local_size = node_of.iter().filter(|&&n| n == mine).count();
-    let local_index = node_of[..rank as usize]
-        .iter()
-        .filter(|&&n| n == mine)
-        .count();
+    let mine = mine?;
+    // Ranks below `end` that sit on `mine`.
+    let on_mine = |end: u64| -> u64 {
+        let (full, rest) = (end / round, end % round);
+        let mut count = 0u64;
+        let mut first = 0u64;
+        for &(start, nodes, per) in &blocks {
+            if (start..start + nodes).contains(&mine) {
+                let at = first + (mine - start) * per;
+                count += full * per + rest.saturating_sub(at).min(per);
+            }
+            first += nodes * per;
+        }
+        count
+    };
     Some((
-        u32::try_from(local_size).ok()?,
-        u32::try_from(local_index).ok()?,
+        u32::try_from(on_mine(u64::from(size))).ok()?,
+        u32::try_from(on_mine(u64::from(rank))).ok()?,
     ))
 }
 
@@ -955,6 +967,75 @@ mod tests {
         .expect("rank mismatch")
         .to_string();
         assert!(e.contains("PMI_RANK=1 but the launcher says 0"), "{e}");
+    }
+
+    /// Rank by rank, as the format describes it.
+    fn local_of_by_rank(mapping: &[(u32, u32, u32)], rank: u32, size: u32) -> (u32, u32) {
+        let mut node_of = Vec::new();
+        while node_of.len() < size as usize {
+            for &(start, nodes, per) in mapping {
+                for node in start..start + nodes {
+                    for _ in 0..per {
+                        node_of.push(node);
+                    }
+                }
+            }
+        }
+        node_of.truncate(size as usize);
+        let mine = node_of[rank as usize];
+        let count = |ranks: &[u32]| ranks.iter().filter(|&&n| n == mine).count() as u32;
+        (count(&node_of), count(&node_of[..rank as usize]))
+    }
+
+    #[test]
+    fn process_mapping_agrees_with_placing_rank_by_rank() {
+        let mappings: &[&[(u32, u32, u32)]] = &[
+            &[(0, 1, 4)],
+            &[(0, 3, 2)],
+            &[(0, 2, 3), (2, 1, 1)],
+            &[(5, 2, 1), (0, 1, 0), (5, 1, 2)],
+            &[(1, 2, 2), (0, 3, 1)],
+        ];
+        for m in mappings {
+            let text = format!(
+                "(vector,{})",
+                m.iter()
+                    .map(|(s, n, p)| format!("({s},{n},{p})"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            for size in 1..20 {
+                for rank in 0..size {
+                    assert_eq!(
+                        local_of(&text, rank, size),
+                        Some(local_of_by_rank(m, rank, size)),
+                        "{text} rank {rank} of {size}"
+                    );
+                }
+                assert_eq!(local_of(&text, size, size), None);
+            }
+        }
+    }
+
+    #[test]
+    fn a_huge_job_size_from_the_launcher_is_counted_not_laid_out() {
+        // A size of 4 billion in the launcher's reply used to allocate (and fill) a vector of
+        // one entry per rank.
+        assert_eq!(
+            local_of("(vector,(0,2,1))", 6, u32::MAX),
+            Some((u32::MAX / 2 + 1, 3))
+        );
+        assert_eq!(
+            local_of("(vector,(0,2,1))", 7, u32::MAX),
+            Some((u32::MAX / 2, 3))
+        );
+        assert_eq!(
+            local_of("(vector,(0,1,4294967295),(1,1,4294967295))", 0, u32::MAX),
+            Some((u32::MAX, 0))
+        );
+        // Block sizes whose sum overflows are not a mapping.
+        let many = ["(0,4294967295,4294967295)"; 3].join(",");
+        assert_eq!(local_of(&format!("(vector,{many})"), 0, 2), None);
     }
 
     #[test]
