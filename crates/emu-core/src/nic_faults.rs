@@ -177,7 +177,7 @@ impl NicFaultCounters {
 /// all of them are released, in arrival order, when it is over (a slow target's packets,
 /// held SMSG credit returns). Items offered after the end still queue behind held ones, so
 /// order is kept until the next [`Stall::release`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Stall<T> {
     until: SimTime,
     held: VecDeque<T>,
@@ -227,7 +227,7 @@ impl<T> Stall<T> {
 
 /// The due times of a model's fault timers, all on one token: a time is armed once however
 /// many held items wait for it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FaultTimers {
     armed: Vec<SimTime>,
 }
