@@ -12,7 +12,11 @@
 #
 # usage: bench/compare.sh [ROUNDS]          (default 3)
 # env:   NICEMU=path   use this nicemu binary instead of building one
-#        MPIEXEC=cmd   the launcher (default: mpiexec)
+#        MPIEXEC=cmd   the launcher (default: Debian's mpiexec.mpich if installed, else mpiexec)
+#        MPICC=cmd     the compiler (default: Debian's mpicc.mpich if installed, else mpicc)
+# Debian's MPICH installs mpiexec.mpich and mpicc.mpich; the plain names are alternatives that
+# Open MPI takes over when it is installed too (and Open MPI's mpiexec refuses to run as root).
+# The script looks for the MPICH names first so it measures MPICH either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,8 +27,17 @@ case "$rounds" in
     exit 2
     ;;
 esac
-mpiexec=${MPIEXEC:-mpiexec}
-for tool in mpicc "$mpiexec"; do
+# first_of NAME...: the first NAME found on PATH (or the last NAME, for the error below)
+first_of() {
+    local t
+    for t in "$@"; do
+        command -v "$t" >/dev/null && break
+    done
+    echo "$t"
+}
+mpiexec=${MPIEXEC:-$(first_of mpiexec.mpich mpiexec)}
+mpicc=${MPICC:-$(first_of mpicc.mpich mpicc)}
+for tool in "$mpicc" "$mpiexec"; do
     command -v "$tool" >/dev/null || {
         echo "compare.sh: $tool not found; install Debian's MPICH: apt-get install mpich libmpich-dev" >&2
         exit 1
@@ -33,10 +46,11 @@ done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mpicc -O2 -Wall -o "$work/osu_small" bench/osu_small.c
+"$mpicc" -O2 -Wall -o "$work/osu_small" bench/osu_small.c
+echo "compare.sh: MPICH from $(command -v "$mpicc") and $(command -v "$mpiexec")" >&2
 if [ -z "${NICEMU:-}" ]; then
     cargo build --release -q -p nicemu
-    NICEMU=target/release/nicemu
+    NICEMU=${CARGO_TARGET_DIR:-target}/release/nicemu
 fi
 
 # run NAME COMMAND...: append the figure COMMAND prints to $work/NAME; the parser is chosen

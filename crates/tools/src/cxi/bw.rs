@@ -15,6 +15,7 @@ use super::{
     BwStats, OP_TIMEOUT, PORTALS_MTU, RULE, ToolError, ToolResult, engine_name, failure_codes,
     sizes,
 };
+use firmware_spec::cassini::status::CtWriteback;
 use userlib::cxi::{CxiError, ct::Ct};
 
 /// Options of the bandwidth tools.
@@ -203,7 +204,7 @@ impl Ctx<'_> {
         }
         c.txq.ring()?;
         self.expected += u64::from(o.list_size);
-        let wb = self.ct.wait(self.expected, OP_TIMEOUT)?;
+        let wb = wait_progressing(&self.ct, self.expected)?;
         if wb.ct_failure != 0 {
             return Err(ToolError::Failed {
                 count: wb.ct_failure.into(),
@@ -211,6 +212,32 @@ impl Ctx<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// Wait until `ct` counts `expected` successes (or any failure), giving up only when it
+/// has not moved for [`OP_TIMEOUT`]: a long list on a loaded host is slow, not stuck.
+fn wait_progressing(ct: &Ct, expected: u64) -> ToolResult<CtWriteback> {
+    let Some(limit) = OP_TIMEOUT else {
+        return Ok(ct.wait(expected, None)?);
+    };
+    let slice = limit.min(Duration::from_secs(1));
+    let mut seen = ct.writeback()?.ct_success;
+    let mut since = Instant::now();
+    loop {
+        match ct.wait(expected, Some(slice)) {
+            Ok(wb) => return Ok(wb),
+            Err(CxiError::Timeout) => {
+                let now = ct.writeback()?.ct_success;
+                if now != seen {
+                    seen = now;
+                    since = Instant::now();
+                } else if since.elapsed() >= limit {
+                    return Err(CxiError::Timeout.into());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

@@ -132,8 +132,9 @@ impl Ctx<'_> {
                 .read(0, &mut self.msg)
                 .map_err(GniError::from)?;
         }
-        let deadline = OP_TIMEOUT.and_then(|t| Instant::now().checked_add(t));
-        let timed_out = || deadline.is_some_and(|d| Instant::now() >= d);
+        // The tool gives up when no operation completed for OP_TIMEOUT (not when the whole
+        // list took longer: a long list on a loaded host is slow, not stuck).
+        let mut waiting = Waiting::new();
         let c = &self.pair.client;
         let (mut posted, mut done) = (0u64, 0u64);
         while posted < list {
@@ -156,25 +157,26 @@ impl Ctx<'_> {
                     posted += 1;
                     self.sent += 1;
                     if posted.is_multiple_of(16) {
-                        done += c.consume()?;
+                        done += waiting.count(c.consume()?);
                     }
                 }
                 Err(e) if matches!(e.rc(), ReturnCode::NotDone | ReturnCode::ErrorResource) => {
-                    if timed_out() {
+                    if waiting.timed_out() {
                         return Err(e.into());
                     }
-                    done += c.consume()?;
+                    done += waiting.count(c.consume()?);
                     self.pair.service()?;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         while done < list {
-            done += c.consume()?;
+            done += waiting.count(c.consume()?);
             if done < list {
-                if timed_out() {
+                if waiting.timed_out() {
                     return Err(ToolError::Option(format!(
-                        "only {done} of {list} operations completed"
+                        "only {done} of {list} operations completed (none for {} s)",
+                        OP_TIMEOUT.map_or(0, |t| t.as_secs())
                     )));
                 }
                 self.pair.service()?;
@@ -184,6 +186,33 @@ impl Ctx<'_> {
             self.pair.service()?;
         }
         Ok(())
+    }
+}
+
+/// The wait for one operation: [`OP_TIMEOUT`] from the start of the list or the last
+/// completion.
+struct Waiting(Option<Instant>);
+
+impl Waiting {
+    fn new() -> Self {
+        Waiting(OP_TIMEOUT.and_then(|t| Instant::now().checked_add(t)))
+    }
+
+    /// An operation completed: the wait starts again.
+    fn progress(&mut self) {
+        *self = Waiting::new();
+    }
+
+    /// `n` operations completed (restarts the wait if `n > 0`); returns `n`.
+    fn count(&mut self, n: u64) -> u64 {
+        if n > 0 {
+            self.progress();
+        }
+        n
+    }
+
+    fn timed_out(&self) -> bool {
+        self.0.is_some_and(|d| Instant::now() >= d)
     }
 }
 
