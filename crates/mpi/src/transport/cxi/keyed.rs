@@ -17,15 +17,13 @@
 use std::collections::HashSet;
 
 use firmware_spec::cassini::amo::{AmoOp as CxiOp, AmoType as CxiType, CswapOp};
-use firmware_spec::cassini::cmd::{DmaFlags, DmaOp};
-use firmware_spec::cassini::dma::{DmaAmo, FullDma};
+use firmware_spec::cassini::cmd::DmaOp;
 use firmware_spec::cassini::event::{EventType, TargetLong};
 use firmware_spec::cassini::le::{LeFlags, PtlList};
 use firmware_spec::cassini::rc::ReturnCode;
 
-use super::endpoint::{Buf, RMA_INDEX};
-use super::retry::RmaCmd;
-use super::{CxiTransport, RmaOp};
+use super::CxiTransport;
+use super::endpoint::Buf;
 use crate::error::{Error, Result};
 use crate::transport::{Completion, OpId, Rank};
 
@@ -234,41 +232,18 @@ impl CxiTransport {
         cq_data: Option<u64>,
     ) -> Result<OpId> {
         self.keyed_check(target, key)?;
-        let id = self.new_op();
-        let buf = self.ep.buf(data.len())?;
-        buf.write(0, data)?;
-        let (dfa, index_ext) = self.ep.dfa(self.peers[target as usize], RMA_INDEX);
-        let cmd = FullDma {
-            opcode: DmaOp::Put,
-            index_ext,
-            lac: buf.md.lac(),
-            flags: DmaFlags {
-                event_send_disable: true,
-                ..DmaFlags::default()
-            },
-            dfa,
-            remote_offset: offset as u64,
-            local_addr: buf.iova(0),
-            request_len: data.len() as u32,
-            eq: self.ep.eq.eqn() as u16,
-            initiator: self.ep.my_match_id(),
-            match_bits: key | if cq_data.is_some() { KEYED_DATA } else { 0 },
-            header_data: cq_data.unwrap_or(0),
-            user_ptr: id,
-            ..FullDma::default()
-        };
-        self.ep.dma(cmd)?;
-        self.rma_ops.insert(
-            id,
-            RmaOp {
-                buf: Some(buf),
-                len: data.len(),
-                fetch: false,
-                at: 0,
-                cmd: RmaCmd::Dma(cmd),
-                tries: 0,
-            },
-        );
+        let bits = key | if cq_data.is_some() { KEYED_DATA } else { 0 };
+        let id = self
+            .rma_dma_with(
+                DmaOp::Put,
+                target,
+                bits,
+                offset,
+                Some(data),
+                data.len(),
+                cq_data.unwrap_or(0),
+            )?
+            .0;
         self.keyed.ops.insert(id);
         Ok(OpId(id))
     }
@@ -293,51 +268,7 @@ impl CxiTransport {
         self.keyed_check(target, key)?;
         let size =
             amo_size(a.ty).ok_or_else(|| Error::Rma(format!("no {:?} atomics by key", a.ty)))?;
-        let id = self.new_op();
-        let buf = self.ep.buf(64)?;
-        buf.write(0, &a.op1.to_le_bytes())?;
-        let (dfa, index_ext) = self.ep.dfa(self.peers[target as usize], RMA_INDEX);
-        let lac = buf.md.lac();
-        let cmd = DmaAmo {
-            opcode: if a.fetch {
-                DmaOp::FetchingAtomic
-            } else {
-                DmaOp::Atomic
-            },
-            index_ext,
-            lac,
-            flags: DmaFlags {
-                event_send_disable: true,
-                ..DmaFlags::default()
-            },
-            dfa,
-            remote_offset: offset as u64,
-            local_read_addr: buf.iova(0),
-            eq: self.ep.eq.eqn() as u16,
-            initiator: self.ep.my_match_id(),
-            match_bits: key,
-            user_ptr: id,
-            local_write_addr: buf.iova(8),
-            atomic_op: a.op,
-            atomic_type: a.ty,
-            cswap_op: a.cswap,
-            write_lac: lac,
-            op2_word1: a.op2,
-            ..DmaAmo::default()
-        };
-        self.ep.emit(false, |q| q.emit_dma_amo(&cmd))?;
-        self.ep.ring_tx()?;
-        self.rma_ops.insert(
-            id,
-            RmaOp {
-                buf: Some(buf),
-                len: size,
-                fetch: a.fetch,
-                at: 8,
-                cmd: RmaCmd::Amo(cmd),
-                tries: 0,
-            },
-        );
+        let id = self.issue_amo(target, key, offset, size, a)?;
         self.keyed.ops.insert(id);
         Ok(OpId(id))
     }

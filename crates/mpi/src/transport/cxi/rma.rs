@@ -14,7 +14,7 @@ use firmware_spec::cassini::le::{LeFlags, PtlList};
 use super::endpoint::RMA_INDEX;
 use super::proto;
 use super::retry::RmaCmd;
-use super::{CxiTransport, RmaOp, Window};
+use super::{CxiTransport, KeyedAmo, RmaOp, Window};
 use crate::error::{Error, Result};
 use crate::transport::{AmoOp, AmoType, Atomic, OpId, Rank, WinId};
 
@@ -130,6 +130,21 @@ impl CxiTransport {
         data: Option<&[u8]>,
         len: usize,
     ) -> Result<OpId> {
+        self.rma_dma_with(op, target, key, offset, data, len, 0)
+    }
+
+    /// [`rma_dma`](Self::rma_dma) with header data (the remote CQ data of a keyed put).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rma_dma_with(
+        &mut self,
+        op: DmaOp,
+        target: Rank,
+        key: u64,
+        offset: usize,
+        data: Option<&[u8]>,
+        len: usize,
+        header_data: u64,
+    ) -> Result<OpId> {
         let id = self.new_op();
         let buf = self.ep.buf(len)?;
         if let Some(d) = data {
@@ -151,6 +166,7 @@ impl CxiTransport {
             eq: self.ep.eq.eqn() as u16,
             initiator: self.ep.my_match_id(),
             match_bits: key,
+            header_data,
             user_ptr: id,
             ..FullDma::default()
         };
@@ -227,13 +243,35 @@ impl CxiTransport {
         } else {
             0
         };
+        let amo = KeyedAmo {
+            op,
+            ty,
+            cswap: CswapOp::Eq,
+            op1,
+            op2,
+            fetch,
+        };
+        self.issue_amo(target, key, offset, size, amo).map(OpId)
+    }
+
+    /// Issue one AMO on the element at `offset` of the LE `key` on `target`'s RMA PtlTE
+    /// (the operand from a staging buffer; a fetched old value lands after it). Returns the
+    /// operation's id.
+    pub(super) fn issue_amo(
+        &mut self,
+        target: Rank,
+        key: u64,
+        offset: usize,
+        size: usize,
+        a: KeyedAmo,
+    ) -> Result<u64> {
         let id = self.new_op();
         let buf = self.ep.buf(64)?;
-        buf.write(0, &op1.to_le_bytes())?;
+        buf.write(0, &a.op1.to_le_bytes())?;
         let (dfa, index_ext) = self.ep.dfa(self.peers[target as usize], RMA_INDEX);
         let lac = buf.md.lac();
         let cmd = DmaAmo {
-            opcode: if fetch {
+            opcode: if a.fetch {
                 DmaOp::FetchingAtomic
             } else {
                 DmaOp::Atomic
@@ -252,11 +290,11 @@ impl CxiTransport {
             match_bits: key,
             user_ptr: id,
             local_write_addr: buf.iova(8),
-            atomic_op: op,
-            atomic_type: ty,
-            cswap_op: CswapOp::Eq,
+            atomic_op: a.op,
+            atomic_type: a.ty,
+            cswap_op: a.cswap,
             write_lac: lac,
-            op2_word1: op2,
+            op2_word1: a.op2,
             ..DmaAmo::default()
         };
         self.ep.emit(false, |q| q.emit_dma_amo(&cmd))?;
@@ -266,14 +304,14 @@ impl CxiTransport {
             RmaOp {
                 buf: Some(buf),
                 len: size,
-                fetch,
+                fetch: a.fetch,
                 // The old value lands after the operand.
                 at: 8,
                 cmd: RmaCmd::Amo(cmd),
                 tries: 0,
             },
         );
-        Ok(OpId(id))
+        Ok(id)
     }
 
     pub(super) fn rma_win_free(&mut self, win: WinId) -> Result<()> {
