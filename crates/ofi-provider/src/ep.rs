@@ -353,6 +353,9 @@ impl Ep {
                 // crashed on a context-less entry). Only when none has a context is the
                 // failure reported without one.
                 let message = e.to_string();
+                // Applications often print only the error number of the completions below;
+                // the cause goes to standard error once (as providers log with FI_LOG).
+                mpi::env::eprint_line(&format!("libfabric nicemu: endpoint failed: {message}"));
                 crate::rma::fail_all(&mut s, &message, &mut done);
                 let pending = std::mem::take(&mut s.ops);
                 for op in pending.values() {
