@@ -156,11 +156,11 @@ impl Op<'_> {
                 return Err(Errno::Enospc);
             }
         };
-        let pins = if alloc_only {
-            Vec::new()
+        let (pins, mapped) = if alloc_only {
+            (Vec::new(), Vec::new())
         } else {
             match self.map_range(acid, iova, va, len, flags) {
-                Ok(p) => vec![p],
+                Ok(p) => (vec![p], vec![(iova, len)]),
                 Err(e) => {
                     if let Some(ac) = self.st.acs.get_mut(&acid) {
                         let _ = ac.iova.free(emu_core::memory::GuestRange::new(
@@ -187,6 +187,7 @@ impl Op<'_> {
                 len,
                 iova,
                 pins,
+                mapped,
                 refs: 0,
             },
         );
@@ -236,10 +237,12 @@ impl Op<'_> {
         if va < md_va || end > md_va + md_len {
             return Err(Errno::Einval);
         }
-        let pin = self.map_range(acid, md_iova + (va - md_va), va, end - va, flags)?;
+        let at = md_iova + (va - md_va);
+        let pin = self.map_range(acid, at, va, end - va, flags)?;
         self.hw().atu_invalidate(acid, md_iova).map_err(eio)?;
         if let Some(md) = self.st.mds.get_mut(&c.id) {
             md.pins.push(pin);
+            md.mapped.push((at, end - va));
         }
         Ok(())
     }

@@ -298,6 +298,10 @@ struct MdObj {
     len: u64,
     iova: u64,
     pins: Vec<Pinned>,
+    /// The IOVA ranges mapped in the ATU (start, length): an MD allocated without
+    /// mapping (`ALLOC_MD`) may span the whole IOVA space, so teardown unmaps these, not
+    /// every page of the MD.
+    mapped: Vec<(u64, u64)>,
     refs: u32,
 }
 

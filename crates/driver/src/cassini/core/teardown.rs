@@ -101,12 +101,19 @@ impl CxiDevice {
         st.md_id.free(id);
         let mut ac_empty = false;
         if let Some(ac) = st.acs.get_mut(&md.acid) {
-            let mut off = 0;
-            while off < md.len {
-                if let Err(e) = ac.tables.unmap_page(md.iova + off) {
-                    tracing::warn!(error = %e, "unmap of an MD page failed");
+            // Only what was mapped (ranges of later updates may overlap earlier ones).
+            let mut mapped = md.mapped.clone();
+            mapped.sort_unstable();
+            let mut done_to = 0;
+            for (start, len) in mapped {
+                let mut page = start.max(done_to);
+                while page < start + len {
+                    if let Err(e) = ac.tables.unmap_page(page) {
+                        tracing::warn!(error = %e, "unmap of an MD page failed");
+                    }
+                    page += PAGE_SIZE;
                 }
-                off += PAGE_SIZE;
+                done_to = done_to.max(start + len);
             }
             Self::log_hw(self.hw.atu_invalidate(md.acid, md.iova));
             let range =
