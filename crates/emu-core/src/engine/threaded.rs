@@ -293,10 +293,6 @@ struct Shared {
     /// Inline work loops running in host threads (an MMIO access's deliveries). Like the
     /// backlog, they hold packets that exist at the current time but have not arrived yet.
     inline_loops: AtomicUsize,
-    /// Timers (or delayed packets) taken from the heap whose work loop is still running.
-    /// The packets such a loop sends have left in the modelled world; a second thread must
-    /// not run a later timer (a request timeout) before they are delivered.
-    timer_runs: AtomicUsize,
     down: AtomicBool,
     c: Counters,
     /// Packet buffers lent to handlers ([`DeviceIo::packet_buffer`]).
@@ -374,7 +370,7 @@ impl Shared {
         slot: &Slot,
         actions: &mut Vec<Action>,
         f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> R,
-    ) -> (R, Option<SimTime>, Option<InlineLoop<'_>>) {
+    ) -> (R, Option<SimTime>) {
         let mut g = lock(&slot.state);
         let SlotState { model, rng, last } = &mut *g;
         let clock = || self.now();
@@ -386,12 +382,7 @@ impl Shared {
         if let Some(t) = t {
             *last = t;
         }
-        // Packets the handler sent exist from now on: they count as in flight before the
-        // device lock is released, so no timer can run between the handler and their
-        // delivery (a host thread descheduled there would otherwise let a request
-        // timeout see a request whose packets were never sent).
-        let held = (!actions.is_empty()).then(|| InlineLoop::enter(&self.inline_loops));
-        (r, t, held)
+        (r, t)
     }
 
     /// Apply the actions `slot`'s handler (run at `now`) queued; deliveries due now go to
@@ -495,9 +486,7 @@ impl Shared {
     }
 
     /// Whether packets that were sent at or before the current time are still on their way:
-    /// deferred deliveries queued or running, an inline work loop in a host thread (from
-    /// the moment its handler sent them), a timer's work loop in another thread, or frames
-    /// a peer process has not taken yet.
+    /// deferred deliveries queued or running, or an inline work loop in a host thread.
     ///
     /// A due timer waits for them (see [`Shared::take_ready`]). With the immediate fabric
     /// every such packet has arrived by now in the modelled world; that the host CPU has not
@@ -508,7 +497,6 @@ impl Shared {
     fn in_flight(&self) -> bool {
         self.backlog.load(Ordering::Acquire) > 0
             || self.inline_loops.load(Ordering::Acquire) > 0
-            || self.timer_runs.load(Ordering::Acquire) > 0
             || self.outlet.get().is_some_and(|o| o.in_flight())
     }
 
@@ -533,9 +521,6 @@ impl Shared {
             && let Some(t) = s.heap.pop()
         {
             q.push_back(t.work);
-            // Counted under the scheduler lock, so no other thread takes a timer before
-            // this one's packets are on their way.
-            self.timer_runs.fetch_add(1, Ordering::AcqRel);
             Taken::Timer
         } else {
             return None;
@@ -594,7 +579,6 @@ impl Shared {
         match taken {
             Taken::Timer => {
                 self.run(&mut sc, budget, inline, now);
-                self.timer_runs.fetch_sub(1, Ordering::AcqRel);
             }
             Taken::Deferred(n) => {
                 std::mem::swap(&mut sc.q, &mut sc.batch);
@@ -667,7 +651,7 @@ impl Shared {
         f: impl FnOnce(&mut dyn DeviceModel, &mut DeviceIo<'_>) -> Result<(), MmioError>,
     ) -> Result<(), EngineError> {
         let mut sc = Scratch::take();
-        let (r, now, held) = self.call_lazy(slot, &mut sc.actions, f);
+        let (r, now) = self.call_lazy(slot, &mut sc.actions, f);
         if let Some(now) = now
             && !sc.actions.is_empty()
         {
@@ -677,11 +661,11 @@ impl Shared {
                     // Deferred deliveries are waiting: these go behind them.
                     self.defer(&mut sc.q);
                 } else {
+                    let _loop = InlineLoop::enter(&self.inline_loops);
                     self.run(&mut sc, self.cfg.inline_budget, true, now);
                 }
             }
         }
-        drop(held);
         sc.give();
         Ok(r?)
     }
@@ -808,7 +792,6 @@ impl Threaded {
             active: AtomicUsize::new(0),
             backlog: AtomicUsize::new(0),
             inline_loops: AtomicUsize::new(0),
-            timer_runs: AtomicUsize::new(0),
             down: AtomicBool::new(false),
             c: Counters::default(),
             buffers: BufferPool::default(),

@@ -27,14 +27,7 @@ struct Gate {
 enum Dev {
     Requester(Log),
     Responder(Arc<Gate>, mpsc::Sender<()>),
-    /// Like the requester, but its request leaves from a timer (a BTE step, a PCT
-    /// retransmission): a store arms the step and the timeout, both due at once.
-    Stepper(Log),
 }
-
-/// [`Dev::Stepper`]'s timers.
-const STEP: u64 = 1;
-const TIMEOUT: u64 = 2;
 
 impl DeviceModel for Dev {
     fn name(&self) -> &str {
@@ -61,18 +54,13 @@ impl DeviceModel for Dev {
         _offset: u64,
         _data: &[u8],
     ) -> Result<(), MmioError> {
-        if let Dev::Stepper(_) = self {
-            io.timer(super::SimDuration(0), STEP);
-            io.timer(super::SimDuration(0), TIMEOUT);
-            return Ok(());
-        }
         io.send(Packet::new(PortId(0), PortId(1), TrafficClass(0), vec![1]));
         io.timer(super::SimDuration(0), 7);
         Ok(())
     }
     fn packet(&mut self, io: &mut DeviceIo<'_>, _pkt: Packet) {
         match self {
-            Dev::Requester(log) | Dev::Stepper(log) => log.lock().unwrap().push("response"),
+            Dev::Requester(log) => log.lock().unwrap().push("response"),
             Dev::Responder(gate, entered) => {
                 let _ = entered.send(());
                 let mut open = gate.open.lock().unwrap();
@@ -83,14 +71,9 @@ impl DeviceModel for Dev {
             }
         }
     }
-    fn timer(&mut self, io: &mut DeviceIo<'_>, token: u64) {
-        match self {
-            Dev::Requester(log) => log.lock().unwrap().push("timer"),
-            Dev::Stepper(_) if token == STEP => {
-                io.send(Packet::new(PortId(0), PortId(1), TrafficClass(0), vec![1]));
-            }
-            Dev::Stepper(log) => log.lock().unwrap().push("timer"),
-            Dev::Responder(..) => {}
+    fn timer(&mut self, _io: &mut DeviceIo<'_>, _token: u64) {
+        if let Dev::Requester(log) = self {
+            log.lock().unwrap().push("timer");
         }
     }
     fn bar_size(&self, bar: u8) -> u64 {
@@ -161,113 +144,4 @@ fn a_due_timer_waits_for_the_response_in_flight() {
         Progress::progress(&*e);
     }
     assert_eq!(*log.lock().unwrap(), ["response", "timer"]);
-}
-
-#[test]
-fn a_due_timer_waits_for_the_packets_of_a_timer_running_in_another_thread() {
-    let fabric = Fabric::new(FabricConfig::new(Topology::PointToPoint)).unwrap();
-    // No engine threads; deliveries run inline in the thread that runs the timer which
-    // sent them (the default inline budget).
-    let e = Arc::new(
-        Threaded::new(
-            fabric,
-            ThreadedConfig {
-                workers: 0,
-                ..ThreadedConfig::default()
-            },
-        )
-        .unwrap(),
-    );
-    let log = Log::default();
-    let gate = Arc::new(Gate::default());
-    let (entered_tx, entered) = mpsc::channel();
-    let dma = DmaPort::passthrough(HostMemory::new(2 * 4096).unwrap());
-    e.add_device(
-        Box::new(Dev::Stepper(log.clone())),
-        dma.clone(),
-        Some(PortId(0)),
-    )
-    .unwrap();
-    e.add_device(
-        Box::new(Dev::Responder(gate.clone(), entered_tx)),
-        dma,
-        Some(PortId(1)),
-    )
-    .unwrap();
-
-    // The step and the timeout are due.
-    e.mmio_write(DeviceId(0), 0, 0, &[1]).unwrap();
-    // Another host thread runs the step: its request reaches the responder, and the thread
-    // is held there (descheduled by the host) before the response is sent.
-    let runner = {
-        let e = e.clone();
-        std::thread::spawn(move || Progress::progress(&*e))
-    };
-    entered.recv().unwrap();
-    // The timeout is due, but the step's packets are still on their way.
-    for _ in 0..100 {
-        Progress::progress(&*e);
-    }
-    assert!(
-        log.lock().unwrap().is_empty(),
-        "timeout ran before the response: {:?}",
-        log.lock().unwrap()
-    );
-
-    *gate.open.lock().unwrap() = true;
-    gate.cond.notify_all();
-    assert!(runner.join().unwrap());
-    for _ in 0..100 {
-        if log.lock().unwrap().len() == 2 {
-            break;
-        }
-        Progress::progress(&*e);
-    }
-    assert_eq!(*log.lock().unwrap(), ["response", "timer"]);
-}
-
-#[test]
-fn a_request_to_a_dead_port_still_times_out() {
-    let fabric = Fabric::new(FabricConfig::new(Topology::PointToPoint)).unwrap();
-    let e = Arc::new(
-        Threaded::new(
-            fabric,
-            ThreadedConfig {
-                workers: 0,
-                ..ThreadedConfig::default()
-            },
-        )
-        .unwrap(),
-    );
-    let log = Log::default();
-    let gate = Arc::new(Gate::default());
-    let (entered_tx, entered) = mpsc::channel();
-    let dma = DmaPort::passthrough(HostMemory::new(2 * 4096).unwrap());
-    e.add_device(
-        Box::new(Dev::Stepper(log.clone())),
-        dma.clone(),
-        Some(PortId(0)),
-    )
-    .unwrap();
-    e.add_device(
-        Box::new(Dev::Responder(gate, entered_tx)),
-        dma,
-        Some(PortId(1)),
-    )
-    .unwrap();
-    // The only cable is down: the request is lost on the wire, nothing is in flight.
-    super::Engine::set_link_up(&*e, crate::fabric::LinkId(0), false).unwrap();
-
-    e.mmio_write(DeviceId(0), 0, 0, &[1]).unwrap();
-    for _ in 0..100 {
-        if !log.lock().unwrap().is_empty() {
-            break;
-        }
-        Progress::progress(&*e);
-    }
-    assert_eq!(*log.lock().unwrap(), ["timer"], "the timeout fires");
-    assert!(
-        entered.try_recv().is_err(),
-        "the responder never saw the request"
-    );
 }
