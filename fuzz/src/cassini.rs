@@ -69,13 +69,25 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// Both event queues live in the kernel's context: a fuzzed Get or fetching AMO may name
+    /// any address of the user context, and one that lands on a user-context ring would
+    /// leave an event that does not decode through no fault of the NIC.
+    const EQ_OPTS: EqOpts = EqOpts {
+        drop_status: false,
+        reserved_fc: 0,
+        long_initiator: false,
+        long_target: false,
+        interrupt: None,
+        kernel_context: true,
+    };
+
     /// Build the fixture (deterministic engine, seed 7).
     pub fn new() -> Result<Pair, HarnessError> {
         let mut c = Cluster::deterministic_with_ports(2, 3, 7, NODE_MEM)?;
         let (eq_tx, txq, src) = {
             let n = &mut c.nodes[INIT];
             n.set_cp(0, 0, VNI, 1)?;
-            let eq = n.alloc_eq(EQ_TX, 16 * PAGE, EqOpts::default())?;
+            let eq = n.alloc_eq(EQ_TX, 16 * PAGE, Self::EQ_OPTS)?;
             let q = n.alloc_txq(0, SLOTS, EQ_TX, 0)?;
             let src = n.map(2 * PAGE, true, true)?;
             n.write_host(src.host, &[0x5A; 2 * PAGE as usize])?;
@@ -84,7 +96,7 @@ impl Pair {
         let (eq_tgt, tgq, dst, rma) = {
             let n = &mut c.nodes[TGT];
             n.set_cp(0, 0, VNI, 1)?;
-            let eq = n.alloc_eq(EQ_TGT, 16 * PAGE, EqOpts::default())?;
+            let eq = n.alloc_eq(EQ_TGT, 16 * PAGE, Self::EQ_OPTS)?;
             let q = n.alloc_tgq(0, SLOTS, EQ_TGT)?;
             n.alloc_pte(
                 PT_MATCH,

@@ -500,7 +500,14 @@ impl Node {
     /// Event queue `n` with `bytes` of ring (a multiple of 4 KiB) in the user context.
     pub fn alloc_eq(&mut self, n: u16, bytes: u64, opts: EqOpts) -> Result<EqRing, HarnessError> {
         use f::c_ee_cfg_eq_descriptor as d;
-        let md = self.map(bytes, true, true)?;
+        // In the kernel's bypass context the ring's address is its host address.
+        let (host, addr, acid) = if opts.kernel_context {
+            let host = self.alloc_host(bytes)?;
+            (host, host, AC_KERNEL)
+        } else {
+            let md = self.map(bytes, true, true)?;
+            (md.host, md.iova, AC_USER)
+        };
         self.csr_write(
             csr::C_CQ_CFG_EQ_RGID_TABLE,
             u32::from(n),
@@ -513,8 +520,8 @@ impl Node {
                 (d::EQ_ENABLE, 1),
                 (d::BUFFER_A_EN, 1),
                 (d::BUFFER_A_SIZE, bytes / PAGE),
-                (d::BUFFER_A_ADDR, md.iova >> 12),
-                (d::ACID, u64::from(AC_USER)),
+                (d::BUFFER_A_ADDR, addr >> 12),
+                (d::ACID, u64::from(acid)),
                 (d::EQ_STS_DROPPED_EN, u64::from(opts.drop_status)),
                 (d::RESERVED_FC, u64::from(opts.reserved_fc)),
                 (d::EVENT_INT_EN, u64::from(opts.interrupt.is_some())),
@@ -535,7 +542,7 @@ impl Node {
         }
         let eq = EqRing {
             n,
-            host: md.host,
+            host,
             size: bytes,
             rd: 64,
             sw: EqSwState::default(),
@@ -912,6 +919,11 @@ pub struct EqOpts {
     pub long_target: bool,
     /// Raise this MSI-X vector per event.
     pub interrupt: Option<u16>,
+    /// Put the ring in the kernel's bypass context (as a driver-owned EQ) instead of the user
+    /// context: no LAC of the user's resource group reaches it, so no command a process
+    /// issues can write over it (a user-context ring can be overwritten by the process's own
+    /// Gets, as on the hardware).
+    pub kernel_context: bool,
 }
 
 /// Software's side of an event queue.
