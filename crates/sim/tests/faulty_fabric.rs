@@ -214,6 +214,28 @@ fn a_lost_datagram_response_is_sent_again_by_kgni() {
 }
 
 #[test]
+fn a_datagram_request_sent_again_after_a_lost_acknowledgement_pairs_once_on_gemini() {
+    // Regression: when the NIC reported a connection request's send as failed (its
+    // acknowledgement lost to a 200 µs flap) the dial failed although the request had
+    // arrived and matched the peer's wildcard; the re-dial paired the two ranks a second
+    // time, each side sent on a different mailbox pair, credits never came back and all
+    // ranks deadlocked. kgni now sends the request again with the same sequence and the peer
+    // answers a copy with the response it already gave. These seeds deadlocked that way.
+    for seed in [502, 508] {
+        passing_seed(Nic::Gemini, Workload::Semantics, LONG_FLAPS, seed);
+    }
+}
+
+#[test]
+fn a_repost_refused_for_lack_of_room_waits_for_room_on_gemini() {
+    // Regression: a PUT or GET re-posted after a transaction error while every sequence of
+    // the FMA descriptor was held by retransmissions got GNI_RC_ERROR_RESOURCE and ended the
+    // job; the re-post now waits for progress to free a sequence (and an SMSG send refused
+    // that way stays queued, like one without credits). This seed failed that way.
+    passing_seed(Nic::Gemini, Workload::Semantics, LONG_FLAPS, 507);
+}
+
+#[test]
 fn links_down_longer_than_the_link_layer_waits_end_gemini_jobs_loudly_not_with_bad_data() {
     // Flaps of 200 µs outlast the link layer's 50 µs window: packets are lost and their
     // requests time out. The transport re-posts PUTs and GETs and the library retransmits

@@ -277,6 +277,8 @@ pub struct Post {
     pub state: DgramState,
     /// Whether a `Request` for it went out.
     pub sent_request: bool,
+    /// Times its `Request` was sent again after a network error.
+    pub resends: u32,
 }
 
 /// Why a post was refused.
@@ -301,6 +303,11 @@ pub struct DgramCounters {
     pub rejected: u64,
     /// Messages dropped by a tombstone.
     pub tombstoned: u64,
+    /// Copies of a request seen before (sent again after a network error whose first copy
+    /// had arrived): dropped while the first waits, or answered with the first's response.
+    pub duplicates: u64,
+    /// Requests sent again after a network error.
+    pub resent: u64,
 }
 
 /// The datagram matching state of one NIC.
@@ -314,8 +321,16 @@ pub struct Matcher {
     unexpected_limit: usize,
     tombstones: VecDeque<(u32, u64)>,
     tombstone_limit: usize,
+    /// Requests answered lately, by `(sender PE, sequence)`, with the response they got: a
+    /// copy of one of them (sent again because the network lost the first copy's
+    /// acknowledgement) gets the same response, never a second match.
+    answered: VecDeque<((u32, u64), Outgoing)>,
     counters: DgramCounters,
 }
+
+/// Times one request is sent again after a network error before its post fails with
+/// `GNI_POST_ERROR` (as many as kgni sends a response again).
+pub const REQUEST_RESENDS: u32 = 16;
 
 impl Matcher {
     /// A matcher for the NIC with physical PE `local_pe` that holds at most
@@ -330,6 +345,7 @@ impl Matcher {
             unexpected_limit,
             tombstones: VecDeque::new(),
             tombstone_limit: 1024,
+            answered: VecDeque::new(),
             counters: DgramCounters::default(),
         }
     }
@@ -385,31 +401,39 @@ impl Matcher {
             spec,
             state: DgramState::Pending,
             sent_request: false,
+            resends: 0,
         };
         if let Some(i) = early.and_then(|i| self.unexpected.remove(i)) {
             out.push(self.complete_with_request(&mut post, &i, 0));
-        } else if let Some((pe, inst)) = post.spec.target {
+        } else if let Some(request) = self.request_of(&post) {
             post.sent_request = true;
-            out.push(Outgoing {
-                dest_pe: pe,
-                wire: Wire {
-                    kind: WireKind::Request,
-                    domain: post.spec.domain,
-                    src_pe: self.local_pe,
-                    src_inst: post.spec.local_inst,
-                    dst_inst: inst,
-                    seq,
-                    consumed: 0,
-                    data: post.spec.data.clone(),
-                },
-            });
+            out.push(request);
         }
         self.by_ep.insert(post.spec.ep, seq);
         self.posts.insert(seq, post);
         Ok((seq, self.route(out)))
     }
 
-    /// Complete `post` with request `req`; returns the response to send.
+    /// The `Request` of a bound post (none for a wildcard).
+    fn request_of(&self, post: &Post) -> Option<Outgoing> {
+        let (pe, inst) = post.spec.target?;
+        Some(Outgoing {
+            dest_pe: pe,
+            wire: Wire {
+                kind: WireKind::Request,
+                domain: post.spec.domain,
+                src_pe: self.local_pe,
+                src_inst: post.spec.local_inst,
+                dst_inst: inst,
+                seq: post.seq,
+                consumed: 0,
+                data: post.spec.data.clone(),
+            },
+        })
+    }
+
+    /// Complete `post` with request `req`; returns the response to send (and remembers it
+    /// as the answer to `req`).
     fn complete_with_request(&mut self, post: &mut Post, req: &Wire, consumed: u64) -> Outgoing {
         let mut data = req.data.clone();
         data.truncate(post.spec.out_len);
@@ -419,7 +443,7 @@ impl Matcher {
             data,
         };
         self.counters.completed += 1;
-        Outgoing {
+        let response = Outgoing {
             dest_pe: req.src_pe,
             wire: Wire {
                 kind: WireKind::Response,
@@ -431,7 +455,13 @@ impl Matcher {
                 consumed,
                 data: post.spec.data.clone(),
             },
+        };
+        if self.answered.len() >= self.tombstone_limit {
+            self.answered.pop_front();
         }
+        self.answered
+            .push_back(((req.src_pe, req.seq), response.clone()));
+        response
     }
 
     /// Deliver messages addressed to this NIC locally; return the rest.
@@ -449,9 +479,10 @@ impl Matcher {
         remote
     }
 
+    /// Whether `(pe, seq)` names a request that must match nothing. The tombstone stays
+    /// (until the list's bound pushes it out): a copy of the same request may follow.
     fn tombstoned(&mut self, pe: u32, seq: u64) -> bool {
-        if let Some(i) = self.tombstones.iter().position(|t| *t == (pe, seq)) {
-            self.tombstones.remove(i);
+        if self.tombstones.contains(&(pe, seq)) {
             self.counters.tombstoned += 1;
             return true;
         }
@@ -504,6 +535,20 @@ impl Matcher {
 
     fn on_request(&mut self, w: Wire) -> Vec<Outgoing> {
         if self.tombstoned(w.src_pe, w.seq) {
+            return Vec::new();
+        }
+        // A copy of a request seen before: the sender's NIC reported the first copy's send
+        // as failed (its acknowledgement was lost) and kgni sent it again.
+        if let Some((_, response)) = self.answered.iter().find(|(k, _)| *k == (w.src_pe, w.seq)) {
+            self.counters.duplicates += 1;
+            return vec![response.clone()];
+        }
+        if self
+            .unexpected
+            .iter()
+            .any(|u| u.src_pe == w.src_pe && u.seq == w.seq)
+        {
+            self.counters.duplicates += 1;
             return Vec::new();
         }
         let pending = |p: &&Post| {
@@ -587,13 +632,36 @@ impl Matcher {
         }
     }
 
-    /// A send of post `seq` failed in the network: the post fails with `GNI_POST_ERROR`.
-    pub fn send_failed(&mut self, seq: u64) {
+    /// Post `seq` fails with `GNI_POST_ERROR` if it is pending (its request could not be
+    /// handed to the NIC).
+    pub fn fail(&mut self, seq: u64) {
         if let Some(p) = self.posts.get_mut(&seq)
             && p.state == DgramState::Pending
         {
             p.state = DgramState::Failed(PostState::Error);
         }
+    }
+
+    /// The send of post `seq`'s request failed in the network (the request may still have
+    /// arrived: only its acknowledgement may be lost). A pending post's request is sent
+    /// again, with the same sequence so the peer recognises a copy, up to
+    /// [`REQUEST_RESENDS`] times; then the post fails with `GNI_POST_ERROR`. Returns the
+    /// messages to send.
+    pub fn send_failed(&mut self, seq: u64) -> Vec<Outgoing> {
+        let Some(p) = self.posts.get_mut(&seq) else {
+            return Vec::new();
+        };
+        if p.state != DgramState::Pending {
+            return Vec::new();
+        }
+        if p.resends >= REQUEST_RESENDS {
+            p.state = DgramState::Failed(PostState::Error);
+            return Vec::new();
+        }
+        p.resends += 1;
+        self.counters.resent += 1;
+        let p = p.clone();
+        self.request_of(&p).into_iter().collect()
     }
 
     /// Take the post of endpoint `ep` if it is no longer pending (`Test`/`Wait` collect a
@@ -895,11 +963,70 @@ mod tests {
         };
         assert!(n[0].incoming(stray).is_empty());
         assert_eq!(n[0].counters().stray, 1);
-        n[0].send_failed(2);
+        assert!(
+            n[0].send_failed(2).is_empty(),
+            "a finished post sends nothing"
+        );
         assert!(matches!(
             n[0].post_of(2).unwrap().state,
             DgramState::Completed { .. }
         ));
+    }
+
+    #[test]
+    fn a_request_whose_acknowledgement_was_lost_is_sent_again_and_matched_once() {
+        let mut n = [Matcher::new(1, 8), Matcher::new(2, 8)];
+        // A dial to a peer whose wildcard is posted later: the request waits there.
+        let (seq, o) = n[0].post(spec(1, 10, Some((2, 20)), b"dial")).unwrap();
+        let first = o[0].clone();
+        run(&mut n, o);
+        assert_eq!(n[1].unexpected(), 1);
+        // The sender's NIC reports the send failed (only the acknowledgement was lost): the
+        // copy is dropped while the first waits.
+        let again = n[0].send_failed(seq);
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].wire, first.wire, "the same request, same sequence");
+        run(&mut n, again);
+        assert_eq!(n[1].unexpected(), 1);
+        assert_eq!(n[1].counters().duplicates, 1);
+        // The listener posts its wildcard and matches the request once.
+        n[1].post(spec(7, 20, None, b"listen")).unwrap();
+        assert_eq!(n[1].unexpected(), 0);
+        assert_eq!(completed(&n[1], 7), (1, 10, b"dial".to_vec()));
+        // The response of that match is lost here. A further copy of the request gets the
+        // same response again, and the listener's next wildcard is not matched by it.
+        n[1].take_finished(7).unwrap();
+        n[1].post(spec(7, 20, None, b"listen2")).unwrap();
+        let answer = n[1].incoming(first.wire.clone());
+        assert_eq!(answer.len(), 1);
+        assert_eq!(answer[0].wire.kind, WireKind::Response);
+        assert_eq!(answer[0].wire.data, b"listen".to_vec());
+        assert_eq!(n[1].post_of(7).unwrap().state, DgramState::Pending);
+        run(&mut n, answer);
+        assert_eq!(completed(&n[0], 1), (2, 20, b"listen".to_vec()));
+        assert_eq!(n[1].counters().duplicates, 2);
+        assert_eq!(n[0].counters().resent, 1);
+    }
+
+    #[test]
+    fn a_request_that_keeps_failing_fails_its_post() {
+        let mut m = Matcher::new(1, 8);
+        let (seq, _) = m.post(spec(1, 10, Some((2, 20)), b"dial")).unwrap();
+        for _ in 0..REQUEST_RESENDS {
+            assert_eq!(m.send_failed(seq).len(), 1);
+        }
+        assert!(m.send_failed(seq).is_empty());
+        assert_eq!(
+            m.post_of(1).unwrap().state,
+            DgramState::Failed(PostState::Error)
+        );
+        // A post whose request never reached the NIC fails at once.
+        let (seq, _) = m.post(spec(2, 11, Some((2, 20)), b"dial")).unwrap();
+        m.fail(seq);
+        assert_eq!(
+            m.post_of(2).unwrap().state,
+            DgramState::Failed(PostState::Error)
+        );
     }
 
     #[test]

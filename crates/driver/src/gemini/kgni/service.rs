@@ -151,7 +151,7 @@ impl Kgni {
             if let Err(e) = self.send_wire(st, &o) {
                 tracing::warn!(dest = o.dest_pe, error = %e, "kgni: datagram send failed");
                 if o.wire.kind == datagram::WireKind::Request {
-                    st.matcher.send_failed(o.wire.seq);
+                    st.matcher.fail(o.wire.seq);
                 }
             }
         }
@@ -226,7 +226,10 @@ impl Kgni {
                 tracing::debug!(status = e.status, data, "kgni: datagram send failed");
                 let id = data & ((1 << 40) - 1);
                 match data >> 40 {
-                    TAG_REQUEST => st.matcher.send_failed(id),
+                    TAG_REQUEST => {
+                        let again = st.matcher.send_failed(id);
+                        st.backlog.extend(again);
+                    }
                     TAG_RESPONSE => {
                         if let Some(r) = st.responses.iter_mut().find(|(i, _, _)| *i == id)
                             && r.2 < RESPONSE_RESENDS

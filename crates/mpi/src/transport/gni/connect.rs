@@ -344,7 +344,12 @@ impl GniTransport {
                     self.smsg_out += 1;
                     did = true;
                 }
-                Err(e) if e.rc() == ReturnCode::NotDone => break,
+                // No credits, or every sequence of the FMA descriptor in flight (held by
+                // retransmissions while a link is down): the message stays queued and
+                // progress sends it once the peer or the NIC catches up.
+                Err(e) if matches!(e.rc(), ReturnCode::NotDone | ReturnCode::ErrorResource) => {
+                    break;
+                }
                 Err(e) => return Err(tr(e)),
             }
         }

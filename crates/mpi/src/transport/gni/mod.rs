@@ -47,7 +47,7 @@ mod rendezvous;
 mod rma;
 mod wire;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use driver::gemini::Kgni;
@@ -172,6 +172,9 @@ pub struct GniTransport {
     puts: HashMap<u64, rendezvous::PutOut>,
     /// Posts in flight by token, for re-posting after a transaction error.
     posted: HashMap<u64, Posted>,
+    /// Re-posts refused with `GNI_RC_ERROR_RESOURCE` (every sequence of the descriptor or
+    /// the BTE queue busy), posted again by progress.
+    deferred: VecDeque<PostDescriptor>,
     incoming: HashMap<(Rank, u64), rendezvous::PutIn>,
     bounces: HashMap<u64, eager::BounceIn>,
     rma: rma::Rma,
@@ -269,6 +272,7 @@ impl GniTransport {
             gets: HashMap::new(),
             puts: HashMap::new(),
             posted: HashMap::new(),
+            deferred: VecDeque::new(),
             incoming: HashMap::new(),
             bounces: HashMap::new(),
             rma: rma::Rma::default(),
@@ -406,14 +410,36 @@ impl GniTransport {
         p.tries += 1;
         self.posted.insert(token, p);
         d.status = 0;
-        let ep = self.post_ep(p.peer)?;
-        if p.bte {
-            ep.post_rdma(&d).map_err(tr)?;
-        } else {
-            ep.post_fma(&d).map_err(tr)?;
-        }
         self.count("reposts");
-        Ok(())
+        self.deferred.push_back(d);
+        self.post_deferred().map(|_| ())
+    }
+
+    /// Post the re-posts waiting for room, in order, until one is refused for lack of
+    /// room. Returns whether any went out.
+    fn post_deferred(&mut self) -> Result<bool> {
+        let mut did = false;
+        while let Some(d) = self.deferred.front().cloned() {
+            let Some(p) = self.posted.get(&d.post_id).copied() else {
+                self.deferred.pop_front();
+                continue;
+            };
+            let ep = self.post_ep(p.peer)?;
+            let r = if p.bte {
+                ep.post_rdma(&d)
+            } else {
+                ep.post_fma(&d)
+            };
+            match r {
+                Ok(()) => {
+                    self.deferred.pop_front();
+                    did = true;
+                }
+                Err(e) if e.rc() == ReturnCode::ErrorResource => break,
+                Err(e) => return Err(tr(e)),
+            }
+        }
+        Ok(did)
     }
 
     /// GET `len` bytes from (`va`, `mh`) on `peer` into `stage` at `offset`: FMA below the
@@ -635,6 +661,9 @@ impl Transport for GniTransport {
 
     fn progress(&mut self) -> Result<bool> {
         let mut did = false;
+        if !self.deferred.is_empty() {
+            did |= self.post_deferred()?;
+        }
         for peer in 0..self.size {
             if !self.peers[peer as usize].backlog.is_empty() {
                 did |= self.flush_backlog(peer)?;
