@@ -716,6 +716,16 @@ impl Node {
         )
     }
 
+    /// Hardware counter `name` of view `view` (e.g. `c1_oxe_cntrs`, `err_no_translation`),
+    /// read from its slot of the block's event-counter array as software reads it.
+    pub fn counter(&self, view: &str, name: &str) -> Result<u64, HarnessError> {
+        let off = crate::counters::offset_of(view, name)
+            .ok_or_else(|| HarnessError::Invalid(format!("no counter {view}.{name}")))?;
+        Ok(self
+            .bar
+            .read_u64(firmware_spec::cassini::csr::CSR_BASE + off)?)
+    }
+
     /// The ack counter of transmit CQ `n` (`CXI_OP_CQ_ACK_COUNTER`): its triggered
     /// operations still pending.
     pub fn ack_counter(&self, n: u16) -> Result<u64, HarnessError> {
