@@ -14,6 +14,7 @@
 
 pub mod alloc;
 pub mod cassini;
+pub mod faults;
 pub mod gemini;
 pub mod mem;
 pub mod pci;

@@ -165,6 +165,9 @@ fn single(cfg: &SimConfig, out: &mut dyn Write) -> anyhow::Result<()> {
     if let Some(n) = o.nic_faults.as_ref().filter(|n| n.total() > 0) {
         writeln!(out, "NIC fault sites: {}", nic_sites(n))?;
     }
+    if o.pin_failures > 0 {
+        writeln!(out, "driver fault sites: pin_fail={}", o.pin_failures)?;
+    }
     if let Some(t) = o.virtual_time {
         writeln!(
             out,
@@ -253,6 +256,13 @@ fn campaign(
             out,
             "NIC fault sites over all runs: {}",
             nic_sites(&rep.nic)
+        )?;
+    }
+    if rep.pin_failures > 0 {
+        writeln!(
+            out,
+            "driver fault sites over all runs: pin_fail={}",
+            rep.pin_failures
         )?;
     }
     if rep.link_retries + rep.link_held_for_flap > 0 {

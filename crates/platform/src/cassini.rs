@@ -154,6 +154,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// The drivers' fault sites (default none; `driver::faults`).
+    pub fn driver_faults(mut self, f: driver::faults::DriverFaults) -> Self {
+        self.driver.faults = f;
+        self
+    }
+
     /// MSI-X vectors of each emulated function.
     pub fn msix_vectors(mut self, n: u16) -> Self {
         self.msix_vectors = n;

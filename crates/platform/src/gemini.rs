@@ -172,6 +172,12 @@ impl GeminiClusterBuilder {
         self
     }
 
+    /// The drivers' fault sites (default none; `driver::faults`).
+    pub fn driver_faults(mut self, f: driver::faults::DriverFaults) -> Self {
+        self.config.faults = f;
+        self
+    }
+
     /// The job to configure on every node (default: [`DEFAULT_PTAG`], a cookie from
     /// [`DEFAULT_PKEY`], no limits, an NTT mapping logical PE `i` to node `i`).
     pub fn job(mut self, job: JobConfig) -> Self {

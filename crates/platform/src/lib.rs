@@ -24,6 +24,7 @@ pub mod gemini;
 
 pub use cassini::{BuildProgress, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};
+pub use driver::faults::DriverFaults;
 pub use emu_core::engine::deterministic::Deterministic;
 pub use emu_core::engine::threaded::ThreadedConfig;
 pub use emu_core::engine::{DeviceId, Engine, Progress};

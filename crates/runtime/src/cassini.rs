@@ -34,7 +34,8 @@ pub fn run_cassini_report<R: Send>(
     let mut builder = Cluster::builder()
         .nics(job.nodes as usize)
         .engine(job.engine.clone())
-        .memory_per_node(job.memory_per_node);
+        .memory_per_node(job.memory_per_node)
+        .driver_faults(job.driver_faults.clone());
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());
     }

@@ -45,7 +45,8 @@ pub fn run_gemini_report<R: Send>(
         .dims(dims)
         .nics_per_router(per_router)
         .engine(job.engine.clone())
-        .memory_per_node(job.memory_per_node);
+        .memory_per_node(job.memory_per_node)
+        .driver_faults(job.driver_faults.clone());
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());
     }

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use mpi::pmi::Pmi;
 use mpi::transport::Transport;
 use mpi::{Env, Universe};
-use platform::{CaptureSink, EngineKind, FabricCounters, FaultConfig, NicFaultCounters, NicFaults};
+use platform::{
+    CaptureSink, DriverFaults, EngineKind, FabricCounters, FaultConfig, NicFaultCounters, NicFaults,
+};
 use thiserror::Error;
 
 pub use pmi::{InProcessPmi, Shared};
@@ -183,6 +185,9 @@ pub struct Job {
     /// NIC fault sites (EQ full, ATU miss, slow target, ...), switched on once the machine
     /// is built (default none).
     pub nic_faults: NicFaults,
+    /// Driver fault sites (pinning failures), drawn per driver from the profile's seed
+    /// (default none).
+    pub driver_faults: DriverFaults,
     /// A sink that sees every packet injected into the machine's fabric (`nicemu trace`);
     /// none by default.
     pub capture: Option<Arc<dyn CaptureSink>>,
@@ -200,6 +205,7 @@ impl Job {
             memory_per_node: 256 << 20,
             faults: FaultConfig::none(),
             nic_faults: NicFaults::none(),
+            driver_faults: DriverFaults::none(),
             capture: None,
         }
     }
@@ -226,6 +232,12 @@ impl Job {
     /// deterministic engine.
     pub fn nic_faults(mut self, faults: NicFaults) -> Self {
         self.nic_faults = faults;
+        self
+    }
+
+    /// This job with the drivers' fault sites switched on.
+    pub fn driver_faults(mut self, faults: DriverFaults) -> Self {
+        self.driver_faults = faults;
         self
     }
 

@@ -44,6 +44,8 @@ pub struct CampaignReport {
     pub port_downs: u64,
     /// NIC fault sites that fired, summed over the runs.
     pub nic: NicFaultCounters,
+    /// Pinning failures the drivers injected, summed over the runs.
+    pub pin_failures: u64,
 }
 
 impl Campaign {
@@ -71,6 +73,7 @@ impl Campaign {
             if let Some(n) = &out.nic_faults {
                 rep.nic.add(n);
             }
+            rep.pin_failures += out.pin_failures;
             progress(i, &cfg, &out);
             match &out.failure {
                 None => rep.passed += 1,

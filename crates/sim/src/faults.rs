@@ -22,6 +22,7 @@
 //! | `gni_cq_overrun` | probability | 0.01 | Gemini: a remote event finds its CQ full |
 //! | `smsg_starve` | probability | 0.01 | Gemini: SMSG credit returns are held for `smsg-starve-time` |
 //! | `smsg-starve-time` | microseconds | 20 | |
+//! | `pin_fail` | probability | 0.05 | both drivers: a registration's pages cannot be pinned (cxi `-ENOMEM`, kgni `GNI_RC_ERROR_NOMEM`) |
 //! | `none` | — | — | no faults (alone) |
 //!
 //! Probabilities are in `0..=1`; a site given twice is an error.
@@ -29,6 +30,7 @@
 use emu_core::fabric::FaultConfig;
 use emu_core::nic_faults::NicFaults;
 use emu_core::time::SimDuration;
+use platform::DriverFaults;
 use thiserror::Error;
 
 /// Why a `--faults` string was refused.
@@ -36,7 +38,7 @@ use thiserror::Error;
 pub enum FaultSpecError {
     /// An unknown site name.
     #[error(
-        "unknown fault {0:?} (known: drop, dup, reorder, reorder-max, corrupt, linkflap, flap-down, port-down, port-down-time, eq_full, le_exhaust, atu_miss, ct_delay, ct-delay-time, slow_target, slow-target-time, gni_cq_overrun, smsg_starve, smsg-starve-time, none)"
+        "unknown fault {0:?} (known: drop, dup, reorder, reorder-max, corrupt, linkflap, flap-down, port-down, port-down-time, eq_full, le_exhaust, atu_miss, ct_delay, ct-delay-time, slow_target, slow-target-time, gni_cq_overrun, smsg_starve, smsg-starve-time, pin_fail, none)"
     )]
     Unknown(String),
     /// A value that is not a number.
@@ -113,6 +115,8 @@ pub struct FaultSpec {
     pub smsg_starve: f64,
     /// Credit-return hold, microseconds.
     pub smsg_starve_us: f64,
+    /// Drivers: per registration request, a pinning failure.
+    pub pin_fail: f64,
 }
 
 const DEFAULT_REORDER_MAX_US: f64 = 2.0;
@@ -153,6 +157,7 @@ impl FaultSpec {
             cq_overrun: 0.0,
             smsg_starve: 0.0,
             smsg_starve_us: DEFAULT_SMSG_STARVE_US,
+            pin_fail: 0.0,
         }
     }
 
@@ -239,6 +244,7 @@ impl FaultSpec {
                         MAX_US,
                         "0..=1000000 us",
                     ),
+                    "pin_fail" => (&mut spec.pin_fail, 0.05, 1.0, "0..=1"),
                     other => return Err(FaultSpecError::Unknown(other.into())),
                 };
             if seen.contains(&canonical) {
@@ -297,9 +303,14 @@ impl FaultSpec {
         }
     }
 
+    /// The drivers' fault profile, drawing from `seed`.
+    pub fn driver(&self, seed: u64) -> DriverFaults {
+        DriverFaults::new(self.pin_fail, seed)
+    }
+
     /// Whether any site can fire.
     pub fn any(&self) -> bool {
-        self.config().any() || self.nic().any()
+        self.config().any() || self.nic().any() || self.pin_fail > 0.0
     }
 
     /// A `--faults` string that parses back to this spec.
@@ -323,6 +334,7 @@ impl FaultSpec {
         p("slow_target", self.slow_target);
         p("gni_cq_overrun", self.cq_overrun);
         p("smsg_starve", self.smsg_starve);
+        p("pin_fail", self.pin_fail);
         for (name, v, default) in [
             ("reorder-max", self.reorder_max_us, DEFAULT_REORDER_MAX_US),
             ("flap-down", self.flap_down_us, DEFAULT_FLAP_DOWN_US),
@@ -382,6 +394,12 @@ mod tests {
         assert_eq!(FaultSpec::parse("none").unwrap(), FaultSpec::none());
         assert!(!FaultSpec::none().any());
         assert_eq!(FaultSpec::none().to_arg(), "none");
+        // The driver site.
+        let d = FaultSpec::parse("pin_fail").unwrap();
+        assert_eq!(d.pin_fail, 0.05);
+        assert!(d.any() && !d.config().any() && !d.nic().any());
+        assert_eq!(d.to_arg(), "pin_fail=0.05");
+        assert_eq!(d.driver(9), platform::DriverFaults::new(0.05, 9));
         // NIC sites: defaults, aliases, canonical form, and the profile they make.
         let n = FaultSpec::parse(
             "eq_full,le_exhaust=0.02,atu_miss,ct_delay,slow_target,port_down,cq_overrun=0.1,smsg_starve,smsg-starve-time=7",

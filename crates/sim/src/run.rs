@@ -99,6 +99,8 @@ pub struct SimOutcome {
     pub fabric: Option<FabricCounters>,
     /// How often each NIC fault site fired.
     pub nic_faults: Option<NicFaultCounters>,
+    /// Registrations whose pinning the drivers failed (`pin_fail`).
+    pub pin_failures: u64,
     /// Wall time of the run.
     pub wall: Duration,
 }
@@ -117,6 +119,8 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
         .engine(EngineKind::Deterministic { seed: cfg.seed })
         .faults(cfg.faults.config())
         .nic_faults(cfg.faults.nic());
+    let driver = cfg.faults.driver(cfg.seed);
+    job = job.driver_faults(driver.clone());
     job.memory_per_node = 64 << 20;
     for (k, v) in cfg.derived().env {
         job = job.env(&k, &v);
@@ -138,6 +142,7 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
             events: 0,
             fabric: None,
             nic_faults: None,
+            pin_failures: driver.pin_failures(),
             wall,
         },
         Ok(report) => {
@@ -152,6 +157,7 @@ pub fn run(cfg: &SimConfig) -> SimOutcome {
                 events: report.events,
                 fabric: report.fabric,
                 nic_faults: report.nic_faults,
+                pin_failures: driver.pin_failures(),
                 wall,
             }
         }

@@ -95,6 +95,29 @@ fn cassini_exhaustion_and_atu_misses_end_in_recovery_or_a_clear_error() {
 }
 
 #[test]
+fn registrations_the_drivers_fail_to_pin_are_tried_again_on_both_nics() {
+    // The driver site `pin_fail`: cxi ATU_MAP answers -ENOMEM, kgni MEM_REGISTER
+    // GNI_RC_ERROR_NOMEM. The transports free their cached registrations and try again, as
+    // the real registration caches do; the suite passes.
+    for nic in [Nic::Cassini, Nic::Gemini] {
+        let rep = passing_campaign(cfg(nic, "pin_fail=0.2"), 1, 3);
+        assert!(rep.pin_failures > 0, "{nic:?}: no pinning failed");
+    }
+    // When pinning always fails, the job ends at MPI_Init with the driver's error.
+    for (nic, why) in [(Nic::Cassini, "ENOMEM"), (Nic::Gemini, "out of memory")] {
+        let mut c = cfg(nic, "pin_fail=1");
+        c.seed = 1;
+        let o = sim::run(&c);
+        let failure = o.failure.expect("nothing can be registered");
+        assert!(
+            failure.contains("MPI init failed") && failure.contains(why),
+            "{nic:?}: {failure}"
+        );
+        assert!(o.pin_failures > 0);
+    }
+}
+
+#[test]
 fn a_seed_with_nic_faults_replays_bit_for_bit() {
     let mut c = cfg(
         Nic::Gemini,

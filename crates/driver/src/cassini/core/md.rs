@@ -90,6 +90,11 @@ impl Op<'_> {
         flags: MapFlags,
     ) -> Result<Pinned, Errno> {
         let pin = self.space()?.resolve(va, len).ok_or(Errno::Efault)?;
+        // Fault site `pin_fail`: the pages cannot be pinned (get_user_pages under memory
+        // pressure), and the request fails as the real driver's does.
+        if self.dev.faults.lock().is_ok_and(|mut f| f.pin_fails()) {
+            return Err(Errno::Enomem);
+        }
         let ac = self.st.acs.get_mut(&acid).ok_or(Errno::Einval)?;
         let (r, w) = (
             flags.contains(MapFlags::READ),

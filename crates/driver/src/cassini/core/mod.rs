@@ -45,6 +45,8 @@ pub struct DriverConfig {
     pub msix_vectors: u32,
     /// `rdzv_get_en_default`.
     pub rdzv_get_en: bool,
+    /// Fault sites (off by default; [`crate::faults`]).
+    pub faults: crate::faults::DriverFaults,
 }
 
 impl Default for DriverConfig {
@@ -57,6 +59,7 @@ impl Default for DriverConfig {
             iova_size: 1 << 40,
             msix_vectors: 128,
             rdzv_get_en: true,
+            faults: crate::faults::DriverFaults::none(),
         }
     }
 }
@@ -524,6 +527,8 @@ pub struct CxiDevice {
     /// uAPI requests (writes and mmaps) answered with an error.
     refused: AtomicU64,
     progress: OnceLock<Arc<dyn emu_core::engine::Progress>>,
+    /// This device's draws of the fault sites.
+    faults: Mutex<crate::faults::FaultDraws>,
 }
 
 impl std::fmt::Debug for CxiDevice {
@@ -645,6 +650,7 @@ impl CxiDevice {
         program_tle_pools(&hw, &st).map_err(hw::InitError::from)?;
         let initial = st.free_counts();
         tracing::info!(address = %info.address, nid = info.nid, version = ?info.version, platform = ?info.platform, "cassini device up");
+        let faults = Mutex::new(config.faults.instance(info.nid));
         Ok(Arc::new(CxiDevice {
             function,
             hw,
@@ -657,6 +663,7 @@ impl CxiDevice {
             resets: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             progress: OnceLock::new(),
+            faults,
         }))
     }
 

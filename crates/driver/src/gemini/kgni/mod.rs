@@ -68,6 +68,8 @@ pub struct KgniConfig {
     pub rx_ring: u16,
     /// Early datagram requests held per NIC before new ones are rejected.
     pub dgram_unexpected_limit: usize,
+    /// Fault sites (off by default; [`crate::faults`]).
+    pub faults: crate::faults::DriverFaults,
 }
 
 impl Default for KgniConfig {
@@ -82,6 +84,7 @@ impl Default for KgniConfig {
             tx_ring: [256, 256, 256, 255],
             rx_ring: 256,
             dgram_unexpected_limit: 1024,
+            faults: crate::faults::DriverFaults::none(),
         }
     }
 }

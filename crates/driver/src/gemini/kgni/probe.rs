@@ -161,6 +161,7 @@ impl Kgni {
             },
             entropy: 0,
             held: Vec::new(),
+            faults: config.faults.instance(pe),
         };
         tracing::debug!(address = %function.address(), pe, "kgni: Gemini up");
         Ok(Arc::new(Kgni {

@@ -268,6 +268,8 @@ pub(super) struct State {
     /// The next response number.
     pub(super) next_response: u64,
     pub(super) kernel: KernelRes,
+    /// This device's draws of the fault sites.
+    pub(super) faults: crate::faults::FaultDraws,
     pub(super) entropy: u16,
     pub(super) held: Vec<Held>,
 }

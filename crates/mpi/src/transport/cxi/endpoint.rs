@@ -64,6 +64,29 @@ pub fn cxi_err(what: &str) -> impl Fn(CxiError) -> Error + '_ {
     move |e| Error::Transport(format!("cxi: {what}: {e}"))
 }
 
+/// Times a registration the driver refused for lack of memory (`-ENOMEM`: its pages could
+/// not be pinned) is tried again, free pooled buffers unmapped first, as libfabric's
+/// registration cache flushes and retries.
+const REG_RETRIES: u32 = 8;
+
+/// Map `mem` pinned, read/write. On `-ENOMEM`, `evict` (free what can be freed) and try
+/// again, at most [`REG_RETRIES`] times.
+fn map_pinned(lni: &Lni, mem: &UserMemory, what: &str, mut evict: impl FnMut()) -> Result<Md> {
+    const ENOMEM: i32 = 12;
+    let mut tries = 0;
+    loop {
+        match lni.map_buffer(mem, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN) {
+            Ok(md) => return Ok(md),
+            Err(e) if e.errno() == -ENOMEM && tries < REG_RETRIES => {
+                tries += 1;
+                tracing::debug!(what, tries, "cxi: registration refused for lack of memory");
+                evict();
+            }
+            Err(e) => return Err(cxi_err(what)(e)),
+        }
+    }
+}
+
 /// A registered staging buffer (user memory and the MD that maps it).
 pub struct Buf {
     /// The memory.
@@ -197,9 +220,7 @@ impl Endpoint {
             .alloc_cp(VNI, tc, TcType::Default)
             .map_err(cxi_err("allocating a communication profile"))?;
         let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
-        let eq_md = lni
-            .map_buffer(&eq_buf, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
-            .map_err(cxi_err("mapping the EQ buffer"))?;
+        let eq_md = map_pinned(&lni, &eq_buf, "mapping the EQ buffer", || {})?;
         let eq = lni
             .alloc_evtq(
                 &eq_buf,
@@ -331,10 +352,10 @@ impl Endpoint {
             .dev
             .alloc_buffer(size)
             .map_err(cxi_err("allocating a staging buffer"))?;
-        let md = self
-            .lni
-            .map_buffer(&mem, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
-            .map_err(cxi_err("registering a staging buffer"))?;
+        let pool = &mut self.pool;
+        let md = map_pinned(&self.lni, &mem, "registering a staging buffer", || {
+            pool.clear()
+        })?;
         Ok(Buf { mem, md })
     }
 
@@ -345,10 +366,10 @@ impl Endpoint {
             .dev
             .alloc_buffer((len.max(1) as u64).next_multiple_of(4096))
             .map_err(cxi_err("allocating window memory"))?;
-        let md = self
-            .lni
-            .map_buffer(&mem, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
-            .map_err(cxi_err("registering window memory"))?;
+        let pool = &mut self.pool;
+        let md = map_pinned(&self.lni, &mem, "registering window memory", || {
+            pool.clear()
+        })?;
         Ok(Buf { mem, md })
     }
 

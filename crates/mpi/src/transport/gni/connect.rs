@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use firmware_spec::gemini::gni::{MemFlags, PostState, ReturnCode};
+use firmware_spec::gemini::gni::{PostState, ReturnCode};
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::smsg::SmsgAttr;
 use userlib::gni::smsg::{attr_from_bytes, attr_to_bytes, mailbox_attr};
@@ -99,9 +99,7 @@ impl Mailboxes {
             .space()
             .alloc(u64::from(self.per) * u64::from(n.max(1)))
             .map_err(mem_err)?;
-        let mh = nic
-            .mem_register(mem.va(), mem.len(), Some(rx), MemFlags::READWRITE)
-            .map_err(tr)?;
+        let mh = super::register(nic, &mem, Some(rx), |_| {})?;
         self.blocks.push(Staged { mem, mh });
         self.left = n;
         Ok(())

@@ -120,6 +120,36 @@ struct Staged {
     mh: MemHandle,
 }
 
+/// Times a registration refused for lack of memory (`GNI_RC_ERROR_NOMEM`: kgni could not
+/// pin the pages) or of MDDs is tried again, the registration cache's free buffers
+/// deregistered first, as Cray MPICH's registration cache (udreg) evicts and retries.
+const REG_RETRIES: u32 = 8;
+
+/// Register `mem` read/write (remote events to `dst_cq`). On a lack of memory or MDDs,
+/// `evict` (deregister what can be freed) and try again, at most [`REG_RETRIES`] times.
+fn register(
+    nic: &Nic,
+    mem: &UserMemory,
+    dst_cq: Option<&Cq>,
+    mut evict: impl FnMut(&Nic),
+) -> Result<MemHandle> {
+    let mut tries = 0;
+    loop {
+        match nic.mem_register(mem.va(), mem.len(), dst_cq, MemFlags::READWRITE) {
+            Ok(mh) => return Ok(mh),
+            Err(e)
+                if matches!(e.rc(), ReturnCode::ErrorNomem | ReturnCode::ErrorResource)
+                    && tries < REG_RETRIES =>
+            {
+                tries += 1;
+                tracing::debug!(tries, error = %e, "gni: registration refused");
+                evict(nic);
+            }
+            Err(e) => return Err(tr(e)),
+        }
+    }
+}
+
 /// What an unexpected message holds until a receive matches it.
 enum Arrived {
     /// E0: the bytes.
@@ -320,10 +350,13 @@ impl GniTransport {
             return Ok(s);
         }
         let mem = self.nic.space().alloc(class).map_err(mem_err)?;
-        let mh = self
-            .nic
-            .mem_register(mem.va(), mem.len(), None, MemFlags::READWRITE)
-            .map_err(tr)?;
+        let cache = &mut self.cache;
+        let mh = register(&self.nic, &mem, None, |nic| {
+            for s in cache.drain().flat_map(|(_, v)| v) {
+                // A buffer the NIC refuses to deregister stays registered; nothing to undo.
+                let _ = nic.mem_deregister(&s.mh);
+            }
+        })?;
         self.count("registrations");
         Ok(Staged { mem, mh })
     }
@@ -704,10 +737,7 @@ impl Transport for GniTransport {
             .space()
             .alloc((len.max(8) as u64).next_multiple_of(8))
             .map_err(mem_err)?;
-        let mh = self
-            .nic
-            .mem_register(mem.va(), mem.len(), None, MemFlags::READWRITE)
-            .map_err(tr)?;
+        let mh = register(&self.nic, &mem, None, |_| {})?;
         Ok(self.rma.create(Staged { mem, mh }))
     }
 

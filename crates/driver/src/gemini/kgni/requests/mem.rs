@@ -62,6 +62,10 @@ impl Kgni {
             .ok_or(KgniError::Fault(
                 "range not inside one buffer of the client",
             ))?;
+        // Fault site `pin_fail`: the pages cannot be pinned (memory pressure).
+        if st.faults.pin_fails() {
+            return Err(KgniError::NoMemory);
+        }
         let bus_start = pinned.bus_address(0);
         let bus_end = bus_start + (end - start);
         let job = st.jobs.get(&p).map(|_| p);
