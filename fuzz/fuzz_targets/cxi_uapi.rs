@@ -9,26 +9,36 @@
 //! The driver must answer every request with a result or an errno, never panic, and when the
 //! client closes every allocator must be back to its initial count (nothing leaked,
 //! whatever the sequence was).
+//!
+//! The machine is built once per process and restored before every input
+//! ([`nicemu_fuzz::uapi::CxiRig`]); one input in `FRESH_EVERY` also runs on a machine built
+//! from scratch, and the requests' results and the machine's digest must be the same.
 #![no_main]
 
 use driver::cassini::Opcode;
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
-use platform::{Cluster, EngineKind};
+use nicemu_fuzz::uapi::CxiRig;
+use nicemu_fuzz::{Bytes, Reused, digest, run_reused};
 
-fuzz_target!(|data: &[u8]| {
+thread_local! {
+    static RIG: Reused<CxiRig> = Reused::default();
+}
+
+/// Run `data` on the rig; returns a digest of every request's result and response bytes
+/// (compared with a fresh rig's now and then, see `run_reused`).
+fn run(rig: &mut CxiRig, data: &[u8]) -> Vec<u64> {
     let mut b = Bytes(data);
-    let cl = Cluster::builder()
-        .nics(1)
-        .engine(EngineKind::Deterministic { seed: 1 })
-        .memory_per_node(32 << 20)
-        .build()
-        .expect("cluster");
-    let d = cl.node(0).and_then(|n| n.cxi(0)).expect("device");
+    let d = &rig.dev;
     let initial = d.initial_free_counts();
+    assert_eq!(
+        d.free_counts(),
+        initial,
+        "the input starts with every allocator at its initial count"
+    );
     let c = d.open();
     let mem = c.alloc_user_memory(64 << 10).expect("user memory");
     let mut resp = vec![0u8; 4096];
+    let mut out = Vec::new();
     let mut n = 0;
     while !b.is_empty() && n < 64 {
         n += 1;
@@ -39,7 +49,8 @@ fuzz_target!(|data: &[u8]| {
         } else {
             let op = Opcode::ALL[usize::from(sel) % Opcode::ALL.len()];
             let Some(info) = op.info() else {
-                let _ = c.write(&(op as u32).to_le_bytes(), &mut resp);
+                let r = c.write(&(op as u32).to_le_bytes(), &mut resp);
+                out.push(digest(r));
                 continue;
             };
             let mut r = (op as u32).to_le_bytes().to_vec();
@@ -60,8 +71,10 @@ fuzz_target!(|data: &[u8]| {
         } else {
             want.max(1)
         };
-        let _ = c.write(&req, &mut resp[..len.min(4096)]);
-        cl.run(10_000);
+        let len = len.min(4096);
+        let r = c.write(&req, &mut resp[..len]);
+        out.push(digest((r, &resp[..len])));
+        rig.cl.run(10_000);
     }
     drop(mem);
     c.close();
@@ -70,4 +83,9 @@ fuzz_target!(|data: &[u8]| {
         initial,
         "every allocator is back to its initial count"
     );
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    run_reused(&RIG, data, run);
 });

@@ -9,16 +9,20 @@
 //!
 //! The driver must answer every request with a result or an error, never panic, and once
 //! the client closes and the machine is idle every allocator is back to its initial count.
+//!
+//! The machine is built once per process and restored before every input
+//! ([`nicemu_fuzz::uapi::KgniRig`]); one input in `FRESH_EVERY` also runs on a machine built
+//! from scratch, and the answers and the machine's digest must be the same.
 #![no_main]
 
 use std::time::Duration;
 
-use driver::gemini::{CdmId, CqId, EpId, JobConfig, MmapToken, Request};
+use driver::gemini::{CdmId, CqId, EpId, JobConfig, Mapping, MmapToken, Request, Response};
 use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::post::{C_SIZE, PostDescriptor};
 use libfuzzer_sys::fuzz_target;
-use nicemu_fuzz::Bytes;
-use platform::gemini::GeminiCluster;
+use nicemu_fuzz::uapi::KgniRig;
+use nicemu_fuzz::{Bytes, Reused, digest, run_reused};
 
 fn request(b: &mut Bytes<'_>, job: &JobConfig, va: u64, handles: &[MemHandle]) -> Request {
     let cdm = |b: &mut Bytes<'_>| CdmId(b.u32());
@@ -154,9 +158,25 @@ fn request(b: &mut Bytes<'_>, job: &JobConfig, va: u64, handles: &[MemHandle]) -
     }
 }
 
-fuzz_target!(|data: &[u8]| {
+thread_local! {
+    static RIG: Reused<KgniRig> = Reused::default();
+}
+
+/// A comparable account of one answer (a mapping by kind only: it holds handles whose
+/// `Debug` is no business of the comparison).
+fn outcome(r: &Result<Response, driver::gemini::KgniError>) -> u64 {
+    match r {
+        Ok(Response::Mapping(Mapping::Mmio(_))) => digest("mapping: mmio"),
+        Ok(Response::Mapping(Mapping::Memory(_))) => digest("mapping: memory"),
+        r => digest(format!("{r:?}")),
+    }
+}
+
+/// Run `data` on the rig; returns a digest of every answer (compared with a fresh rig's
+/// now and then, see `run_reused`).
+fn run(rig: &mut KgniRig, data: &[u8]) -> Vec<u64> {
     let mut b = Bytes(data);
-    let c = GeminiCluster::builder().build().expect("cluster");
+    let c = &rig.c;
     let node = &c.nodes()[0];
     let k = node.kgni();
     let initial = k.free_counts();
@@ -165,11 +185,14 @@ fuzz_target!(|data: &[u8]| {
     let buf = client.space().alloc(64 << 10).expect("user memory");
     let va = buf.va();
     let mut handles = Vec::new();
+    let mut out = Vec::new();
     let mut n = 0;
     while !b.is_empty() && n < 64 {
         n += 1;
         let req = request(&mut b, &job, va, &handles);
-        if let Ok(driver::gemini::Response::MemHandle(h)) = client.request(req) {
+        let r = client.request(req);
+        out.push(outcome(&r));
+        if let Ok(Response::MemHandle(h)) = r {
             handles.push(h);
         }
         c.run(10_000);
@@ -183,4 +206,9 @@ fuzz_target!(|data: &[u8]| {
         initial,
         "every allocator is back to its initial count"
     );
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    run_reused(&RIG, data, run);
 });

@@ -2,8 +2,9 @@
 //! up (a sender and a target with event queues, command queues, PtlTEs, registered memory),
 //! and a raw frame source on a spare fabric port.
 //!
-//! Building a fixture costs far more than running an input on it, so the emulator targets
-//! build theirs once per process and put it back before every input ([`Fixture`],
+//! Building a fixture costs far more than running an input on it, so the targets build
+//! theirs once per process (the driver targets' machines, with the driver's state, in
+//! [`uapi`]) and put it back before every input ([`Fixture`],
 //! [`run_reused`]): the engine with every device model is restored from a snapshot and the
 //! host memory gets back only the chunks the previous input wrote. An input sees exactly
 //! the state a fresh fixture has (the engine is deterministic), so a crash still replays from
@@ -17,6 +18,7 @@ use std::thread::LocalKey;
 pub mod cassini;
 pub mod gemini;
 pub mod injector;
+pub mod uapi;
 
 /// A fixture that can be built once and put back in its initial state cheaply.
 pub trait Fixture: Sized {
@@ -52,11 +54,27 @@ impl<F: Fixture> Default for Reused<F> {
 /// scratch, and both runs must end alike.
 pub const FRESH_EVERY: u64 = 256;
 
+/// The environment variable that overrides [`FRESH_EVERY`] (`1`: check every input, as a
+/// replay of a whole corpus does to show that restored fixtures change no result).
+pub const FRESH_EVERY_VAR: &str = "NICEMU_FUZZ_FRESH_EVERY";
+
+fn fresh_every() -> u64 {
+    static EVERY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var(FRESH_EVERY_VAR)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(FRESH_EVERY)
+    })
+}
+
 /// Run `input` through `run` on `key`'s fixture, put back in its initial state first.
 /// `run` returns what the input made observable that the fixture does not hold (the events
-/// it drained). On the first and every [`FRESH_EVERY`]-th input the same input also runs
-/// on a fixture built from scratch: the results and the [`Fixture::digest`]s must be equal
-/// (an input's result does not depend on the inputs that ran before it in the process).
+/// it drained). On the first and every [`FRESH_EVERY`]-th input (or every n-th, n from
+/// [`FRESH_EVERY_VAR`]) the same input also runs on a fixture built from scratch: the
+/// results and the [`Fixture::digest`]s must be equal (an input's result does not depend
+/// on the inputs that ran before it in the process).
 pub fn run_reused<F: Fixture + 'static, R: PartialEq + std::fmt::Debug>(
     key: &'static LocalKey<Reused<F>>,
     input: &[u8],
@@ -73,7 +91,7 @@ pub fn run_reused<F: Fixture + 'static, R: PartialEq + std::fmt::Debug>(
         });
         f.restore(saved);
         let result = run(f, input);
-        if n.is_multiple_of(FRESH_EVERY) {
+        if n.is_multiple_of(fresh_every()) {
             let mut fresh = F::build();
             let again = run(&mut fresh, input);
             assert_eq!(

@@ -74,8 +74,9 @@ impl DriverFaults {
     }
 }
 
-/// One driver instance's fault draws.
-#[derive(Debug)]
+/// One driver instance's fault draws (a clone continues the same stream, sharing the
+/// profile's counter).
+#[derive(Clone, Debug)]
 pub(crate) struct FaultDraws {
     profile: DriverFaults,
     rng: SimRng,

@@ -803,3 +803,51 @@ fn resources_in_flight_are_not_reused_before_the_hardware_is_done() {
     drop(b);
     assert_eq!(k.free_counts(), initial);
 }
+
+#[test]
+fn an_idle_state_restored_with_the_machine_replays_a_client_exactly() {
+    let c = cluster();
+    let det = c.deterministic().unwrap();
+    let nodes = c.nodes();
+    let saved: Vec<_> = nodes
+        .iter()
+        .map(|n| n.kgni().save_idle_state().expect("no client objects yet"))
+        .collect();
+    let engine = det.snapshot().unwrap();
+    let rams: Vec<_> = nodes.iter().map(|n| n.ram().snapshot()).collect();
+    let k = nodes[0].kgni();
+    let initial = k.free_counts();
+    let session = || {
+        let client = nodes[0].open();
+        let e = one_of_everything(&c, &client, 1);
+        let ids = format!("{:?}", (e.cdm, e.cq, e.ep, e.handle));
+        (client, e, ids)
+    };
+    let (client, e, ids) = session();
+    assert!(k.save_idle_state().is_none(), "a client's objects exist");
+    assert!(
+        k.restore_idle_state(&saved[0]).is_err(),
+        "a client opened since the save is open"
+    );
+    drop(e);
+    drop(client);
+    c.run(u64::MAX);
+    let first = (det.trace_digest(), det.now(), k.refused_requests());
+
+    for ((n, s), r) in nodes.iter().zip(&saved).zip(&rams) {
+        n.kgni().restore_idle_state(s).unwrap();
+        n.ram().restore(r).unwrap();
+    }
+    det.restore(&engine).unwrap();
+    assert_eq!(k.free_counts(), initial);
+    let (client, e, again) = session();
+    assert_eq!(again, ids, "the same handles");
+    drop(e);
+    drop(client);
+    c.run(u64::MAX);
+    assert_eq!((det.trace_digest(), det.now(), k.refused_requests()), first);
+    assert!(
+        nodes[1].kgni().restore_idle_state(&saved[0]).is_err(),
+        "a state of another device"
+    );
+}

@@ -24,6 +24,7 @@ use emu_core::engine::deterministic::Deterministic;
 use emu_core::engine::threaded::Threaded;
 use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
 use emu_core::fabric::{CaptureSink, Fabric, FabricConfig, FabricError, PortId, Topology};
+use emu_core::memory::HostMemory;
 use thiserror::Error;
 
 use crate::devices::EmulatedDevice;
@@ -263,6 +264,7 @@ impl ClusterBuilder {
             nid,
             device: nic.device,
             memory: Arc::clone(&nic.host),
+            ram: nic.ram,
             driver: CassiniDriver::new(nic.host, self.driver.clone()),
             bus: Mutex::new(nic.bus),
             cxi: Mutex::new(Vec::new()),
@@ -281,6 +283,7 @@ pub struct Node {
     nid: u32,
     device: DeviceId,
     memory: Arc<dyn HostMem>,
+    ram: HostMemory,
     driver: CassiniDriver,
     bus: Mutex<PciBus>,
     cxi: Mutex<Vec<Arc<CxiDevice>>>,
@@ -360,6 +363,13 @@ impl Node {
     /// The node's host memory (where its processes' buffers live).
     pub fn memory(&self) -> &Arc<dyn HostMem> {
         &self.memory
+    }
+
+    /// The node's RAM as the emulator sees it, to snapshot and restore it together with the
+    /// engine (`HostMemory::snapshot`, `Deterministic::snapshot`) and the driver
+    /// (`CxiDevice::save_idle_state`): the fuzz targets' fixtures.
+    pub fn ram(&self) -> &HostMemory {
+        &self.ram
     }
 
     /// The node's progress handle (the engine's, or what the builder's

@@ -45,6 +45,8 @@ pub enum AttachError {
 pub(crate) struct AttachedNic {
     /// The node's host memory.
     pub host: Arc<dyn HostMem>,
+    /// The same RAM as the emulator sees it (for snapshots).
+    pub ram: HostMemory,
     /// The node's PCI bus.
     pub bus: PciBus,
     /// Where the NIC sits on it.
@@ -79,7 +81,8 @@ pub(crate) fn attach(
     let mut bus = PciBus::new();
     bus.add(PciFunction::emulated(address, Arc::new(function)))?;
     Ok(AttachedNic {
-        host: Arc::new(EmulatedHostMemory::new(ram)),
+        host: Arc::new(EmulatedHostMemory::new(ram.clone())),
+        ram,
         bus,
         address,
         device: dev,

@@ -18,6 +18,7 @@ use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
 use emu_core::fabric::{
     CaptureSink, Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology,
 };
+use emu_core::memory::HostMemory;
 use emu_core::time::SimDuration;
 use firmware_spec::gemini::gni::{self, JobLimits};
 use thiserror::Error;
@@ -323,7 +324,8 @@ impl GeminiClusterBuilder {
             reason: e.to_string(),
         })?;
         let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
-        let (host, mut bus, address, device) = (nic.host, nic.bus, nic.address, nic.device);
+        let (host, ram, mut bus, address, device) =
+            (nic.host, nic.ram, nic.bus, nic.address, nic.device);
         let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());
         let report = bus.probe_all(&[&driver as &dyn PciDriver]);
         let kgni = match report.first() {
@@ -354,6 +356,7 @@ impl GeminiClusterBuilder {
             pe,
             device,
             memory: host,
+            ram,
             bus: Mutex::new(bus),
             kgni,
             launcher: Some(launcher),
@@ -389,6 +392,7 @@ pub struct GeminiNode {
     pe: u32,
     device: DeviceId,
     memory: Arc<dyn HostMem>,
+    ram: HostMemory,
     bus: Mutex<PciBus>,
     kgni: Arc<Kgni>,
     launcher: Option<KgniClient>,
@@ -416,6 +420,13 @@ impl GeminiNode {
     /// The node's NIC in the engine (engine events name it).
     pub fn device_id(&self) -> DeviceId {
         self.device
+    }
+
+    /// The node's RAM as the emulator sees it, to snapshot and restore it together with the
+    /// engine (`HostMemory::snapshot`, `Deterministic::snapshot`) and the driver
+    /// (`Kgni::save_idle_state`): the fuzz targets' fixtures.
+    pub fn ram(&self) -> &HostMemory {
+        &self.ram
     }
 
     /// The node's kgni device (`/dev/kgni0`).

@@ -20,7 +20,8 @@ pub mod uapi;
 use std::sync::Arc;
 
 pub use self::core::{
-    ClientId, Credentials, CxiDevice, DevInfo, DeviceError, DriverConfig, FreeCounts, PHYS_ACID,
+    ClientId, Credentials, CxiDevice, CxiIdleState, DevInfo, DeviceError, DriverConfig, FreeCounts,
+    PHYS_ACID,
 };
 pub use client::{Client, Mapping, MmioWindow};
 pub use uapi::{Errno, MmInfo, Opcode, Request};

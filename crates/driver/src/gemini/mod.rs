@@ -22,7 +22,7 @@ pub mod uapi;
 
 pub use driver::KgniDriver;
 pub use error::{KgniError, Object, Resource};
-pub use kgni::{FreeCounts, Kgni, KgniClient, KgniConfig, ResetReport, Waiter};
+pub use kgni::{FreeCounts, Kgni, KgniClient, KgniConfig, KgniIdleState, ResetReport, Waiter};
 pub use uapi::{
     AttachInfo, CdmId, CqId, CqInfo, DatagramResult, EpId, FmaId, JobConfig, MapKind, Mapping,
     MmapToken, PostInfo, Request, Response,

@@ -97,6 +97,21 @@ impl WaitObject {
     pub fn signal_count(&self) -> u64 {
         self.lock().total
     }
+
+    /// The pending and total signal counts, for a machine snapshot
+    /// ([`WaitObject::set_counts`] puts them back).
+    pub fn counts(&self) -> (u64, u64) {
+        let c = self.lock();
+        (c.pending, c.total)
+    }
+
+    /// Set the pending and total signal counts (restoring what [`WaitObject::counts`]
+    /// returned; the device and host memory are put back alongside). Wakes no waiter.
+    pub fn set_counts(&self, pending: u64, total: u64) {
+        let mut c = self.lock();
+        c.pending = pending;
+        c.total = total;
+    }
 }
 
 /// The MSI-X vectors of one function, as the driver sees them: vector `i` lands in wait object

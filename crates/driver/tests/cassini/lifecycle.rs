@@ -1,5 +1,6 @@
 //! Probe, one of everything, close.
 
+use driver::cassini::Errno;
 use firmware_spec::cassini::pci::{CassiniVersion, Platform};
 
 use crate::common::*;
@@ -32,4 +33,65 @@ fn one_of_everything_then_close_frees_everything() {
     c.close();
     assert_eq!(d.free_counts(), initial);
     assert_eq!(d.memory().free_bytes(), host_before);
+}
+
+#[test]
+fn an_idle_state_restored_with_the_machine_replays_a_client_exactly() {
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let node = cl.node(0).unwrap();
+    let det = cl.deterministic().unwrap();
+    let saved = d
+        .save_idle_state()
+        .expect("a device without clients is idle");
+    let engine = det.snapshot().unwrap();
+    let ram = node.ram().snapshot();
+    let session = || {
+        let c = d.open();
+        let e = everything(&c);
+        let ids = format!(
+            "{:?}",
+            (
+                e.lni,
+                e.domain,
+                e.reserved_pid,
+                e.cp,
+                e.trig_cp,
+                e.wait,
+                &e.md,
+                &e.eq,
+                &e.pt_eq,
+                &e.txq
+            )
+        );
+        (c, e, ids)
+    };
+    let (c, e, ids) = session();
+    assert!(d.save_idle_state().is_none(), "a client's objects exist");
+    assert_eq!(d.restore_idle_state(&saved), Err(Errno::Ebusy));
+    drop(e);
+    c.close();
+    cl.run(u64::MAX);
+    let first = (det.trace_digest(), det.now(), d.refused_requests());
+
+    d.restore_idle_state(&saved).unwrap();
+    node.ram().restore(&ram).unwrap();
+    det.restore(&engine).unwrap();
+    assert_eq!(d.free_counts(), d.initial_free_counts());
+    let (c, e, again) = session();
+    assert_eq!(
+        again, ids,
+        "the same objects, with the same numbers and addresses"
+    );
+    drop(e);
+    c.close();
+    cl.run(u64::MAX);
+    assert_eq!((det.trace_digest(), det.now(), d.refused_requests()), first);
+
+    let other = cluster(1);
+    assert_eq!(
+        dev(&other, 0).restore_idle_state(&saved),
+        Err(Errno::Einval),
+        "a state of another device"
+    );
 }

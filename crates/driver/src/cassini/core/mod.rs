@@ -181,7 +181,7 @@ mod svcbits {
     pub const IS_SYSTEM_SVC: u8 = 1 << 5;
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Service {
     desc: SvcDesc,
     lnis: u32,
@@ -203,7 +203,7 @@ struct Lni {
     refs: u32,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct CpEntry {
     vni: u32,
     tc: u32,
@@ -235,7 +235,7 @@ struct PidOwner {
     reserved: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct VniEntry {
     idx: u32,
     refs: u32,
@@ -469,6 +469,46 @@ impl DevState {
         }
     }
 
+    /// A copy of the allocators and device-wide tables, without any per-client object
+    /// (what an idle device holds; see [`CxiDevice::save_idle_state`]).
+    fn idle_copy(&self) -> DevState {
+        DevState {
+            txq: self.txq.clone(),
+            tgq: self.tgq.clone(),
+            eqn: self.eqn.clone(),
+            ctn: self.ctn.clone(),
+            ptn: self.ptn.clone(),
+            rgid: self.rgid.clone(),
+            acid: self.acid.clone(),
+            cpn: self.cpn.clone(),
+            portal: self.portal.clone(),
+            vni_list: self.vni_list.clone(),
+            wait_vec: self.wait_vec.clone(),
+            md_id: self.md_id.clone(),
+            domain_id: self.domain_id.clone(),
+            cp_hndl: self.cp_hndl.clone(),
+            svc_id: self.svc_id.clone(),
+            tle_pool: self.tle_pool.clone(),
+            services: self.services.clone(),
+            lnis: BTreeMap::new(),
+            cps: self.cps.clone(),
+            cp_handles: BTreeMap::new(),
+            domains: BTreeMap::new(),
+            pids: self.pids.clone(),
+            vnis: self.vnis.clone(),
+            cqs: BTreeMap::new(),
+            eqs: BTreeMap::new(),
+            ptes: BTreeMap::new(),
+            pte_maps: BTreeMap::new(),
+            cts: BTreeMap::new(),
+            mds: BTreeMap::new(),
+            acs: BTreeMap::new(),
+            waits: BTreeMap::new(),
+            clients: BTreeMap::new(),
+            next_client: self.next_client,
+        }
+    }
+
     fn free_counts(&self) -> FreeCounts {
         let ring_pages: u64 = self.cqs.values().map(|c| c.ring.len() / PAGE_SIZE).sum();
         let table_pages: u64 = self
@@ -539,6 +579,17 @@ impl std::fmt::Debug for CxiDevice {
             .field("version", &self.info.version)
             .finish_non_exhaustive()
     }
+}
+
+/// The driver's state of an idle device, from [`CxiDevice::save_idle_state`].
+#[derive(Debug)]
+pub struct CxiIdleState {
+    device: usize,
+    state: DevState,
+    resets: u64,
+    refused: u64,
+    vectors: Vec<(u64, u64)>,
+    faults: Option<crate::faults::FaultDraws>,
 }
 
 /// Why a device could not be brought up.
@@ -740,6 +791,77 @@ impl CxiDevice {
     /// Count one refused uAPI request.
     pub(crate) fn note_refused(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Record the driver's state of an idle device (no client, so no queue, EQ, MD, PtlTE
+    /// or other per-client object): the allocators, services, communication profiles and
+    /// VNIs, the statistics and the interrupt vectors' counts. `None` while any client or
+    /// per-client object exists. With the device model and host memory snapshotted at the
+    /// same moment, [`CxiDevice::restore_idle_state`] puts the whole machine back (the fuzz
+    /// targets rerun a fixture this way instead of probing afresh for every input).
+    pub fn save_idle_state(&self) -> Option<CxiIdleState> {
+        let st = self.lock();
+        let idle = st.clients.is_empty()
+            && st.pids.is_empty()
+            && st.lnis.is_empty()
+            && st.cp_handles.is_empty()
+            && st.domains.is_empty()
+            && st.cqs.is_empty()
+            && st.eqs.is_empty()
+            && st.ptes.is_empty()
+            && st.pte_maps.is_empty()
+            && st.cts.is_empty()
+            && st.mds.is_empty()
+            && st.acs.is_empty()
+            && st.waits.is_empty();
+        if !idle {
+            return None;
+        }
+        let state = st.idle_copy();
+        drop(st);
+        Some(CxiIdleState {
+            device: self as *const CxiDevice as usize,
+            state,
+            resets: self.resets.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            faults: self.faults.lock().ok().map(|f| f.clone()),
+            vectors: self
+                .irqs
+                .iter()
+                .flat_map(|i| i.iter())
+                .map(|w| w.counts())
+                .collect(),
+        })
+    }
+
+    /// Put back the state [`CxiDevice::save_idle_state`] recorded on this device. Every
+    /// object created since is forgotten (its host pages go back to the allocator, which
+    /// the caller then restores with the host memory); the hardware is not touched (the
+    /// caller restores the device model). `EBUSY` while a client is open, `EINVAL` for a
+    /// state of another device.
+    pub fn restore_idle_state(&self, saved: &CxiIdleState) -> Result<(), Errno> {
+        if saved.device != self as *const CxiDevice as usize {
+            return Err(Errno::Einval);
+        }
+        let copy = saved.state.idle_copy();
+        let old = {
+            let mut st = self.lock();
+            if st.clients.values().any(|c| !c.dead) {
+                return Err(Errno::Ebusy);
+            }
+            std::mem::replace(&mut *st, copy)
+        };
+        // Dropped outside the lock: pages of objects an input left behind are freed.
+        drop(old);
+        self.resets.store(saved.resets, Ordering::Relaxed);
+        self.refused.store(saved.refused, Ordering::Relaxed);
+        if let (Some(f), Ok(mut now)) = (&saved.faults, self.faults.lock()) {
+            *now = f.clone();
+        }
+        for (w, &(pending, total)) in self.irqs.iter().flat_map(|i| i.iter()).zip(&saved.vectors) {
+            w.set_counts(pending, total);
+        }
+        Ok(())
     }
 
     /// The wait object of MSI-X vector `v`.

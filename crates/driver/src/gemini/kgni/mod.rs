@@ -208,6 +208,25 @@ impl fmt::Debug for Kgni {
     }
 }
 
+/// The driver's state of a device without client objects, from [`Kgni::save_idle_state`].
+pub struct KgniIdleState {
+    device: usize,
+    state: State,
+    next_client: u64,
+    refused: u64,
+    vectors: Vec<(u64, u64)>,
+}
+
+impl fmt::Debug for KgniIdleState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KgniIdleState")
+            .field("clients", &self.state.clients)
+            .field("next_client", &self.next_client)
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why `Kgni::probe` refused a function.
 #[derive(Debug, thiserror::Error)]
 pub enum KgniProbeError {
@@ -234,6 +253,54 @@ impl Kgni {
 
     pub(crate) fn note_refused(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Record the driver's state while no client object exists (clients may be open, as a
+    /// job's launcher is, but hold no CDM, CQ, registration or endpoint): allocators,
+    /// jobs, rings' positions, the datagram matcher, statistics and the interrupt vectors'
+    /// counts. `None` otherwise. With the device model and host memory snapshotted at the
+    /// same moment, [`Kgni::restore_idle_state`] puts the whole machine back (the fuzz
+    /// targets rerun a fixture this way instead of probing afresh for every input).
+    pub fn save_idle_state(&self) -> Option<KgniIdleState> {
+        let state = self.lock().idle_copy()?;
+        Some(KgniIdleState {
+            device: self as *const Kgni as usize,
+            state,
+            next_client: self.next_client.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            vectors: self.irqs.iter().map(|w| w.counts()).collect(),
+        })
+    }
+
+    /// Put back the state [`Kgni::save_idle_state`] recorded on this device. Every object
+    /// created since is forgotten (its host pages go back to the allocator, which the
+    /// caller then restores with the host memory); the hardware is not touched (the caller
+    /// restores the device model). Refused while a client opened since is still open or
+    /// for a state of another device.
+    pub fn restore_idle_state(&self, saved: &KgniIdleState) -> Result<(), KgniError> {
+        if saved.device != self as *const Kgni as usize {
+            return Err(KgniError::InvalidParam("a state saved from another device"));
+        }
+        let copy = saved.state.idle_copy().ok_or(KgniError::InvalidParam(
+            "the saved state holds client objects",
+        ))?;
+        let old = {
+            let mut st = self.lock();
+            if st.clients != saved.state.clients {
+                return Err(KgniError::InvalidParam(
+                    "clients opened since the state was saved are still open",
+                ));
+            }
+            std::mem::replace(&mut *st, copy)
+        };
+        // Dropped outside the lock: pages of objects left behind are freed.
+        drop(old);
+        self.next_client.store(saved.next_client, Ordering::Relaxed);
+        self.refused.store(saved.refused, Ordering::Relaxed);
+        for (w, &(pending, total)) in self.irqs.iter().zip(&saved.vectors) {
+            w.set_counts(pending, total);
+        }
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -15,14 +15,14 @@ pub(super) struct JobUse {
     pub(super) bte: u32,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct NttGroup {
     pub(super) first_entry: u32,
     pub(super) entries: u32,
     pub(super) table: Vec<u32>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Job {
     pub(super) cookie: u32,
     pub(super) owner: ClientId,
@@ -140,7 +140,7 @@ impl Owned for Ep {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct TxRing {
     pub(super) base: u16,
     pub(super) count: u16,
@@ -203,7 +203,7 @@ pub(super) enum Held {
 }
 
 /// Kernel resources of the datagram path.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct KernelRes {
     pub(super) cq: u32,
     pub(super) cq_ring: Arc<PageBlock>,
@@ -272,6 +272,47 @@ pub(super) struct State {
     pub(super) faults: crate::faults::FaultDraws,
     pub(super) entropy: u16,
     pub(super) held: Vec<Held>,
+}
+
+impl State {
+    /// A copy of the state when no client object exists (no CDM, FMA, CQ, registration or
+    /// endpoint: what the device holds between jobs' processes), `None` otherwise. Rings
+    /// and kernel buffers are shared with `self` (they live as long as the device).
+    pub(super) fn idle_copy(&self) -> Option<State> {
+        let idle = self.cdms.is_empty()
+            && self.fmas.is_empty()
+            && self.cqs.is_empty()
+            && self.regs.is_empty()
+            && self.eps.is_empty();
+        idle.then(|| State {
+            clients: self.clients.clone(),
+            jobs: self.jobs.clone(),
+            job_generation: self.job_generation,
+            cdm_alloc: self.cdm_alloc.clone(),
+            cdms: BTreeMap::new(),
+            fma_alloc: self.fma_alloc.clone(),
+            fma_os_alloc: self.fma_os_alloc.clone(),
+            fmas: BTreeMap::new(),
+            cq_alloc: self.cq_alloc.clone(),
+            cqs: BTreeMap::new(),
+            mdd_alloc: self.mdd_alloc.clone(),
+            mrt_alloc: self.mrt_alloc.clone(),
+            regs: BTreeMap::new(),
+            ntt_alloc: self.ntt_alloc.clone(),
+            ep_alloc: self.ep_alloc.clone(),
+            eps: BTreeMap::new(),
+            tx: self.tx.clone(),
+            rr: self.rr,
+            matcher: self.matcher.clone(),
+            backlog: self.backlog.clone(),
+            responses: self.responses.clone(),
+            next_response: self.next_response,
+            kernel: self.kernel.clone(),
+            faults: self.faults.clone(),
+            entropy: self.entropy,
+            held: self.held.clone(),
+        })
+    }
 }
 
 pub(super) fn lookup<T: Owned>(
