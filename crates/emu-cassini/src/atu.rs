@@ -83,8 +83,60 @@ pub(crate) struct Atu {
     cache: IntMap<(u16, u64), Tlb>,
     /// Direct-mapped front of the cache (allocated by the first translation).
     tlb: Vec<Option<((u16, u64), Tlb)>>,
+    /// The last page translated (a message's frames read or land page after page, two or
+    /// more frames to a page): looked at before the direct-mapped front.
+    last: Option<((u16, u64), Tlb)>,
     segs: Vec<Segment>,
+    /// Bumped whenever cached translations are dropped ([`Atu::invalidate`]): a [`Mapped`]
+    /// range made under an older generation is translated again.
+    generation: u64,
     pub(crate) counters: AtuCounters,
+}
+
+/// A range of one AC translated and checked once, for the many frame-sized accesses of one
+/// message inside it (the initiator reading a long put, the target placing one): each
+/// access then needs no page lookups. Valid while no translation of the AC was invalidated
+/// since it was made (the ATU's generation); after that an access is translated afresh, so
+/// an unmap in the middle of a message takes effect as it would frame by frame.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Mapped {
+    generation: u64,
+    acid: u16,
+    iova: u64,
+    len: u64,
+    need: Perm,
+    /// The bus segments of `[iova, iova + len)` in order, and the range offset of each.
+    segs: Vec<Segment>,
+    starts: Vec<u64>,
+}
+
+impl Mapped {
+    /// The bus pieces of `[iova, iova + n)`, if this range covers it for `need`.
+    fn pieces(
+        &self,
+        iova: u64,
+        n: u64,
+        need: Perm,
+    ) -> Option<impl Iterator<Item = (u64, usize)> + '_> {
+        let off = iova.checked_sub(self.iova)?;
+        if off.checked_add(n)? > self.len || !self.need.contains(need) {
+            return None;
+        }
+        let first = self.starts.partition_point(|&s| s <= off).checked_sub(1)?;
+        let (mut off, mut left, mut i) = (off, n, first);
+        Some(std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            let (s, start) = (self.segs.get(i)?, self.starts[i]);
+            let within = off - start;
+            let k = (s.len - within).min(left);
+            off += k;
+            left -= k;
+            i += 1;
+            Some((s.addr + within, k as usize))
+        }))
+    }
 }
 
 impl Atu {
@@ -98,7 +150,9 @@ impl Atu {
             acs: SparseTable::new(csr::C_ATU_CFG_AC_TABLE.entries as usize, Ac::default()),
             cache: IntMap::default(),
             tlb: Vec::new(),
+            last: None,
             segs: Vec::new(),
+            generation: 0,
             counters: AtuCounters::default(),
         }
     }
@@ -148,7 +202,11 @@ impl Atu {
 
     /// Drop every cached translation of `acid`.
     pub(crate) fn invalidate(&mut self, acid: u16) {
+        self.generation += 1;
         self.cache.retain(|k, _| k.0 != acid);
+        if self.last.is_some_and(|(k, _)| k.0 == acid) {
+            self.last = None;
+        }
         for s in self.tlb.iter_mut() {
             if s.is_some_and(|(k, _)| k.0 == acid) {
                 *s = None;
@@ -185,6 +243,26 @@ impl Atu {
     /// Translate one page (cached).
     fn page(&mut self, dma: &DmaPort, acid: u16, ac: &Ac, iova: u64) -> Result<Tlb, ReturnCode> {
         let key = (acid, iova >> PAGE_SHIFT);
+        if let Some((k, t)) = self.last
+            && k == key
+        {
+            self.counters.cache_hit_base_page_size += 1;
+            return Ok(t);
+        }
+        let t = self.page_cached(dma, acid, ac, iova, key)?;
+        self.last = Some((key, t));
+        Ok(t)
+    }
+
+    /// [`Atu::page`] behind the last-page entry: the direct-mapped front, the cache, a walk.
+    fn page_cached(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        ac: &Ac,
+        iova: u64,
+        key: (u16, u64),
+    ) -> Result<Tlb, ReturnCode> {
         let slot = ((key.1 ^ (u64::from(acid) << 7)) as usize) % TLB_SLOTS;
         if self.tlb.is_empty() {
             self.tlb = vec![None; TLB_SLOTS];
@@ -268,6 +346,99 @@ impl Atu {
         need: Perm,
     ) -> Result<(), ReturnCode> {
         self.translate(dma, acid, iova, len, need)
+    }
+
+    /// Check `[iova, iova + len)` for `need` as [`Atu::check`] does, and keep its
+    /// translation for later accesses inside it ([`Atu::read_in`], [`Atu::write_in`]).
+    pub(crate) fn map_range(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        len: u64,
+        need: Perm,
+    ) -> Result<Mapped, ReturnCode> {
+        self.translate(dma, acid, iova, len, need)?;
+        let mut at = 0u64;
+        let starts = self
+            .segs
+            .iter()
+            .map(|s| {
+                let a = at;
+                at += s.len;
+                a
+            })
+            .collect();
+        Ok(Mapped {
+            generation: self.generation,
+            acid,
+            iova,
+            len,
+            need,
+            segs: self.segs.clone(),
+            starts,
+        })
+    }
+
+    /// Pages of `[iova, iova + n)`: the lookups an access through a [`Mapped`] range saves,
+    /// counted as the cache hits they would have been.
+    fn count_mapped_hits(&mut self, iova: u64, n: u64) {
+        if n > 0 {
+            let pages = ((iova + n - 1) >> PAGE_SHIFT) - (iova >> PAGE_SHIFT) + 1;
+            self.counters.cache_hit_base_page_size += pages;
+        }
+    }
+
+    /// [`Atu::read`] of `buf.len()` bytes at `iova` of `m.acid`, through `m`'s translation
+    /// when it is still valid and covers the access.
+    pub(crate) fn read_in(
+        &mut self,
+        dma: &DmaPort,
+        m: &Mapped,
+        iova: u64,
+        buf: &mut [u8],
+    ) -> Result<(), ReturnCode> {
+        let n = buf.len() as u64;
+        let pieces = (m.generation == self.generation)
+            .then(|| m.pieces(iova, n, Perm::READ))
+            .flatten();
+        let Some(pieces) = pieces else {
+            return self.read(dma, m.acid, iova, buf);
+        };
+        let mut at = 0usize;
+        for (addr, k) in pieces {
+            dma.read(addr, &mut buf[at..at + k])
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
+            at += k;
+        }
+        self.count_mapped_hits(iova, n);
+        Ok(())
+    }
+
+    /// [`Atu::write`] of `buf` at `iova` of `m.acid`, through `m`'s translation when it is
+    /// still valid and covers the access.
+    pub(crate) fn write_in(
+        &mut self,
+        dma: &DmaPort,
+        m: &Mapped,
+        iova: u64,
+        buf: &[u8],
+    ) -> Result<(), ReturnCode> {
+        let n = buf.len() as u64;
+        let pieces = (m.generation == self.generation)
+            .then(|| m.pieces(iova, n, Perm::WRITE))
+            .flatten();
+        let Some(pieces) = pieces else {
+            return self.write(dma, m.acid, iova, buf);
+        };
+        let mut at = 0usize;
+        for (addr, k) in pieces {
+            dma.write(addr, &buf[at..at + k])
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
+            at += k;
+        }
+        self.count_mapped_hits(iova, n);
+        Ok(())
     }
 
     /// Device read of `buf.len()` bytes at `iova` of AC `acid`.
@@ -460,6 +631,60 @@ mod tests {
             atu.read(&dma, 5, 0x100 << 12, &mut b),
             Err(ReturnCode::NoTranslation)
         );
+    }
+
+    #[test]
+    fn a_mapped_range_serves_accesses_until_an_invalidation() {
+        let (mem, dma, mut atu, root, data) = setup();
+        // Two IOVA pages onto host pages in reverse order: two bus segments.
+        map(&mem, root, 0x100 << 12, data + PAGE, 1, true, true);
+        map(&mem, root, 0x101 << 12, data, 1, true, true);
+        let iova = 0x100 << 12;
+        let m = atu
+            .map_range(&dma, 5, iova, 2 * PAGE, Perm::READ | Perm::WRITE)
+            .unwrap();
+        let bytes: Vec<u8> = (0..64u8).collect();
+        // Across the page boundary: the halves land on their own host pages.
+        atu.write_in(&dma, &m, iova + PAGE - 32, &bytes).unwrap();
+        let mut host = [0u8; 32];
+        mem.read(
+            emu_core::memory::GuestAddress(data + 2 * PAGE - 32),
+            &mut host,
+        )
+        .unwrap();
+        assert_eq!(host[..], bytes[..32]);
+        mem.read(emu_core::memory::GuestAddress(data), &mut host)
+            .unwrap();
+        assert_eq!(host[..], bytes[32..]);
+        let mut back = [0u8; 64];
+        atu.read_in(&dma, &m, iova + PAGE - 32, &mut back).unwrap();
+        assert_eq!(back[..], bytes[..]);
+        let hits = atu.counters.cache_hit_base_page_size;
+        atu.read_in(&dma, &m, iova, &mut back).unwrap();
+        assert_eq!(atu.counters.cache_hit_base_page_size, hits + 1);
+        // Outside the range: translated as any access (and refused here).
+        assert_eq!(
+            atu.read_in(&dma, &m, iova + 2 * PAGE, &mut back),
+            Err(ReturnCode::NoTranslation)
+        );
+        // Unmap the second page in the tables and invalidate: the range is stale.
+        let mut t = root;
+        for level in (1..LEVELS).rev() {
+            let idx = ((0x101u64 << 12) >> (PAGE_SHIFT + 9 * level)) & 0x1FF;
+            t = mem
+                .read_u64(emu_core::memory::GuestAddress(t + idx * 8))
+                .unwrap()
+                & PTE_PTR_MASK;
+        }
+        mem.write_u64(emu_core::memory::GuestAddress(t + (0x101 & 0x1FF) * 8), 0)
+            .unwrap();
+        assert!(atu.read_in(&dma, &m, iova + PAGE, &mut back).is_ok());
+        atu.invalidate(5);
+        assert_eq!(
+            atu.read_in(&dma, &m, iova + PAGE, &mut back),
+            Err(ReturnCode::NoTranslation)
+        );
+        assert!(atu.read_in(&dma, &m, iova, &mut back).is_ok());
     }
 
     #[test]

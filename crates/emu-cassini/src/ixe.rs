@@ -28,7 +28,7 @@ use firmware_spec::cassini::event::{EventType, InitiatorLong, InitiatorShort};
 use firmware_spec::cassini::le::PtlList;
 use firmware_spec::cassini::rc::ReturnCode;
 
-use crate::atu::Atu;
+use crate::atu::{Atu, Mapped};
 use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
 use crate::cq::{TxCq, is_noop_header};
 use crate::lpe::{CtUpdate, RendezvousGet};
@@ -260,13 +260,18 @@ pub(crate) enum Source<'a> {
         ac: u16,
         addr: u64,
     },
+    /// A local buffer checked and translated once ([`Mapped`]; `addr` is its IOVA).
+    Mapped {
+        m: &'a Mapped,
+        addr: u64,
+    },
 }
 
 /// The continuation frames of a put still to be sent, read from host memory one frame at a
 /// time as the connection's window opens (the hardware streams a message from host memory;
 /// it does not stage it). The PCT keeps it in the connection's backlog and asks the
 /// initiator for the next frame ([`IxeOps::stream_next`]); the SEND event follows the last.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct OutStream {
     handle: u32,
     fab: Fab,
@@ -278,6 +283,8 @@ pub(crate) struct OutStream {
     /// Offset of the next frame's bytes in the message.
     off: usize,
     total: usize,
+    /// The source buffer as checked at the launch, translated once for every frame.
+    mapped: Option<Box<Mapped>>,
 }
 
 impl OutStream {
@@ -704,6 +711,7 @@ pub(crate) trait IxeOps: IxeCtx {
         // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
         // by the ATU; a bad one is an error event, never a touch outside the MD).
         let mut source = l.src;
+        let mut mapped: Option<Mapped> = None;
         if let Source::Dma { lac, addr } = l.src {
             let ac = self.tables().lac_ac(q.ring.rgid, lac);
             let need = if get {
@@ -717,6 +725,12 @@ pub(crate) trait IxeOps: IxeCtx {
             // no page-request (ODP) path.
             let checked = if io.fault(NicSite::AtuMiss) {
                 Err(ReturnCode::NoTranslation)
+            } else if !get && l.len as usize > MTU {
+                // A put of several frames: the translation made by the check serves them all.
+                let len = u64::from(l.len);
+                self.atu()
+                    .map_range(io.dma(), ac, addr, len, need)
+                    .map(|m| mapped = Some(m))
             } else {
                 self.atu().check(io.dma(), ac, addr, u64::from(l.len), need)
             };
@@ -807,6 +821,9 @@ pub(crate) trait IxeOps: IxeCtx {
             let buf = io.packet_buffer(wire::FRAME_ROOM + first);
             wire::request_in(buf, &fab, &r, first)
         };
+        if let (Some(m), Source::Ac { addr, .. }) = (&mapped, source) {
+            source = Source::Mapped { m, addr };
+        }
         let loaded = if l.amo.is_some() {
             Ok(())
         } else {
@@ -832,7 +849,9 @@ pub(crate) trait IxeOps: IxeCtx {
             match source {
                 // A sequenced message streams: its frames are read as the window opens, and
                 // its SEND event follows the last ([`IxeOps::stream_next`]).
-                Source::Ac { ac, addr } if first < total && !l.flags.restricted => {
+                Source::Ac { .. } | Source::Mapped { .. }
+                    if first < total && !l.flags.restricted =>
+                {
                     self.tx_cq(n)?.outstanding += 1;
                     let stream = OutStream {
                         handle,
@@ -840,10 +859,11 @@ pub(crate) trait IxeOps: IxeCtx {
                         src,
                         dst,
                         tc,
-                        ac,
-                        addr,
+                        ac: req.local_ac,
+                        addr: req.local_addr,
                         off: first,
                         total,
+                        mapped: mapped.map(Box::new),
                     };
                     self.pct_stream(io, stream);
                     return Ok(Exec::Next);
@@ -914,9 +934,15 @@ pub(crate) trait IxeOps: IxeCtx {
         };
         let buf = io.packet_buffer(wire::FRAME_ROOM + len);
         let mut data = wire::continuation_in(buf, &stream.fab, &c, len);
-        let source = Source::Ac {
-            ac: stream.ac,
-            addr: stream.addr,
+        let source = match &stream.mapped {
+            Some(m) => Source::Mapped {
+                m,
+                addr: stream.addr,
+            },
+            None => Source::Ac {
+                ac: stream.ac,
+                addr: stream.addr,
+            },
         };
         if let Err(rc) = self.append_source(io, &mut data, source, stream.off, len) {
             io.recycle(data);
@@ -1065,6 +1091,12 @@ pub(crate) trait IxeOps: IxeCtx {
                 data.resize(at + len, 0);
                 self.atu()
                     .read(io.dma(), ac, addr + off as u64, &mut data[at..at + len])
+            }
+            Source::Mapped { m, addr } => {
+                let at = data.len();
+                data.resize(at + len, 0);
+                self.atu()
+                    .read_in(io.dma(), m, addr + off as u64, &mut data[at..at + len])
             }
             Source::Dma { .. } => Err(ReturnCode::InvalidAc),
         }

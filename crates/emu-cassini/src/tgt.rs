@@ -26,7 +26,7 @@ use firmware_spec::cassini::le::{PtAllocOpts, PtlList, PtlteState, ScReason};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::amo::{self, AmoRequest, FpSignals};
-use crate::atu::Atu;
+use crate::atu::{Atu, Mapped};
 use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
 use crate::csr::CsrFile;
 use crate::lpe::{
@@ -48,8 +48,10 @@ pub(crate) struct InMsg {
     start: u64,
     length: u64,
     hdr: u64,
-    rlength: u64,
-    received: u64,
+    /// Which of its frames have arrived (frame `i` carries the bytes at `i * MTU`).
+    frames: FramesSeen,
+    /// The landing range as checked at the first frame, translated once for all of them.
+    mapped: Option<Mapped>,
     data_rc: ReturnCode,
     outcome: IncomingOutcome,
     tc: TrafficClass,
@@ -57,6 +59,52 @@ pub(crate) struct InMsg {
     /// When its last packet arrived (ps): a message still receiving packets is alive,
     /// however long it takes in all.
     at: u64,
+}
+
+/// The frames of a multi-packet put that have arrived. A put is complete when every frame
+/// has come, whatever their order: the frames of a restricted put travel unordered (cassini.md
+/// §2), so neither the frame flagged end-of-message nor a byte count (duplicates) says that
+/// the rest has landed. Kept as the count of frames seen in order plus the ones seen ahead of
+/// it, so its size follows the frames that arrived out of order, not the message length.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FramesSeen {
+    total: u64,
+    upto: u64,
+    ahead: std::collections::BTreeSet<u64>,
+}
+
+impl FramesSeen {
+    /// A message of `bytes` bytes on the wire, its first frame (`first` bytes) arrived.
+    fn new(bytes: u64, first: u64) -> Self {
+        let mut f = FramesSeen {
+            total: bytes.div_ceil(MTU as u64).max(1),
+            ..FramesSeen::default()
+        };
+        if first > 0 {
+            f.saw(0);
+        }
+        f
+    }
+
+    /// Frame `i` arrived (a duplicate or a frame beyond the message changes nothing).
+    fn saw(&mut self, i: u64) {
+        if i < self.upto || i >= self.total {
+            return;
+        }
+        if i > self.upto {
+            self.ahead.insert(i);
+            return;
+        }
+        self.upto += 1;
+        while self.ahead.remove(&self.upto) {
+            self.upto += 1;
+        }
+    }
+
+    /// Every frame has arrived.
+    fn complete(&self) -> bool {
+        self.upto >= self.total
+    }
 }
 
 /// A Get that matched an overflow entry (DELAYED): answered when an append matches its
@@ -666,6 +714,7 @@ pub(crate) trait TgtOps: TgtCtx {
     ) {
         let mut data_rc = ReturnCode::Ok;
         let (mut ac, mut start, mut length, mut hb) = (0u16, 0u64, 0u64, 0u64);
+        let mut mapped = None;
         if let Some(d) = outcome.delivery {
             ac = self.tables().lac_ac(self.tables().ptlte_rgid(pt), d.lac);
             start = d.start;
@@ -675,7 +724,14 @@ pub(crate) trait TgtOps: TgtCtx {
             // The whole landing range is checked before any byte is written (a single write
             // checks its whole range itself).
             let single = u64::from(req.request_len) <= payload.len() as u64 && hb == 0;
-            if !single && let Err(rc) = self.atu().check(io.dma(), ac, start, length, Perm::WRITE) {
+            let checked = if single {
+                Ok(())
+            } else {
+                self.atu()
+                    .map_range(io.dma(), ac, start, length, Perm::WRITE)
+                    .map(|m| mapped = Some(m))
+            };
+            if let Err(rc) = checked {
                 data_rc = rc;
             } else {
                 if hb > 0
@@ -711,8 +767,8 @@ pub(crate) trait TgtOps: TgtCtx {
                 start,
                 length,
                 hdr: hb,
-                rlength,
-                received: payload.len() as u64,
+                frames: FramesSeen::new(rlength, payload.len() as u64),
+                mapped,
                 data_rc,
                 outcome,
                 tc,
@@ -739,13 +795,18 @@ pub(crate) trait TgtOps: TgtCtx {
         let off = u64::from(c.offset) + m.hdr;
         if m.data_rc == ReturnCode::Ok && off < m.length {
             let n = (payload.len() as u64).min(m.length - off) as usize;
-            if let Err(rc) = atu.write(io.dma(), m.ac, m.start + off, &payload[..n]) {
+            let to = m.start + off;
+            let w = match &m.mapped {
+                Some(map) => atu.write_in(io.dma(), map, to, &payload[..n]),
+                None => atu.write(io.dma(), m.ac, to, &payload[..n]),
+            };
+            if let Err(rc) = w {
                 m.data_rc = rc;
             }
         }
-        m.received += payload.len() as u64;
+        m.frames.saw(u64::from(c.offset) / MTU as u64);
         m.at = io.now().as_ps();
-        if !(c.eom || m.received >= m.rlength) {
+        if !m.frames.complete() {
             return;
         }
         let Some(m) = self.tgt().msgs.remove(&key) else {
@@ -1146,6 +1207,32 @@ pub(crate) trait TgtOps: TgtCtx {
 mod tests {
     use super::*;
     use crate::lpe::AtomicInfo;
+
+    #[test]
+    fn a_put_is_complete_once_every_frame_came_in_any_order() {
+        let mtu = MTU as u64;
+        let mut f = FramesSeen::new(4 * mtu - 1, mtu);
+        f.saw(3);
+        assert!(!f.complete(), "the last frame alone does not complete it");
+        f.saw(3);
+        f.saw(99);
+        f.saw(0);
+        assert!(
+            !f.complete(),
+            "duplicates and frames beyond it count nothing"
+        );
+        f.saw(1);
+        assert!(!f.complete());
+        f.saw(2);
+        assert!(f.complete());
+        assert!(f.ahead.is_empty(), "frames seen ahead are folded in");
+        let mut in_order = FramesSeen::new(3 * mtu, mtu);
+        in_order.saw(1);
+        assert!(!in_order.complete());
+        in_order.saw(2);
+        assert!(in_order.complete());
+        assert!(in_order.ahead.is_empty());
+    }
 
     #[test]
     fn short_and_long_target_events_carry_the_lpe_fields() {

@@ -857,3 +857,76 @@ fn a_restricted_put_slower_than_the_request_timeout_is_not_undeliverable() {
     );
     assert_eq!(p.tgt().read_host(dst.host, LEN).unwrap(), data);
 }
+
+/// Restricted frames travel unordered (cassini.md §2). With the fabric reordering frames, a
+/// restricted put whose ACK reports success has landed every byte: the frame flagged
+/// end-of-message, arriving before others of its message, no longer completes the put with
+/// bytes missing (a put whose request frame came after some of its continuations still fails
+/// at its request timeout).
+#[test]
+fn a_restricted_put_with_reordered_frames_succeeds_only_once_every_byte_landed() {
+    use emu_core::fabric::FaultConfig;
+    use emu_core::time::SimDuration;
+    const LEN: usize = 256 << 10;
+    let data = pattern(LEN, 0x3c);
+    let (mut ok, mut reordered) = (0, 0);
+    for seed in 1..=6 {
+        let link = LinkParams::default();
+        let c = Cluster::deterministic_with_link(2, 2, seed, 2 * LEN as u64, link).unwrap();
+        let mut p = Pair::with_tgt_eq(c, EqOpts::default());
+        let src = p.c.nodes[INIT].map(LEN as u64, true, false).unwrap();
+        p.init().write_host(src.host, &data).unwrap();
+        let dst = p.c.nodes[TGT].map(LEN as u64, true, true).unwrap();
+        p.target_cmd(&le_cmd(
+            TgtOp::Append,
+            PT_NOMATCH,
+            PtlList::Priority,
+            8,
+            &dst,
+            LeFlags::OP_PUT | LeFlags::OP_GET,
+            0,
+            0,
+        ));
+        assert_eq!(tgt_fields(&p.wait_tgt()).0, EventType::Link);
+        p.c.engine.set_faults(FaultConfig {
+            reorder: 0.25,
+            reorder_max_delay: SimDuration::from_us(4),
+            ..FaultConfig::none()
+        });
+        let (dfa, ext) = p.dfa(1);
+        let put = FullDma {
+            opcode: DmaOp::Put,
+            index_ext: ext,
+            lac: 0,
+            dfa,
+            local_addr: src.iova,
+            request_len: LEN as u32,
+            eq: EQ_TX,
+            user_ptr: 0x4444,
+            initiator: p.initiator(),
+            flags: DmaFlags {
+                restricted: true,
+                event_send_disable: true,
+                ..DmaFlags::default()
+            },
+            ..FullDma::default()
+        }
+        .encode();
+        p.tx(&[&put]);
+        p.c.settle();
+        let ack = init_fields(&p.wait_tx());
+        assert_eq!((ack.0, ack.3), (EventType::Ack, 0x4444));
+        reordered += p.c.engine.fabric_counters().reordered;
+        if ack.1 == ReturnCode::Ok {
+            ok += 1;
+            assert!(
+                p.tgt().read_host(dst.host, LEN).unwrap() == data,
+                "seed {seed}: ACK OK, but not every byte landed"
+            );
+        } else {
+            assert_eq!(ack.1, ReturnCode::Undeliverable, "seed {seed}");
+        }
+    }
+    assert!(reordered > 0, "the fabric reordered no frame");
+    assert!(ok > 0, "no seed completed its put");
+}
