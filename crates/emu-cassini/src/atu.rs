@@ -389,6 +389,31 @@ impl Atu {
         }
     }
 
+    /// Run `each(host address, range of the access)` over the pieces of `m`'s translation
+    /// that cover `[iova, iova + n)` with `need`; `None` when the translation is stale or
+    /// does not cover the access (the caller translates afresh).
+    fn through_mapped(
+        &mut self,
+        m: &Mapped,
+        iova: u64,
+        n: u64,
+        need: Perm,
+        mut each: impl FnMut(u64, std::ops::Range<usize>) -> bool,
+    ) -> Option<Result<(), ReturnCode>> {
+        if m.generation != self.generation {
+            return None;
+        }
+        let mut at = 0usize;
+        for (addr, k) in m.pieces(iova, n, need)? {
+            if !each(addr, at..at + k) {
+                return Some(Err(ReturnCode::PcieUnsuccessCmpl));
+            }
+            at += k;
+        }
+        self.count_mapped_hits(iova, n);
+        Some(Ok(()))
+    }
+
     /// [`Atu::read`] of `buf.len()` bytes at `iova` of `m.acid`, through `m`'s translation
     /// when it is still valid and covers the access.
     pub(crate) fn read_in(
@@ -399,20 +424,12 @@ impl Atu {
         buf: &mut [u8],
     ) -> Result<(), ReturnCode> {
         let n = buf.len() as u64;
-        let pieces = (m.generation == self.generation)
-            .then(|| m.pieces(iova, n, Perm::READ))
-            .flatten();
-        let Some(pieces) = pieces else {
-            return self.read(dma, m.acid, iova, buf);
-        };
-        let mut at = 0usize;
-        for (addr, k) in pieces {
-            dma.read(addr, &mut buf[at..at + k])
-                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
-            at += k;
+        match self.through_mapped(m, iova, n, Perm::READ, |addr, r| {
+            dma.read(addr, &mut buf[r]).is_ok()
+        }) {
+            Some(res) => res,
+            None => self.read(dma, m.acid, iova, buf),
         }
-        self.count_mapped_hits(iova, n);
-        Ok(())
     }
 
     /// [`Atu::write`] of `buf` at `iova` of `m.acid`, through `m`'s translation when it is
@@ -425,20 +442,12 @@ impl Atu {
         buf: &[u8],
     ) -> Result<(), ReturnCode> {
         let n = buf.len() as u64;
-        let pieces = (m.generation == self.generation)
-            .then(|| m.pieces(iova, n, Perm::WRITE))
-            .flatten();
-        let Some(pieces) = pieces else {
-            return self.write(dma, m.acid, iova, buf);
-        };
-        let mut at = 0usize;
-        for (addr, k) in pieces {
-            dma.write(addr, &buf[at..at + k])
-                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
-            at += k;
+        match self.through_mapped(m, iova, n, Perm::WRITE, |addr, r| {
+            dma.write(addr, &buf[r]).is_ok()
+        }) {
+            Some(res) => res,
+            None => self.write(dma, m.acid, iova, buf),
         }
-        self.count_mapped_hits(iova, n);
-        Ok(())
     }
 
     /// Device read of `buf.len()` bytes at `iova` of AC `acid`.
