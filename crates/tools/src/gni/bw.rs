@@ -183,7 +183,7 @@ impl Ctx<'_> {
             }
         }
         if self.kind == Kind::Send {
-            self.pair.service()?;
+            self.pair.service_stalled()?;
         }
         Ok(())
     }

@@ -249,7 +249,8 @@ impl Pair {
         Ok(())
     }
 
-    /// [`Pair::service`] for a sender that found no credits: the unit of device progress
+    /// [`Pair::service`] for a streaming sender (out of credits, or at the end of a list):
+    /// the unit of device progress
     /// (on the threaded engine a yield of the CPU when nothing is due) is skipped when the
     /// server took messages, since releasing them returned credits and the sender can go
     /// on at once (a loaded host would otherwise take the CPU away once per mailbox).
