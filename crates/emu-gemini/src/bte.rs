@@ -18,7 +18,7 @@
 use crate::config::GeminiConfig;
 use crate::fault::Fault;
 use crate::mdd::{Access, Domains};
-use crate::packet::{BTE_STREAM_BASE, Header, Kind, TC_BTE, TC_FMA, flag};
+use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
 use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::dma::DmaPort;
@@ -49,6 +49,12 @@ pub(crate) trait BtePort {
     /// Tag and send a request on traffic class `tc`; its answer (or timeout) comes back as
     /// [`Bte::xfer_answered`] for `Owner::Xfer`.
     fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8);
+    /// [`BtePort::issue`] of a frame built in place: `frame` is [`HEADER_LEN`] bytes of
+    /// room for the header, then the payload.
+    fn issue_frame(&mut self, req: Req, dest: &Dest, hdr: Header, frame: Vec<u8>, tc: u8);
+    /// An empty buffer of at least `cap` bytes for a frame (recycled when the engine has
+    /// one).
+    fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
     /// Deliver a completion event to CQ `cqh`.
     fn post_cqe(&mut self, cqh: u64, cqe: Cqe);
     /// Raise MSI-X vector `v`.
@@ -543,8 +549,17 @@ impl Bte {
         let mut fault = None;
         match op {
             BteOp::Put | BteOp::Send => {
-                let mut buf = vec![0u8; n as usize];
-                if let Err(f) = Self::read_local(p.domains(), p.dma(), local, issued, &mut buf) {
+                // The payload is read from host memory straight into the frame, in a
+                // buffer the receiver gives back: no second copy, no fresh allocation.
+                let mut frame = p.frame_buffer(HEADER_LEN + n as usize);
+                frame.resize(HEADER_LEN + n as usize, 0);
+                if let Err(f) = Self::read_local(
+                    p.domains(),
+                    p.dma(),
+                    local,
+                    issued,
+                    &mut frame[HEADER_LEN..],
+                ) {
                     fault = Some(f);
                 } else {
                     let mut h = if op == BteOp::Put {
@@ -561,7 +576,7 @@ impl Bte {
                         }
                     }
                     self.note_issue(id, n);
-                    p.issue(req, &dest, h, &buf, TC_BTE);
+                    p.issue_frame(req, &dest, h, frame, TC_BTE);
                 }
             }
             BteOp::Get => {

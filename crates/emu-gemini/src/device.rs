@@ -175,6 +175,15 @@ impl Backplane<'_, '_> {
         });
     }
 
+    /// [`Backplane::issue`] of a frame whose payload is in place behind
+    /// [`crate::packet::HEADER_LEN`] bytes of room for the header.
+    fn issue_frame(&mut self, req: Req, dest: &Dest, mut hdr: Header, mut frame: Vec<u8>, tc: u8) {
+        self.core.requests.open(req, dest, &mut hdr);
+        hdr.write_into(&mut frame);
+        self.send_frame(dest.pe, tc, frame);
+        self.ensure_watchdog();
+    }
+
     /// Send a request and remember who waits for its answer.
     fn issue(&mut self, req: Req, dest: &Dest, mut hdr: Header, payload: &[u8], tc: u8) {
         self.core.requests.open(req, dest, &mut hdr);
@@ -237,6 +246,12 @@ impl BtePort for Backplane<'_, '_> {
     fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8) {
         Backplane::issue(self, req, dest, hdr, payload, tc);
     }
+    fn issue_frame(&mut self, req: Req, dest: &Dest, hdr: Header, frame: Vec<u8>, tc: u8) {
+        Backplane::issue_frame(self, req, dest, hdr, frame, tc);
+    }
+    fn frame_buffer(&mut self, cap: usize) -> Vec<u8> {
+        self.io.packet_buffer(cap)
+    }
     fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
         Backplane::post_cqe(self, cqh, cqe);
     }
@@ -272,6 +287,9 @@ impl TargetPort for Inbound<'_, '_> {
     }
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
         self.bp.send_frame(pe, tc, frame);
+    }
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.bp.io.recycle(frame);
     }
     fn ensure_watchdog(&mut self) {
         self.bp.ensure_watchdog();

@@ -155,6 +155,14 @@ impl Header {
     /// Encode header and payload into a new frame.
     pub fn encode(&self, payload: &[u8]) -> Vec<u8> {
         let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
+        self.encode_into(&mut v);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// Append the [`HEADER_LEN`] header bytes to `v` (a frame is the header, then the
+    /// payload).
+    pub fn encode_into(&self, v: &mut Vec<u8>) {
         v.push(self.kind as u8);
         v.push(self.flags);
         v.push(self.status);
@@ -169,8 +177,16 @@ impl Header {
         v.extend_from_slice(&self.offset.to_le_bytes());
         v.extend_from_slice(&self.op1.to_le_bytes());
         v.extend_from_slice(&self.op2.to_le_bytes());
-        v.extend_from_slice(payload);
-        v
+    }
+
+    /// Overwrite the first [`HEADER_LEN`] bytes of `frame` with the header (a frame whose
+    /// payload was placed behind a header-sized gap).
+    pub fn write_into(&self, frame: &mut [u8]) {
+        let mut h = Vec::with_capacity(HEADER_LEN);
+        self.encode_into(&mut h);
+        if let Some(dst) = frame.get_mut(..HEADER_LEN) {
+            dst.copy_from_slice(&h);
+        }
     }
 
     /// Decode a frame into its header and payload.
@@ -222,6 +238,21 @@ pub enum PacketError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_header_written_in_front_of_a_payload_in_place_is_the_encoded_frame() {
+        let mut h = Header::new(Kind::Put);
+        h.flags = flag::ORDERED | flag::MSG;
+        h.tag = 77;
+        h.offset = 0x1234_5678;
+        let payload: Vec<u8> = (0..100u8).collect();
+        let mut frame = vec![0xEEu8; HEADER_LEN];
+        frame.extend_from_slice(&payload);
+        h.write_into(&mut frame);
+        assert_eq!(frame, h.encode(&payload));
+        let (back, data) = Header::decode(&frame).unwrap();
+        assert_eq!((back, data), (h, payload.as_slice()));
+    }
 
     #[test]
     fn golden_header() {

@@ -45,6 +45,8 @@ pub(crate) trait TargetPort {
     fn dma(&self) -> &DmaPort;
     /// Put a frame on the wire to physical PE `pe`.
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
+    /// Give back the buffer of a frame that was applied (for the engine to reuse).
+    fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
     fn ensure_watchdog(&mut self);
     /// Deliver a completion event to CQ `cqh`.
@@ -136,7 +138,9 @@ impl Responder {
         let src = pkt.src.0;
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         if hdr.kind.is_answer() {
-            return Self::on_answer(p, &hdr, payload);
+            let answer = Self::on_answer(p, &hdr, payload);
+            p.recycle(pkt.data);
+            return answer;
         }
         if hdr.kind == Kind::AmoReq && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now())
         {
@@ -147,6 +151,7 @@ impl Responder {
             self.on_ordered(p, src, hdr, pkt);
         } else {
             Self::on_request(p, src, &hdr, payload);
+            p.recycle(pkt.data);
         }
         None
     }
@@ -208,6 +213,7 @@ impl Responder {
         st.next = st.next.wrapping_add(1);
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         Self::on_request(p, src, &hdr, payload);
+        p.recycle(pkt.data);
         self.drain_order(p, key);
     }
 

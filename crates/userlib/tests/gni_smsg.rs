@@ -272,3 +272,74 @@ fn threaded_engine_stream_with_a_releasing_receiver() {
         "with 4 credits the sender must have waited for the receiver"
     );
 }
+
+#[test]
+fn a_send_is_four_stores_once_aimed_at_the_mailbox() {
+    let c = cluster(EngineKind::Deterministic { seed: 5 });
+    let a = side(&c, 0, 10);
+    let b = side(&c, 1, 20);
+    let (ea, eb) = connect(&a, &b, 8, 64);
+    let writes = || c.engine().counters().mmio_writes;
+    let packets = || c.engine().counters().packets;
+    for i in 0..6u32 {
+        let before = writes();
+        let sent_before = packets();
+        ea.smsg_send(b"h", &pattern(8, i), 500 + i).unwrap();
+        let stores = writes() - before;
+        if i == 0 {
+            // The first send also aims the descriptor: QW2 and BASE_OFFSET.
+            assert!(stores > 4, "first send: {stores} stores");
+        } else {
+            // The message burst, SYNC_COMPLETE with the remote event, the control word,
+            // SYNC_COMPLETE with the local event: no BASE_OFFSET store between them.
+            assert_eq!(stores, 4, "send {i}");
+        }
+        settle(&c);
+        // The message and its answer, the remote event and its answer, the control word
+        // and its answer.
+        assert_eq!(packets() - sent_before, 6, "send {i}: packets");
+        let ev = next_ok(&a.tx);
+        assert_eq!(cq::get_msg_id(&ev.cqe), 500 + i);
+        let r = next_ok(&b.rx);
+        assert_eq!(cq::get_inst_id(&r.cqe), 10);
+        let m = eb.smsg_get_next().unwrap().expect("message");
+        assert_eq!((m.seqno, m.header()), (i, &b"h"[..]));
+        assert_eq!(m.data(), pattern(8, i).as_slice());
+        eb.smsg_release().unwrap();
+        settle(&c);
+    }
+    // The control word every send carries still reaches the peer: the receiver's releases
+    // came back to the sender.
+    eb.smsg_send(b"", b"back", 1).unwrap();
+    settle(&c);
+    assert_eq!(ea.smsg_credits().unwrap(), 8);
+}
+
+#[test]
+fn slots_beyond_a_small_window_are_reached_by_aiming_at_them() {
+    use userlib::gni::CdmMode;
+    let c = cluster(EngineKind::Deterministic { seed: 6 });
+    let a = side_with(&c, 0, 11, 256 * 1024, CdmMode::FMA_SMALL_WINDOW, 256);
+    let b = side_with(&c, 1, 21, 256 * 1024, CdmMode::FMA_SMALL_WINDOW, 256);
+    // Eight slots of 8 KiB: the mailbox is about 66 KiB, twice the 32 KiB window.
+    let (ea, eb) = connect(&a, &b, 8, 8192);
+    for round in 0..2u32 {
+        for i in 0..8u32 {
+            let n = round * 8 + i;
+            ea.smsg_send(&[n as u8], &pattern(4000 + n as usize, n), n)
+                .unwrap();
+        }
+        settle(&c);
+        for i in 0..8u32 {
+            let n = round * 8 + i;
+            assert_eq!(cq::get_msg_id(&next_ok(&a.tx).cqe), n);
+            let m = eb.smsg_get_next().unwrap().expect("message");
+            assert_eq!(m.seqno, n);
+            assert_eq!(m.header(), &[n as u8]);
+            assert_eq!(m.data(), pattern(4000 + n as usize, n).as_slice());
+            eb.smsg_release().unwrap();
+        }
+        settle(&c);
+    }
+    assert_eq!(ea.smsg_credits().unwrap(), 8);
+}

@@ -165,7 +165,7 @@ impl Ctx<'_> {
                         return Err(e.into());
                     }
                     done += waiting.count(c.consume()?);
-                    self.pair.service()?;
+                    self.pair.service_stalled()?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -183,7 +183,7 @@ impl Ctx<'_> {
             }
         }
         if self.kind == Kind::Send {
-            self.pair.service()?;
+            self.pair.service_stalled()?;
         }
         Ok(())
     }

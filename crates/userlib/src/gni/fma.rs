@@ -73,6 +73,9 @@ pub(crate) struct Fma {
     /// Sequences that may still be opened without reading `STATUS`.
     budget: u64,
     next_tid: u16,
+    /// The QW2 image last composed, by (command, remote MDH, local MDH, mode2): composing
+    /// it is a whole-descriptor encode.
+    qw2_of: Option<((u64, u16, u16, u64), u64)>,
 }
 
 impl Fma {
@@ -96,6 +99,7 @@ impl Fma {
             cq: None,
             budget: 0,
             next_tid: 0,
+            qw2_of: None,
         }
     }
 
@@ -113,20 +117,29 @@ impl Fma {
     /// Point the descriptor at `roff` of the target's memory domain (QW2, then
     /// BASE_OFFSET with PE mask mode 0: PE above the 40-bit offset).
     pub(crate) fn aim(&mut self, t: &Target, roff: u64) -> Result<()> {
-        let d = FmaDescriptor {
-            command: t.command,
-            rem_mem_dh: u64::from(t.rem_mdh),
-            src_mem_dh: u64::from(t.src_mdh),
-            pe_mask_mode: 0,
-            mode2: u64::from(Self::mode2(t.dlvr).bits()),
-            ..FmaDescriptor::default()
+        let mode2 = u64::from(Self::mode2(t.dlvr).bits());
+        let key = (t.command, t.rem_mdh, t.src_mdh, mode2);
+        let qw2 = match self.qw2_of {
+            Some((k, q)) if k == key => q,
+            _ => {
+                let d = FmaDescriptor {
+                    command: t.command,
+                    rem_mem_dh: u64::from(t.rem_mdh),
+                    src_mem_dh: u64::from(t.src_mdh),
+                    pe_mask_mode: 0,
+                    mode2,
+                    ..FmaDescriptor::default()
+                };
+                let img = d
+                    .encode()
+                    .map_err(|_| GniError::param("FMA descriptor fields out of range"))?;
+                let mut q = [0u8; 8];
+                q.copy_from_slice(&img[8..16]);
+                let q = u64::from_le_bytes(q);
+                self.qw2_of = Some((key, q));
+                q
+            }
         };
-        let img = d
-            .encode()
-            .map_err(|_| GniError::param("FMA descriptor fields out of range"))?;
-        let mut q = [0u8; 8];
-        q.copy_from_slice(&img[8..16]);
-        let qw2 = u64::from_le_bytes(q);
         if !(self.cache && self.qw2 == Some(qw2)) {
             self.page.write_u64(reg::QW2, qw2)?;
             self.qw2 = Some(qw2);
@@ -277,6 +290,22 @@ impl Fma {
             self.aim(t, roff)?;
         }
         Ok(())
+    }
+
+    /// Bytes of each window (the farthest a store may land from `BASE_OFFSET`).
+    pub(crate) fn window_bytes(&self) -> u64 {
+        self.window
+    }
+
+    /// Store `bytes` at window offset `at` of the current aim (no `BASE_OFFSET` store): a
+    /// sender that keeps the descriptor aimed at the start of a remote region reaches any
+    /// place in it within the window with data stores alone. `at + bytes.len()` must not
+    /// pass [`Fma::window_bytes`].
+    pub(crate) fn store_at(&mut self, win: Win, at: u64, bytes: &[u8]) -> Result<()> {
+        if at.saturating_add(bytes.len() as u64) > self.window {
+            return Err(GniError::param("store beyond the FMA window"));
+        }
+        Self::store(self.window(win), win == Win::PutWc, at, bytes)
     }
 
     /// One 8-byte store at window offset 0 (a message control word, a non-fetching AMO

@@ -189,7 +189,12 @@ pub(crate) struct Smsg {
     pending: Option<Vec<u64>>,
     /// When the last retransmission round was written.
     last_round: Option<Instant>,
+    /// Buffers of released messages' images, reused for the next sends.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Most image buffers an endpoint keeps for reuse.
+const SPARE_IMAGES: usize = 16;
 
 impl Smsg {
     fn mem(&self) -> &std::sync::Arc<dyn driver::mem::HostMem> {
@@ -276,7 +281,11 @@ impl Smsg {
             .front()
             .is_some_and(|u| (u.seqno.wrapping_sub(r) as i32) < 0)
         {
-            self.unacked.pop_front();
+            if let Some(u) = self.unacked.pop_front()
+                && self.spare.len() < SPARE_IMAGES
+            {
+                self.spare.push(u.image);
+            }
         }
         Ok(())
     }
@@ -502,6 +511,7 @@ impl Ep {
             last_returned: 0,
             pending: None,
             last_round: None,
+            spare: Vec::new(),
         });
         drop(st);
         self.inner.nic.smsg_register(&self.inner);
@@ -550,7 +560,8 @@ impl Ep {
             .encode()
             .map_err(|_| GniError::param("SMSG header fields out of range"))?;
         let total = (HEADER_SIZE + hlen + dlen) as usize;
-        let mut image = Vec::with_capacity(total.next_multiple_of(8));
+        let mut image = s.spare.pop().unwrap_or_default();
+        image.clear();
         image.extend_from_slice(&hb);
         image.extend_from_slice(header);
         image.extend_from_slice(data);
@@ -572,8 +583,14 @@ impl Ep {
             }
         })?;
         let t = s.target(pe, nic.smsg_dlvr());
-        let sent = fma
-            .put(
+        // The descriptor stays aimed at the start of the peer's mailbox: the slot and the
+        // control word below are then data stores at window offsets, with no BASE_OFFSET
+        // store per send (unless the mailbox is wider than the window).
+        let sent = if slot + image.len() as u64 <= fma.window_bytes() {
+            fma.aim(&t, s.rbase)
+                .and_then(|_| fma.store_at(Win::PutWc, slot, &image))
+        } else {
+            fma.put(
                 Win::PutWc,
                 &t,
                 s.rbase + slot,
@@ -584,7 +601,8 @@ impl Ep {
                     Ok(())
                 },
             )
-            .and_then(|_| fma.sync(SyncType::REMOTE_EVENT, remote_ev));
+        }
+        .and_then(|_| fma.sync(SyncType::REMOTE_EVENT, remote_ev));
         if let Err(e) = sent {
             let _ = fma.sync(SyncType::NO_EVENT, 0);
             return Err(e);
