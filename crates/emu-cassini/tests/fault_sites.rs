@@ -2,12 +2,19 @@
 //! doorbells: `ct_delay` holds a counting event's write-back for `ct_delay_time` and writes
 //! the newest count when it ends; `atu_miss` ends a command whose local buffer misses with an
 //! initiator event `C_RC_NO_TRANSLATION` and the `err_no_translation` counter, delivering
-//! nothing. A site at probability 1 fires on every chance; off, nothing changes.
+//! nothing; `eq_full` and `le_exhaust` take a flow-controlled PtlTE to DISABLED (reason
+//! FC_EQ_FULL / FC_UNEXPECTED_FAIL, sender sees PT_DISABLED) or, without flow control, drop
+//! the request with ENTRY_NOT_FOUND, each counted by its LPE counter; `slow_target` holds
+//! every arriving packet (the acknowledgement at the initiator too) for `slow_target_time`
+//! and processes them in order when it ends. A site at probability 1 fires on every chance;
+//! off, nothing changes.
 
 mod offload_support;
 
 use emu_core::nic_faults::NicFaults;
 use emu_core::time::SimDuration;
+use firmware_spec::cassini::event::StateChangeFields;
+use firmware_spec::cassini::le::ScReason;
 use offload_support::*;
 
 fn engine(net: &Net) -> &emu_core::engine::deterministic::Deterministic {
@@ -126,4 +133,312 @@ fn atu_miss_ends_a_put_with_no_translation_and_delivers_nothing() {
         net.node(b).read_host(dst.host, 256).unwrap(),
         vec![0xAB; 256]
     );
+}
+
+/// A PtlTE of node `b` at `PT_SITE` (portal index `IDX_SITE`, long events on `EQ_TGT`) with
+/// `opts`, enabled, its STATE_CHANGE consumed.
+const PT_SITE: u16 = 12;
+const IDX_SITE: u32 = 6;
+
+fn site_pte(net: &mut Net, b: usize, opts: PtAllocOpts) {
+    net.node(b)
+        .alloc_pte(
+            PT_SITE,
+            EQ_TGT,
+            PtAllocOpts::IS_MATCHING | PtAllocOpts::USE_LONG_EVENT | opts,
+            VNI,
+            PID,
+            IDX_SITE,
+            0,
+            IDX_SITE,
+        )
+        .unwrap();
+    net.enable(b, PT_SITE);
+}
+
+/// A 256 B put from node `a` to `PT_SITE` of node `b` with match bits 1.
+fn put_to_site(net: &mut Net, a: usize, b: usize, src: &Md, user_ptr: u64) {
+    let put = dma(
+        DmaOp::Put,
+        a,
+        b,
+        IDX_SITE,
+        src.iova,
+        256,
+        1,
+        DmaFlags::default(),
+        0,
+        user_ptr,
+    )
+    .encode();
+    net.tx(a, &[&put]);
+}
+
+fn lpe(n: &Node, name: &str) -> u64 {
+    n.counter("c_lpe_cntrs", name).unwrap()
+}
+
+/// The acknowledgements among `ev`.
+fn acks(ev: &[Event]) -> Vec<&Event> {
+    ev.iter()
+        .filter(|e| e.event_type() == EventType::Ack)
+        .collect()
+}
+
+/// The return code of a put's ACK event, and the target events it caused.
+fn put_outcome(net: &mut Net, a: usize, b: usize) -> (ReturnCode, Vec<Event>) {
+    net.settle();
+    let ev = net.tx_events(a);
+    let ack = acks(&ev);
+    assert_eq!(ack.len(), 1, "{ev:?}");
+    (ack[0].return_code(), net.tgt_events(b))
+}
+
+fn state_changes(ev: &[Event]) -> Vec<StateChangeFields> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::TargetLong(t) => t.state_change().map(|f| f.unwrap()),
+            Event::TargetShort(t) => t.state_change().map(|f| f.unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn eq_full_disables_a_flow_controlled_ptlte_and_drops_without_flow_control() {
+    let (a, b) = (0, 1);
+    for flow_control in [true, false] {
+        let mut net = Net::new(2);
+        let opts = if flow_control {
+            PtAllocOpts::EN_FLOWCTRL
+        } else {
+            PtAllocOpts::empty()
+        };
+        site_pte(&mut net, b, opts);
+        let src = net.c.nodes[a].map(4096, true, true).unwrap();
+        net.node(a).write_host(src.host, &[0x5A; 256]).unwrap();
+        let dst = net.c.nodes[b].map(4096, true, true).unwrap();
+        net.tgt_cmd(b, &le(PT_SITE, 1, &dst, LeFlags::OP_PUT, 1));
+        net.settle();
+        assert_eq!(net.tgt_events(b).len(), 1, "the LE's LINK event");
+        let (disabled, not_found) = (
+            lpe(net.node(b), "err_pt_disabled_eq_full"),
+            lpe(net.node(b), "err_entry_not_found_eq_full"),
+        );
+
+        net.c.engine.set_nic_faults(NicFaults {
+            eq_full: 1.0,
+            ..NicFaults::none()
+        });
+        put_to_site(&mut net, a, b, &src, 0x21);
+        let (rc, tgt) = put_outcome(&mut net, a, b);
+        assert_eq!(
+            net.node(b).read_host(dst.host, 256).unwrap(),
+            vec![0u8; 256],
+            "nothing delivered (flow control {flow_control})"
+        );
+        assert!(net.c.engine.nic_fault_counters().eq_full >= 1);
+        if flow_control {
+            assert_eq!(rc, ReturnCode::PtDisabled);
+            let sc = state_changes(&tgt);
+            assert_eq!(
+                tgt.len(),
+                1,
+                "only the STATE_CHANGE, in the reserved slot: {tgt:?}"
+            );
+            assert_eq!(
+                (sc[0].ptlte_state, sc[0].sc_reason, sc[0].sc_nic_auto),
+                (PtlteState::Disabled, ScReason::FcEqFull, true)
+            );
+            assert_eq!(lpe(net.node(b), "err_pt_disabled_eq_full"), disabled + 1);
+        } else {
+            assert_eq!(rc, ReturnCode::EntryNotFound);
+            assert!(tgt.is_empty(), "no room for an event: {tgt:?}");
+            assert_eq!(
+                lpe(net.node(b), "err_entry_not_found_eq_full"),
+                not_found + 1
+            );
+        }
+
+        // Off again: without flow control the PtlTE stayed enabled and takes the same put.
+        net.c.engine.set_nic_faults(NicFaults::none());
+        if !flow_control {
+            put_to_site(&mut net, a, b, &src, 0x22);
+            let (rc, tgt) = put_outcome(&mut net, a, b);
+            assert_eq!(rc, ReturnCode::Ok);
+            assert_eq!(tgt.len(), 1, "{tgt:?}");
+            assert_eq!(
+                net.node(b).read_host(dst.host, 256).unwrap(),
+                vec![0x5A; 256]
+            );
+        }
+    }
+}
+
+#[test]
+fn le_exhaust_refuses_an_unexpected_header_and_counts_it() {
+    let (a, b) = (0, 1);
+    for flow_control in [true, false] {
+        let mut net = Net::new(2);
+        let opts = if flow_control {
+            PtAllocOpts::EN_FLOWCTRL
+        } else {
+            PtAllocOpts::empty()
+        };
+        site_pte(&mut net, b, opts);
+        let src = net.c.nodes[a].map(4096, true, true).unwrap();
+        net.node(a).write_host(src.host, &[0xC3; 256]).unwrap();
+        // No priority entry: the put lands in an overflow buffer and keeps an unexpected
+        // header, which needs a list entry from the PtlTE's pool.
+        let ovf = net.c.nodes[b].map(4096, true, true).unwrap();
+        net.tgt_cmd(
+            b,
+            &le_cmd(
+                TgtOp::Append,
+                PT_SITE,
+                PtlList::Overflow,
+                2,
+                &ovf,
+                LeFlags::OP_PUT | LeFlags::MANAGE_LOCAL,
+                0,
+                u64::MAX,
+            ),
+        );
+        net.settle();
+        assert_eq!(net.tgt_events(b).len(), 1, "the overflow LE's LINK event");
+        let (disabled, not_found) = (
+            lpe(net.node(b), "err_pt_disabled_cant_alloc_unexpected"),
+            lpe(net.node(b), "err_entry_not_found_cant_alloc_unexpected"),
+        );
+
+        net.c.engine.set_nic_faults(NicFaults {
+            le_exhaust: 1.0,
+            ..NicFaults::none()
+        });
+        put_to_site(&mut net, a, b, &src, 0x31);
+        let (rc, tgt) = put_outcome(&mut net, a, b);
+        assert!(net.c.engine.nic_fault_counters().le_exhaust >= 1);
+        assert_eq!(
+            net.node(b).read_host(ovf.host, 256).unwrap(),
+            vec![0u8; 256],
+            "nothing landed in the overflow buffer (flow control {flow_control})"
+        );
+        if flow_control {
+            assert_eq!(rc, ReturnCode::PtDisabled);
+            let sc = state_changes(&tgt);
+            assert_eq!(sc.len(), 1, "{tgt:?}");
+            assert_eq!(
+                (sc[0].ptlte_state, sc[0].sc_reason),
+                (PtlteState::Disabled, ScReason::FcUnexpectedFail)
+            );
+            assert_eq!(
+                lpe(net.node(b), "err_pt_disabled_cant_alloc_unexpected"),
+                disabled + 1
+            );
+        } else {
+            assert_eq!(rc, ReturnCode::EntryNotFound);
+            assert!(
+                tgt.iter()
+                    .all(|e| e.return_code() == ReturnCode::EntryNotFound),
+                "{tgt:?}"
+            );
+            assert_eq!(
+                lpe(net.node(b), "err_entry_not_found_cant_alloc_unexpected"),
+                not_found + 1
+            );
+            // Off again: the same put is kept as an unexpected message.
+            net.c.engine.set_nic_faults(NicFaults::none());
+            put_to_site(&mut net, a, b, &src, 0x32);
+            let (rc, tgt) = put_outcome(&mut net, a, b);
+            assert_eq!(rc, ReturnCode::Ok);
+            let put = tgt.iter().find_map(|e| match e {
+                Event::TargetLong(t) if t.event_type == EventType::Put => Some(t),
+                _ => None,
+            });
+            assert_eq!(put.map(|t| t.ptl_list), Some(PtlList::Overflow), "{tgt:?}");
+            assert_eq!(
+                net.node(b).read_host(ovf.host, 256).unwrap(),
+                vec![0xC3; 256]
+            );
+        }
+    }
+}
+
+#[test]
+fn slow_target_holds_arriving_packets_and_processes_them_in_order_when_it_ends() {
+    let (a, b) = (0, 1);
+    let mut net = Net::new(2);
+    let src = net.c.nodes[a].map(4096, true, true).unwrap();
+    net.node(a).write_host(src.host, &[1; 256]).unwrap();
+    net.node(a).write_host(src.host + 256, &[2; 256]).unwrap();
+    let dst = net.c.nodes[b].map(4096, true, true).unwrap();
+    // MANAGE_LOCAL: the two puts land one after the other, in arrival order.
+    net.tgt_cmd(
+        b,
+        &le(
+            PT_MATCH,
+            1,
+            &dst,
+            LeFlags::OP_PUT | LeFlags::MANAGE_LOCAL,
+            1,
+        ),
+    );
+    net.settle();
+    assert_eq!(net.tgt_events(b).len(), 1, "the LE's LINK event");
+
+    let stall = SimDuration::from_us(20);
+    net.c.engine.set_nic_faults(NicFaults {
+        slow_target: 1.0,
+        slow_target_time: stall,
+        ..NicFaults::none()
+    });
+    let start = engine(&net).now();
+    let puts: Vec<[u8; 64]> = (0..2u64)
+        .map(|i| {
+            dma(
+                DmaOp::Put,
+                a,
+                b,
+                0,
+                src.iova + 256 * i,
+                256,
+                1,
+                DmaFlags::default(),
+                0,
+                0x40 + i,
+            )
+            .encode()
+        })
+        .collect();
+    net.tx(a, &[&puts[0], &puts[1]]);
+    engine(&net).run_until(start + SimDuration::from_us(18));
+    assert!(net.tgt_events(b).is_empty(), "held by the stall");
+    assert_eq!(
+        net.node(b).read_host(dst.host, 512).unwrap(),
+        vec![0u8; 512],
+        "nothing placed during the stall"
+    );
+    // The stall ends 20 us after the first arrival; the acknowledgements then stall at the
+    // initiator in turn.
+    engine(&net).run_until(start + SimDuration::from_us(25));
+    let tgt = net.tgt_events(b);
+    assert_eq!(tgt.len(), 2, "{tgt:?}");
+    let mut want = vec![1u8; 256];
+    want.extend([2u8; 256]);
+    assert_eq!(
+        net.node(b).read_host(dst.host, 512).unwrap(),
+        want,
+        "both placed, in the order sent"
+    );
+    let early = net.tx_events(a);
+    assert!(
+        acks(&early).is_empty(),
+        "the acknowledgements wait out the initiator's own stall: {early:?}"
+    );
+    net.settle();
+    let ev = net.tx_events(a);
+    let ack = acks(&ev);
+    assert_eq!(ack.len(), 2, "{ev:?}");
+    assert!(ack.iter().all(|e| e.return_code() == ReturnCode::Ok));
+    assert!(net.c.engine.nic_fault_counters().slow_target >= 2);
 }
