@@ -103,9 +103,6 @@ pub(super) fn sorted_drain<K: Ord + Copy, V>(map: &mut HashMap<K, V>) -> Vec<(K,
     v
 }
 
-/// How long a post waits for room on a full FMA descriptor or BTE queue.
-const RESOURCE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
 fn tr(e: GniError) -> Error {
     Error::Transport(format!("gni: {e}"))
 }
@@ -202,8 +199,8 @@ pub struct GniTransport {
     puts: HashMap<u64, rendezvous::PutOut>,
     /// Posts in flight by token, for re-posting after a transaction error.
     posted: HashMap<u64, Posted>,
-    /// Re-posts refused with `GNI_RC_ERROR_RESOURCE` (every sequence of the descriptor or
-    /// the BTE queue busy), posted again by progress.
+    /// Posts and re-posts refused with `GNI_RC_ERROR_RESOURCE` (every sequence of the
+    /// descriptor or the BTE queue busy), in order, posted by progress.
     deferred: VecDeque<PostDescriptor>,
     incoming: HashMap<(Rank, u64), rendezvous::PutIn>,
     bounces: HashMap<u64, eager::BounceIn>,
@@ -374,6 +371,12 @@ impl GniTransport {
     }
 
     /// Post `d` to `peer` (fenced when on the BTE); returns its token.
+    ///
+    /// An FMA descriptor tracks a bounded number of transactions and the BTE queues are
+    /// bounded: a post refused with `GNI_RC_ERROR_RESOURCE` waits in `deferred`, behind
+    /// any earlier one so that posts leave in order, and progress posts it once earlier
+    /// posts completed (what a uGNI application does on that return code). Every caller
+    /// waits for the post's completion event, never for the post itself.
     fn post(&mut self, peer: Rank, mut d: PostDescriptor, bte: bool) -> Result<u64> {
         self.next += 1;
         let token = self.next;
@@ -381,30 +384,6 @@ impl GniTransport {
         if bte {
             fence(&mut d);
         }
-        // An FMA descriptor tracks a bounded number of transactions and the BTE queues are
-        // bounded: while they are full, complete earlier posts and try again (as a uGNI
-        // application does on GNI_RC_ERROR_RESOURCE), for at most RESOURCE_WAIT.
-        let start = std::time::Instant::now();
-        loop {
-            let ep = self.post_ep(peer)?;
-            let r = if bte {
-                ep.post_rdma(&d)
-            } else {
-                ep.post_fma(&d)
-            };
-            match r {
-                Ok(()) => break,
-                Err(e)
-                    if e.rc() == ReturnCode::ErrorResource && start.elapsed() < RESOURCE_WAIT =>
-                {
-                    if !self.drain_tx()? {
-                        self.nic.progress();
-                    }
-                }
-                Err(e) => return Err(tr(e)),
-            }
-        }
-        self.count(if bte { "bte" } else { "fma" });
         self.posted.insert(
             token,
             Posted {
@@ -413,7 +392,24 @@ impl GniTransport {
                 tries: 0,
             },
         );
+        self.count(if bte { "bte" } else { "fma" });
+        if self.deferred.is_empty() && self.try_post(peer, bte, &d)? {
+            return Ok(token);
+        }
+        self.deferred.push_back(d);
+        self.post_deferred()?;
         Ok(token)
+    }
+
+    /// Hand `d` to the NIC; `false` when it has no room (`GNI_RC_ERROR_RESOURCE`).
+    fn try_post(&mut self, peer: Rank, bte: bool, d: &PostDescriptor) -> Result<bool> {
+        let ep = self.post_ep(peer)?;
+        let r = if bte { ep.post_rdma(d) } else { ep.post_fma(d) };
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if e.rc() == ReturnCode::ErrorResource => Ok(false),
+            Err(e) => Err(tr(e)),
+        }
     }
 
     /// A post ended with a transaction error: post the same descriptor again (a PUT or a
@@ -452,25 +448,15 @@ impl GniTransport {
     /// room. Returns whether any went out.
     fn post_deferred(&mut self) -> Result<bool> {
         let mut did = false;
-        while let Some(d) = self.deferred.front().cloned() {
+        while let Some(d) = self.deferred.pop_front() {
             let Some(p) = self.posted.get(&d.post_id).copied() else {
-                self.deferred.pop_front();
                 continue;
             };
-            let ep = self.post_ep(p.peer)?;
-            let r = if p.bte {
-                ep.post_rdma(&d)
-            } else {
-                ep.post_fma(&d)
-            };
-            match r {
-                Ok(()) => {
-                    self.deferred.pop_front();
-                    did = true;
-                }
-                Err(e) if e.rc() == ReturnCode::ErrorResource => break,
-                Err(e) => return Err(tr(e)),
+            if !self.try_post(p.peer, p.bte, &d)? {
+                self.deferred.push_front(d);
+                break;
             }
+            did = true;
         }
         Ok(did)
     }
@@ -694,15 +680,16 @@ impl Transport for GniTransport {
 
     fn progress(&mut self) -> Result<bool> {
         let mut did = false;
-        if !self.deferred.is_empty() {
-            did |= self.post_deferred()?;
-        }
         for peer in 0..self.size {
             if !self.peers[peer as usize].backlog.is_empty() {
                 did |= self.flush_backlog(peer)?;
             }
         }
         did |= self.drain_tx()?;
+        // After the completions: they may have made room for posts waiting on it.
+        if !self.deferred.is_empty() {
+            did |= self.post_deferred()?;
+        }
         did |= self.drain_mailboxes()?;
         if !did {
             // The wildcard is a kgni request: poll it after mailbox traffic (a new peer's
