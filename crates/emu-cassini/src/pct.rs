@@ -379,15 +379,16 @@ impl Pct {
     }
 
     /// Whether a frame (without tag) travels unsequenced: a restricted request, or a
-    /// continuation of a restricted put.
-    fn unordered(&mut self, data: &[u8]) -> bool {
+    /// continuation of a restricted put. `train`: the frame's continuations travel with it
+    /// as a train (none follow it).
+    fn unordered(&mut self, data: &[u8], train: bool) -> bool {
         match wire::parse(data) {
             Some(Parsed::Request(_, r, payload)) if r.restricted => {
                 let put = matches!(
                     DmaOp::try_from(r.opcode),
                     Ok(DmaOp::Put | DmaOp::NomatchPut)
                 );
-                if put && !r.small && r.request_len as usize > payload.len() {
+                if put && !r.small && !train && r.request_len as usize > payload.len() {
                     self.restricted_msgs.insert(r.handle, ());
                 }
                 true
@@ -406,10 +407,11 @@ impl Pct {
 
 /// The PCT's behaviour, on anything that provides a [`PctCtx`].
 pub(crate) trait PctOps: PctCtx {
-    /// Count a frame handed to the port.
+    /// Count a frame (or the frames of a train) handed to the port.
     fn pct_count_tx(&mut self, pkt: &Packet) {
-        self.counters().tx_ok_opt += 1;
-        self.counters().pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        let frames = pkt.frames();
+        self.counters().tx_ok_opt += frames;
+        self.counters().pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += frames;
     }
 
     /// Send a frame built by the blocks above (no tag yet): sequenced on its connection, or
@@ -418,8 +420,8 @@ pub(crate) trait PctOps: PctCtx {
         let request = is_request(&pkt.data);
         let vni = vni_of(&pkt.data).unwrap_or(0);
         let key = (pkt.dst.0, vni, pkt.tc.0);
-        if request && self.pct().unordered(&pkt.data) {
-            self.pct().counters.req_unordered += 1;
+        if request && self.pct().unordered(&pkt.data, pkt.train.is_some()) {
+            self.pct().counters.req_unordered += pkt.frames();
             let mut tag = Tag {
                 tries: 1,
                 ..Tag::default()
@@ -514,7 +516,11 @@ pub(crate) trait PctOps: PctCtx {
         // it returns to the pool when the acknowledgement arrives.
         let mut copy = io.packet_buffer(pkt.data.len());
         copy.extend_from_slice(&pkt.data);
-        let retained = Packet { data: copy, ..pkt };
+        let retained = Packet {
+            data: copy,
+            train: pkt.train.clone(),
+            ..pkt
+        };
         self.pct().conns[ci].sct.srb.push_back(SrbEntry {
             seq,
             pkt: retained,
@@ -598,8 +604,9 @@ pub(crate) trait PctOps: PctCtx {
             self.counters().rx_bad_opt += 1;
             return;
         }
-        self.counters().rx_ok_opt += 1;
-        self.counters().pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        let frames = pkt.frames();
+        self.counters().rx_ok_opt += frames;
+        self.counters().pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += frames;
         let (Some(tag), Some(vni)) = (pop_tag(&mut pkt.data), vni_of(&pkt.data)) else {
             self.counters().rx_unrecognized_pkt += 1;
             return;
@@ -618,7 +625,7 @@ pub(crate) trait PctOps: PctCtx {
         pkt.crc = Packet::CRC_TRUSTED;
         if tag.flags & F_SEQ == 0 {
             if is_request(&pkt.data) {
-                self.counters().rx_ptl_restricted_pkt += 1;
+                self.counters().rx_ptl_restricted_pkt += frames;
             }
             self.pct_deliver(io, pkt);
             return;

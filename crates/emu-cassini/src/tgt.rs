@@ -14,9 +14,9 @@
 //! The target reaches the rest of the NIC only through [`TgtCtx`] (implemented by `hw`):
 //! responses go to the initiator, answers leave through the PCT, counting events go to the TOU.
 
-use emu_core::dma::Perm;
+use emu_core::dma::{Perm, Segment};
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
 use emu_core::nic_faults::NicSite;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::cmd::{DmaOp, FormatError, TargetCommand, TgtOp};
@@ -105,6 +105,21 @@ impl FramesSeen {
     fn complete(&self) -> bool {
         self.upto >= self.total
     }
+}
+
+/// The first `n` bytes of a list of segments.
+fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
+    let mut left = n;
+    let mut out = Vec::with_capacity(segs.len());
+    for s in segs {
+        if left == 0 {
+            break;
+        }
+        let len = s.len.min(left);
+        out.push(Segment { addr: s.addr, len });
+        left -= len;
+    }
+    out
 }
 
 /// A Get that matched an overflow entry (DELAYED): answered when an append matches its
@@ -500,7 +515,10 @@ pub(crate) trait TgtOps: TgtCtx {
         match wire::parse(&pkt.data) {
             Some(Parsed::Request(fab, r, payload)) => {
                 let hdr = &pkt.data[..pkt.data.len() - payload.len()];
-                self.request(io, &fab, &r, hdr, payload, pkt.tc)
+                self.request(io, &fab, &r, hdr, payload, pkt.tc);
+                if let Some(t) = &pkt.train {
+                    self.train(io, &fab, r.handle, payload.len() as u64, t);
+                }
             }
             Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
@@ -814,6 +832,53 @@ pub(crate) trait TgtOps: TgtCtx {
         };
         let _ = m.pt;
         self.complete_put(io, &m.fab, m.tc, c.handle, &m.outcome, m.data_rc, m.length);
+    }
+
+    /// The continuation frames of a put that came as a train behind its first frame
+    /// (`first` payload bytes): their payload is copied from the initiator's host memory
+    /// straight into the landing range, as the frames would have placed it, and every one
+    /// of them counts as arrived.
+    fn train(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, handle: u32, first: u64, t: &Train) {
+        self.counters().rx_ptl_continuation_pkt += u64::from(t.frames);
+        let key = (fab.sfa >> 12, handle);
+        let (tgt, atu) = self.tgt_and_atu();
+        let Some(m) = tgt.msgs.get_mut(&key) else {
+            return;
+        };
+        let off = first + m.hdr;
+        if m.data_rc == ReturnCode::Ok && off < m.length {
+            let n = t.payload_len().min(m.length - off);
+            let to = atu.segments_of(
+                io.dma(),
+                m.mapped.as_ref(),
+                m.ac,
+                m.start + off,
+                n,
+                Perm::WRITE,
+                MTU as u64,
+            );
+            let from = cut_segments(&t.segments, n);
+            let copied = to.and_then(|to| {
+                t.source
+                    .copy_segments_to(&from, io.dma(), &to)
+                    .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+            });
+            if let Err(rc) = copied {
+                m.data_rc = rc;
+            }
+        }
+        let frames = first.div_ceil(MTU as u64);
+        for i in 0..u64::from(t.frames) {
+            m.frames.saw(frames + i);
+        }
+        m.at = io.now().as_ps();
+        if !m.frames.complete() {
+            return;
+        }
+        let Some(m) = self.tgt().msgs.remove(&key) else {
+            return;
+        };
+        self.complete_put(io, &m.fab, m.tc, handle, &m.outcome, m.data_rc, m.length);
     }
 
     /// All of a put has landed (or failed): target events, CT, ACK.

@@ -788,6 +788,46 @@ impl DmaPort {
     }
 }
 
+impl DmaPort {
+    /// Copy a scatter list of this port's IOVAs (`from`, read) to a gather list of `dst`'s
+    /// (`to`, write), in order, each overlapping piece with [`DmaPort::copy_to`]: one copy
+    /// from memory to memory, no intermediate buffer. The two lists must have the same total
+    /// length. A failing piece stops the copy; the pieces before it have been copied.
+    pub fn copy_segments_to(
+        &self,
+        from: &[Segment],
+        dst: &DmaPort,
+        to: &[Segment],
+    ) -> Result<(), DmaError> {
+        let total = |s: &[Segment]| s.iter().fold(0u64, |a, x| a.saturating_add(x.len));
+        let (a, b) = (total(from), total(to));
+        if a != b {
+            return Err(DmaError::LengthMismatch {
+                segments: a,
+                buffer: b,
+            });
+        }
+        let (mut i, mut j, mut si, mut dj) = (0usize, 0usize, 0u64, 0u64);
+        while let (Some(s), Some(d)) = (from.get(i), to.get(j)) {
+            let n = (s.len - si).min(d.len - dj);
+            if n > 0 {
+                self.copy_to(s.addr + si, dst, d.addr + dj, n)?;
+            }
+            si += n;
+            dj += n;
+            if si == s.len {
+                i += 1;
+                si = 0;
+            }
+            if dj == d.len {
+                j += 1;
+                dj = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn seg_len(len: u64) -> Result<usize, DmaError> {
     usize::try_from(len).map_err(|_| DmaError::LengthMismatch {
         segments: len,
