@@ -994,7 +994,18 @@ pub(crate) trait IxeOps: IxeCtx {
     /// event. `None` when the request is no longer outstanding (it timed out, or its
     /// connection died) or its buffer can no longer be read (then it completes with the
     /// error): the rest of the stream is dropped.
-    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet> {
+    ///
+    /// With `room` for more than one frame in the window, and nothing on the way to a port
+    /// of this process that needs the frames' bytes ([`DeviceIo::train_ok`]), the frame
+    /// carries a train of the ones after it, as many as the room allows: the target copies
+    /// their payload from host memory, so the SEND event is then owed to the completion
+    /// ([`Req::send_owed`]).
+    fn stream_next(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        stream: &mut OutStream,
+        room: u32,
+    ) -> Option<Packet> {
         let req = *self.ixe().get(stream.handle)?;
         let len = (stream.total - stream.off).min(MTU);
         let c = wire::Continuation {
@@ -1023,11 +1034,29 @@ pub(crate) trait IxeOps: IxeCtx {
         }
         self.counters().ptl_tx_put_pkts += 1;
         stream.off += len;
-        if stream.done() {
+        let mut pkt = wire::packet(stream.src, stream.dst, stream.tc, data);
+        let mut owed = req.send_owed;
+        if room > 1
+            && !stream.done()
+            && let Some(m) = &stream.mapped
+            && io.train_ok(stream.dst)
+        {
+            let end = stream.total.min(stream.off + (room as usize - 1) * MTU);
+            if let Some(t) = self.train_of(io, m, stream.ac, stream.addr, stream.off, end) {
+                self.counters().ptl_tx_put_pkts += u64::from(t.frames);
+                stream.off = end;
+                pkt.train = Some(t);
+                if let Some(x) = self.ixe().get_mut(stream.handle) {
+                    x.send_owed = true;
+                }
+                owed = true;
+            }
+        }
+        if stream.done() && !owed {
             // A streamed request is a put: its length is the request's.
             self.source_read(io, &req, req.rlength);
         }
-        Some(wire::packet(stream.src, stream.dst, stream.tc, data))
+        Some(pkt)
     }
 
     /// A sign of life from the fabric (the PCT saw packets acknowledged): requests whose

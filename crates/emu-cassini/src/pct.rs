@@ -224,14 +224,21 @@ pub(crate) trait PctCtx {
     /// Complete request `handle` with `rc` now (its connection was declared dead).
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode);
     /// The next frame of a streaming message (`None`: drop the rest of it).
-    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet>;
+    /// The next frame of `stream` (or a train of at most `room` frames).
+    fn stream_next(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        stream: &mut OutStream,
+        room: u32,
+    ) -> Option<Packet>;
     /// Packets were acknowledged: the initiator's requests are making progress.
     fn note_progress(&mut self, io: &mut DeviceIo<'_>);
 }
 
 impl<T: PctCtx + ?Sized> PctOps for T {}
 
-/// A packet in the source retry buffer.
+/// A packet in the source retry buffer (a train takes the sequence numbers of all its
+/// frames, from `seq` on).
 #[derive(Clone, Debug)]
 struct SrbEntry {
     seq: u32,
@@ -249,6 +256,8 @@ struct Sct {
     epoch: u32,
     next_seq: u32,
     srb: VecDeque<SrbEntry>,
+    /// Frames in the SRB (a train counts as its frames): what the window limits.
+    in_flight: u32,
     /// Frames (without tag) and streaming messages waiting for room in the window.
     backlog: VecDeque<Pending>,
 }
@@ -441,7 +450,7 @@ pub(crate) trait PctOps: PctCtx {
         }
         let ci = self.pct_open_sct(key);
         let s = &mut self.pct().conns[ci].sct;
-        if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
+        if s.in_flight >= WINDOW || !s.backlog.is_empty() {
             s.backlog.push_back(Pending::Frame(pkt));
             return;
         }
@@ -476,21 +485,25 @@ pub(crate) trait PctOps: PctCtx {
 
     /// Transmit from the backlog of connection `ci` while its window has room.
     fn pct_pump(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
-        while self.pct().conns[ci].sct.srb.len() < WINDOW as usize {
+        loop {
+            let in_flight = self.pct().conns[ci].sct.in_flight;
+            if in_flight >= WINDOW {
+                break;
+            }
             let Some(next) = self.pct().conns[ci].sct.backlog.pop_front() else {
                 break;
             };
             let pkt = match next {
                 Pending::Frame(p) => p,
                 Pending::Stream(mut stream) => {
-                    let Some(p) = self.stream_next(io, &mut stream) else {
+                    let Some(p) = self.stream_next(io, &mut stream, WINDOW - in_flight) else {
                         continue;
                     };
                     if !stream.done() {
                         let s = &mut self.pct().conns[ci].sct;
                         s.backlog.push_front(Pending::Stream(stream));
                     }
-                    self.pct().counters.req_ordered += 1;
+                    self.pct().counters.req_ordered += p.frames();
                     p
                 }
             };
@@ -500,9 +513,11 @@ pub(crate) trait PctOps: PctCtx {
 
     /// First transmission of a sequenced frame on connection `ci`.
     fn pct_transmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, mut pkt: Packet) {
+        let frames = pkt.frames() as u32;
         let s = &mut self.pct().conns[ci].sct;
         let seq = s.next_seq;
-        s.next_seq = seq.wrapping_add(1);
+        s.next_seq = seq.wrapping_add(frames);
+        s.in_flight += frames;
         let mut tag = Tag {
             flags: F_SEQ,
             tries: 1,
@@ -668,9 +683,11 @@ pub(crate) trait PctOps: PctCtx {
         }
         let mut next = Some(pkt);
         while let Some(p) = next {
+            // A train takes the sequence numbers of all its frames.
+            let frames = p.frames() as u32;
             let t = &mut self.pct().conns[ci].tct;
-            t.exp = t.exp.wrapping_add(1);
-            t.unacked += 1;
+            t.exp = t.exp.wrapping_add(frames);
+            t.unacked += frames;
             t.ack_due = true;
             next = t.held.remove(&t.exp);
             self.pct_deliver(io, p);
@@ -715,8 +732,11 @@ pub(crate) trait PctOps: PctCtx {
             return;
         }
         let mut acked = false;
-        while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
+        // An entry is acknowledged once its last sequence number is.
+        let last = |e: &SrbEntry| e.seq.wrapping_add(e.pkt.frames() as u32 - 1);
+        while s.srb.front().is_some_and(|e| before(last(e), tag.ack)) {
             if let Some(e) = s.srb.pop_front() {
+                s.in_flight -= e.pkt.frames() as u32;
                 io.recycle(e.pkt.data);
                 acked = true;
             }

@@ -107,6 +107,38 @@ impl FramesSeen {
     }
 }
 
+/// Land train `t`, whose payload starts at offset `at` of message `m` (a frame boundary):
+/// its payload is copied from the initiator's host memory straight into the landing range,
+/// as its frames would have placed it, and every one of its frames counts as arrived.
+fn land_train(atu: &mut Atu, io: &DeviceIo<'_>, m: &mut InMsg, at: u64, t: &Train) {
+    let off = at + m.hdr;
+    if m.data_rc == ReturnCode::Ok && off < m.length {
+        let n = t.payload_len().min(m.length - off);
+        let to = atu.segments_of(
+            io.dma(),
+            m.mapped.as_ref(),
+            m.ac,
+            m.start + off,
+            n,
+            Perm::WRITE,
+            MTU as u64,
+        );
+        let from = cut_segments(&t.segments, n);
+        let copied = to.and_then(|to| {
+            t.source
+                .copy_segments_to(&from, io.dma(), &to)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+        });
+        if let Err(rc) = copied {
+            m.data_rc = rc;
+        }
+    }
+    let first = at / MTU as u64;
+    for i in 0..u64::from(t.frames) {
+        m.frames.saw(first + i);
+    }
+}
+
 /// The first `n` bytes of a list of segments.
 fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
     let mut left = n;
@@ -520,7 +552,9 @@ pub(crate) trait TgtOps: TgtCtx {
                     self.train(io, &fab, r.handle, payload.len() as u64, t);
                 }
             }
-            Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
+            Some(Parsed::Continuation(fab, c, payload)) => {
+                self.continuation(io, &fab, &c, payload, pkt.train.as_deref())
+            }
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
             None => self.counters().rx_unrecognized_pkt += 1,
         }
@@ -802,9 +836,16 @@ pub(crate) trait TgtOps: TgtCtx {
         self.complete_put(io, fab, tc, req.handle, &outcome, data_rc, length);
     }
 
-    /// A continuation of a put.
-    fn continuation(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, c: &Continuation, payload: &[u8]) {
-        self.counters().rx_ptl_continuation_pkt += 1;
+    /// A continuation of a put (and the train of further continuations it carries, if any).
+    fn continuation(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        c: &Continuation,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
+        self.counters().rx_ptl_continuation_pkt += 1 + train.map_or(0, |t| u64::from(t.frames));
         let key = (fab.sfa >> 12, c.handle);
         let (tgt, atu) = self.tgt_and_atu();
         let Some(m) = tgt.msgs.get_mut(&key) else {
@@ -823,6 +864,9 @@ pub(crate) trait TgtOps: TgtCtx {
             }
         }
         m.frames.saw(u64::from(c.offset) / MTU as u64);
+        if let Some(t) = train {
+            land_train(atu, io, m, u64::from(c.offset) + payload.len() as u64, t);
+        }
         m.at = io.now().as_ps();
         if !m.frames.complete() {
             return;
@@ -835,9 +879,7 @@ pub(crate) trait TgtOps: TgtCtx {
     }
 
     /// The continuation frames of a put that came as a train behind its first frame
-    /// (`first` payload bytes): their payload is copied from the initiator's host memory
-    /// straight into the landing range, as the frames would have placed it, and every one
-    /// of them counts as arrived.
+    /// (`first` payload bytes).
     fn train(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, handle: u32, first: u64, t: &Train) {
         self.counters().rx_ptl_continuation_pkt += u64::from(t.frames);
         let key = (fab.sfa >> 12, handle);
@@ -845,32 +887,7 @@ pub(crate) trait TgtOps: TgtCtx {
         let Some(m) = tgt.msgs.get_mut(&key) else {
             return;
         };
-        let off = first + m.hdr;
-        if m.data_rc == ReturnCode::Ok && off < m.length {
-            let n = t.payload_len().min(m.length - off);
-            let to = atu.segments_of(
-                io.dma(),
-                m.mapped.as_ref(),
-                m.ac,
-                m.start + off,
-                n,
-                Perm::WRITE,
-                MTU as u64,
-            );
-            let from = cut_segments(&t.segments, n);
-            let copied = to.and_then(|to| {
-                t.source
-                    .copy_segments_to(&from, io.dma(), &to)
-                    .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
-            });
-            if let Err(rc) = copied {
-                m.data_rc = rc;
-            }
-        }
-        let frames = first.div_ceil(MTU as u64);
-        for i in 0..u64::from(t.frames) {
-            m.frames.saw(frames + i);
-        }
+        land_train(atu, io, m, first, t);
         m.at = io.now().as_ps();
         if !m.frames.complete() {
             return;

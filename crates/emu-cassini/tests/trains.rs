@@ -63,8 +63,8 @@ fn prepare(p: &mut Pair, data: &[u8]) -> (Md, Md) {
     (src, dst)
 }
 
-/// The restricted put command of `LEN` bytes from `src`.
-fn put_cmd(p: &Pair, src: &Md) -> [u8; 64] {
+/// The put command of `LEN` bytes from `src` (restricted, or sequenced by the PCT).
+fn put_cmd(p: &Pair, src: &Md, restricted: bool) -> [u8; 64] {
     let (dfa, ext) = p.dfa(1);
     FullDma {
         opcode: DmaOp::Put,
@@ -77,7 +77,7 @@ fn put_cmd(p: &Pair, src: &Md) -> [u8; 64] {
         user_ptr: 0x7a17,
         initiator: p.initiator(),
         flags: DmaFlags {
-            restricted: true,
+            restricted,
             ..DmaFlags::default()
         },
         ..FullDma::default()
@@ -97,7 +97,7 @@ fn put(p: &mut Pair) -> Moved {
         .iter()
         .map(|&(n, c)| hni(p, n, c).unwrap())
         .collect();
-    p.tx(&[&put_cmd(p, &src)]);
+    p.tx(&[&put_cmd(p, &src, true)]);
     p.c.settle();
     let send = init_fields(&p.wait_tx());
     assert_eq!(
@@ -220,38 +220,108 @@ fn with_a_capture_hook_or_a_fault_site_the_frames_go_one_by_one() {
 /// The SEND event of a put sent as a train says its source buffer may be reused: it must not
 /// come before the target has copied the bytes. With no engine thread and nothing delivered
 /// inline, nothing moves after the doorbell until the test makes progress: no SEND event may
-/// be there yet, and once it is, every byte has landed.
+/// be there yet, and once it is, every byte has landed. Restricted and sequenced puts.
 #[test]
 fn a_train_s_send_event_follows_the_copy() {
-    let cfg = ThreadedConfig {
-        workers: 0,
-        inline_budget: 0,
-        ..ThreadedConfig::default()
-    };
-    let mut p = Pair::with_tgt_eq(Cluster::threaded_with(2, cfg).unwrap(), EqOpts::default());
-    let data = pattern(LEN, 0x2e);
-    let (src, dst) = prepare(&mut p, &data);
-    let packets = p.c.engine.counters().packets;
-    p.tx(&[&put_cmd(&p, &src)]);
+    for restricted in [true, false] {
+        let cfg = ThreadedConfig {
+            workers: 0,
+            inline_budget: 0,
+            ..ThreadedConfig::default()
+        };
+        let c = Cluster::threaded_with(2, cfg).unwrap();
+        let mut p = Pair::with_tgt_eq(c, EqOpts::default());
+        let data = pattern(LEN, 0x2e);
+        let (src, dst) = prepare(&mut p, &data);
+        let packets = p.c.engine.counters().packets;
+        p.tx(&[&put_cmd(&p, &src, restricted)]);
+        assert!(
+            p.poll_tx().is_none(),
+            "restricted {restricted}: a SEND event before the train was delivered"
+        );
+        assert!(
+            p.tgt().read_host(dst.host, 4096).unwrap() != data[..4096],
+            "bytes landed before any delivery"
+        );
+        let send = init_fields(&p.wait_tx());
+        assert_eq!((send.0, send.1), (EventType::Send, ReturnCode::Ok));
+        assert!(
+            p.tgt().read_host(dst.host, LEN).unwrap() == data,
+            "restricted {restricted}: SEND came before every byte landed"
+        );
+        let ack = init_fields(&p.wait_tx());
+        assert_eq!((ack.0, ack.1), (EventType::Ack, ReturnCode::Ok));
+        assert_eq!(tgt_fields(&p.wait_tgt()).1, ReturnCode::Ok);
+        assert!(
+            p.c.engine.counters().packets - packets < 64,
+            "restricted {restricted}: the put did not go as trains"
+        );
+    }
+}
+
+/// A sequenced (unrestricted) put streams through the PCT's window: on the threaded engine
+/// each window's room goes as one train, which takes the sequence numbers of all its frames
+/// and is acknowledged as they would be. Every byte lands, SEND comes before ACK, and the
+/// counters of the put's frames are those of the same put on the deterministic engine.
+#[test]
+fn a_sequenced_put_goes_as_one_train_per_window() {
+    fn sequenced(p: &mut Pair) -> (Vec<u64>, u64) {
+        const NAMES: &[(usize, &str, &str)] = &[
+            (INIT, "c1_oxe_cntrs", "ptl_tx_put_pkts_tsc"),
+            (INIT, "c_pct_cntrs", "req_ordered"),
+            (INIT, "c_atu_cntrs", "cache_hit_base_page_size"),
+            (TGT, "c_ixe_cntrs", "rx_ptl_continuation_pkt"),
+            (TGT, "c_ixe_cntrs", "rx_ptl_multi_msgs"),
+            (TGT, "c_atu_cntrs", "cache_hit_base_page_size"),
+        ];
+        let read = |p: &Pair| -> Vec<u64> {
+            NAMES
+                .iter()
+                .map(|&(n, v, c)| p.c.nodes[n].counter(v, c).unwrap())
+                .collect()
+        };
+        let data = pattern(LEN, 0x93);
+        let (src, dst) = prepare(p, &data);
+        let before = read(p);
+        let packets = p.c.engine.counters().packets;
+        p.tx(&[&put_cmd(p, &src, false)]);
+        p.c.settle();
+        let send = init_fields(&p.wait_tx());
+        assert_eq!(
+            (send.0, send.1, send.2),
+            (EventType::Send, ReturnCode::Ok, LEN as u32)
+        );
+        let ack = init_fields(&p.wait_tx());
+        assert_eq!(
+            (ack.0, ack.1, ack.3),
+            (EventType::Ack, ReturnCode::Ok, 0x7a17)
+        );
+        assert_eq!(tgt_fields(&p.wait_tgt()).1, ReturnCode::Ok);
+        assert!(
+            p.tgt().read_host(dst.host, LEN).unwrap() == data,
+            "not every byte landed"
+        );
+        let moved = read(p)
+            .into_iter()
+            .zip(before)
+            .map(|(a, b)| a - b)
+            .collect();
+        (moved, p.c.engine.counters().packets - packets)
+    }
+    let (frame_by_frame, det_packets) = sequenced(&mut Pair::deterministic());
     assert!(
-        p.poll_tx().is_none(),
-        "a SEND event before the train was delivered"
+        det_packets > FRAMES,
+        "{det_packets} packets on the deterministic engine"
     );
+    let (train, thr_packets) = sequenced(&mut Pair::threaded());
+    // Two windows' worth of trains, their acknowledgements, the ACK and its acknowledgement
+    // (plus any the threaded engine's real-time PCT timers added); far below the frames.
     assert!(
-        p.tgt().read_host(dst.host, 4096).unwrap() != data[..4096],
-        "bytes landed before any delivery"
+        thr_packets < 64,
+        "{thr_packets} packets handed to the NICs: the put did not go as trains"
     );
-    let send = init_fields(&p.wait_tx());
-    assert_eq!((send.0, send.1), (EventType::Send, ReturnCode::Ok));
-    assert!(
-        p.tgt().read_host(dst.host, LEN).unwrap() == data,
-        "SEND came before every byte landed"
-    );
-    let ack = init_fields(&p.wait_tx());
-    assert_eq!((ack.0, ack.1), (EventType::Ack, ReturnCode::Ok));
-    assert_eq!(tgt_fields(&p.wait_tgt()).1, ReturnCode::Ok);
-    assert!(
-        p.c.engine.counters().packets - packets <= 4,
-        "the put did not go as a train"
-    );
+    assert_eq!(train, frame_by_frame);
+    assert_eq!(train[0], FRAMES, "ptl_tx_put_pkts");
+    assert_eq!(train[1], FRAMES, "req_ordered");
+    assert_eq!(train[3], FRAMES - 1, "rx_ptl_continuation_pkt");
 }
