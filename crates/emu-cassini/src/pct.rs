@@ -223,8 +223,8 @@ pub(crate) trait PctCtx {
     fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
     /// Complete request `handle` with `rc` now (its connection was declared dead).
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode);
-    /// The next frame of a streaming message (`None`: drop the rest of it).
-    /// The next frame of `stream` (or a train of at most `room` frames).
+    /// The next frame of a streaming message, or a frame carrying a train of at most `room`
+    /// frames in all (`None`: drop the rest of it).
     fn stream_next(
         &mut self,
         io: &mut DeviceIo<'_>,

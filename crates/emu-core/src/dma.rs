@@ -915,6 +915,55 @@ mod tests {
         HostMemory::new(1 << 20).unwrap()
     }
 
+    /// A scatter list copies into a gather list of other boundaries byte for byte; lists of
+    /// different lengths are refused before anything is copied.
+    #[test]
+    fn copy_segments_to_follows_both_lists() {
+        let (a, b) = (mem(), mem());
+        let src = DmaPort::passthrough(a.clone());
+        let dst = DmaPort::passthrough(b.clone());
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        a.write(GuestAddress(0x1000), &data[..100]).unwrap();
+        a.write(GuestAddress(0x5000), &data[100..]).unwrap();
+        let from = [
+            Segment {
+                addr: 0x1000,
+                len: 100,
+            },
+            Segment {
+                addr: 0x5000,
+                len: 200,
+            },
+        ];
+        let to = [
+            Segment {
+                addr: 0x9000,
+                len: 50,
+            },
+            Segment {
+                addr: 0xA000,
+                len: 250,
+            },
+        ];
+        let short = [Segment {
+            addr: 0x9000,
+            len: 299,
+        }];
+        assert!(matches!(
+            src.copy_segments_to(&from, &dst, &short),
+            Err(DmaError::LengthMismatch { .. })
+        ));
+        let mut got = vec![0u8; 50];
+        b.read(GuestAddress(0x9000), &mut got).unwrap();
+        assert_eq!(got, vec![0u8; 50], "nothing copied by a refused copy");
+        src.copy_segments_to(&from, &dst, &to).unwrap();
+        b.read(GuestAddress(0x9000), &mut got).unwrap();
+        let mut rest = vec![0u8; 250];
+        b.read(GuestAddress(0xA000), &mut rest).unwrap();
+        got.extend_from_slice(&rest);
+        assert_eq!(got, data);
+    }
+
     #[test]
     fn perm_basics() {
         assert!(Perm::RW.contains(Perm::READ));

@@ -573,6 +573,45 @@ mod tests {
         Packet::new(PortId(s), PortId(d), TrafficClass(tc), vec![7; len])
     }
 
+    /// A train counts as the frames it stands for, on the fabric, its traffic class and
+    /// every link of its route, as those frames injected one by one would.
+    #[test]
+    fn a_train_counts_as_its_frames() {
+        use crate::dma::{DmaPort, Segment};
+        use crate::fabric::Train;
+        use crate::memory::HostMemory;
+        let cfg = || FabricConfig::new(Topology::SingleSwitch { ports: 2 });
+        let (mut one, mut each) = (Fabric::new(cfg()).unwrap(), Fabric::new(cfg()).unwrap());
+        let mut rng = SimRng::new(1);
+        let mut p = pkt(0, 1, 3, 100);
+        p.train = Some(std::sync::Arc::new(Train {
+            frames: 4,
+            bytes: 4 * 60,
+            source: DmaPort::passthrough(HostMemory::new(1 << 16).unwrap()),
+            segments: vec![Segment { addr: 0, len: 200 }],
+        }));
+        let d: Vec<_> = one
+            .inject_immediate(SimTime::ZERO, p, &mut rng)
+            .into_iter()
+            .collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].1.frames(), 5);
+        each.inject_immediate(SimTime::ZERO, pkt(0, 1, 3, 100), &mut rng);
+        for _ in 0..4 {
+            each.inject_immediate(SimTime::ZERO, pkt(0, 1, 3, 60), &mut rng);
+        }
+        assert_eq!(one.counters(), each.counters());
+        assert_eq!(one.counters().injected, 5);
+        assert_eq!(one.counters().bytes_injected, 340);
+        assert_eq!(
+            one.tc_counters(TrafficClass(3)),
+            each.tc_counters(TrafficClass(3))
+        );
+        for l in 0..one.graph().links().len() as u32 {
+            assert_eq!(one.link_counters(LinkId(l)), each.link_counters(LinkId(l)));
+        }
+    }
+
     #[test]
     fn inject_seals_the_crc() {
         let mut f = Fabric::new(FabricConfig::new(Topology::SingleSwitch { ports: 2 })).unwrap();
