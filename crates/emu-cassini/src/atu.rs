@@ -336,6 +336,44 @@ impl Atu {
         Ok(())
     }
 
+    /// The bus segments of `[iova, iova + n)` of AC `acid` for `need`: through `m`'s
+    /// translation while it is valid and covers the range (counted as the cache hits of the
+    /// accesses of `frame` bytes each that a frame-by-frame transfer makes), else translated
+    /// afresh. For a train of frames, whose payload is copied in one go.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn segments_of(
+        &mut self,
+        dma: &DmaPort,
+        m: Option<&Mapped>,
+        acid: u16,
+        iova: u64,
+        n: u64,
+        need: Perm,
+        frame: u64,
+    ) -> Result<Vec<Segment>, ReturnCode> {
+        if let Some(m) = m
+            && m.generation == self.generation
+            && m.acid == acid
+            && let Some(ps) = m.pieces(iova, n, need)
+        {
+            let segs = ps
+                .map(|(addr, k)| Segment {
+                    addr,
+                    len: k as u64,
+                })
+                .collect();
+            let mut at = 0;
+            while at < n {
+                let k = frame.max(1).min(n - at);
+                self.count_mapped_hits(iova + at, k);
+                at += k;
+            }
+            return Ok(segs);
+        }
+        self.translate(dma, acid, iova, n, need)?;
+        Ok(self.segs.clone())
+    }
+
     /// Check that `[iova, iova + len)` is accessible with `need`, without accessing it.
     pub(crate) fn check(
         &mut self,

@@ -195,17 +195,23 @@ impl Cluster {
 
     /// `n` NICs on the threaded engine (real time; packets delivered inline).
     pub fn threaded(n: u32) -> Result<Cluster, HarnessError> {
-        let fabric = Fabric::new(FabricConfig::new(Topology::SingleSwitch {
-            ports: n.max(2),
-        }))
-        .map_err(EngineError::from)?;
-        let t = Arc::new(Threaded::new(
-            fabric,
+        Self::threaded_with(
+            n,
             ThreadedConfig {
                 workers: 1,
                 ..ThreadedConfig::default()
             },
-        )?);
+        )
+    }
+
+    /// `n` NICs on a threaded engine configured by `cfg` (e.g. no engine threads and no
+    /// inline deliveries: nothing moves but in [`Cluster::progress`]).
+    pub fn threaded_with(n: u32, cfg: ThreadedConfig) -> Result<Cluster, HarnessError> {
+        let fabric = Fabric::new(FabricConfig::new(Topology::SingleSwitch {
+            ports: n.max(2),
+        }))
+        .map_err(EngineError::from)?;
+        let t = Arc::new(Threaded::new(fabric, cfg)?);
         let engine: Arc<dyn Engine> = t.clone();
         let mut c = Cluster {
             engine,
@@ -302,6 +308,11 @@ impl Cluster {
     /// The deterministic engine, if this cluster runs on it.
     pub fn deterministic_engine(&self) -> Option<&Deterministic> {
         self.det.as_ref()
+    }
+
+    /// The threaded engine, if this cluster runs on it.
+    pub fn threaded_engine(&self) -> Option<&Arc<Threaded>> {
+        self.threaded.as_ref()
     }
 
     /// Poll `eq` of node `node` until an event arrives, making progress on the engine.

@@ -525,8 +525,13 @@ impl PctCtx for Hw {
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
         IxeOps::request_lost(self, io, handle, rc);
     }
-    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet> {
-        IxeOps::stream_next(self, io, stream)
+    fn stream_next(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        stream: &mut OutStream,
+        room: u32,
+    ) -> Option<Packet> {
+        IxeOps::stream_next(self, io, stream, room)
     }
     fn note_progress(&mut self, io: &mut DeviceIo<'_>) {
         IxeOps::note_progress(self, io);

@@ -15,7 +15,7 @@
 //! frames leave through the PCT, counting events and CT commands go to the TOU.
 
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
 use emu_core::nic_faults::NicSite;
 use emu_core::sparse::SparseTable;
 use emu_core::time::SimDuration;
@@ -27,6 +27,7 @@ use firmware_spec::cassini::dfa::{PidBits, match_id};
 use firmware_spec::cassini::event::{EventType, InitiatorLong, InitiatorShort};
 use firmware_spec::cassini::le::PtlList;
 use firmware_spec::cassini::rc::ReturnCode;
+use std::sync::Arc;
 
 use crate::atu::{Atu, Mapped};
 use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
@@ -86,6 +87,9 @@ pub(crate) struct Req {
     rendezvous: bool,
     /// The receiving entry's counting event, applied when the rendezvous Get completes.
     rdzv_ct: Option<CtUpdate>,
+    /// A put sent as a train ([`Train`]): the target reads its source buffer when the train
+    /// arrives, so its SEND event is owed until the request completes.
+    send_owed: bool,
 }
 
 /// How long a request waits for its ACK or REPLY (counted from its launch, or from the last
@@ -707,6 +711,7 @@ pub(crate) trait IxeOps: IxeCtx {
             generation: 0,
             rendezvous: false,
             rdzv_ct: None,
+            send_owed: false,
         };
         // Check the local buffer before anything leaves (cassini.md §2.1: IOVAs are checked
         // by the ATU; a bad one is an error event, never a touch outside the MD).
@@ -835,7 +840,28 @@ pub(crate) trait IxeOps: IxeCtx {
             return Ok(Exec::Next);
         }
         let src = io.port().unwrap_or_default();
-        self.pct_send(io, wire::packet(src, dst, tc, data));
+        // A restricted put of several frames to a port of this process, with nothing on the
+        // way that needs the frames' bytes, goes as one train: its continuation frames are
+        // counted as sent, and the target copies their payload from this host memory.
+        let total_put = if get || l.amo.is_some() {
+            0
+        } else {
+            wire_len as usize
+        };
+        let train = match &mapped {
+            Some(m) if l.flags.restricted && first < total_put && io.train_ok(dst) => {
+                self.train_of(io, m, req.local_ac, req.local_addr, first, total_put)
+            }
+            _ => None,
+        };
+        if train.is_some()
+            && let Some(x) = self.ixe().get_mut(handle)
+        {
+            x.send_owed = true;
+        }
+        let mut pkt = wire::packet(src, dst, tc, data);
+        pkt.train.clone_from(&train);
+        self.pct_send(io, pkt);
         if get {
             self.counters().ptl_tx_get_msgs += 1;
         } else {
@@ -870,6 +896,13 @@ pub(crate) trait IxeOps: IxeCtx {
                 }
                 _ => {}
             }
+            if let Some(t) = &train {
+                // Its SEND event comes with its completion (the source is read at the
+                // target, [`Req::send_owed`]).
+                self.counters().ptl_tx_put_pkts += u64::from(t.frames);
+                self.tx_cq(n)?.outstanding += 1;
+                return Ok(Exec::Next);
+            }
             // Restricted messages are not sequenced (nothing to wait for): every frame
             // leaves now.
             let mut off = first;
@@ -894,6 +927,43 @@ pub(crate) trait IxeOps: IxeCtx {
         }
         self.tx_cq(n)?.outstanding += 1;
         Ok(Exec::Next)
+    }
+
+    /// The train of the continuation frames of a put of `total` bytes from `addr` of AC
+    /// `ac` (translated as `m`) whose first frame carries `first` bytes: the source's bus
+    /// segments of the rest, and the frames and wire bytes they stand for. `None` if the
+    /// range can no longer be translated (the frames then go one by one).
+    fn train_of(
+        &mut self,
+        io: &DeviceIo<'_>,
+        m: &Mapped,
+        ac: u16,
+        addr: u64,
+        first: usize,
+        total: usize,
+    ) -> Option<Arc<Train>> {
+        let n = (total - first) as u64;
+        let need = emu_core::dma::Perm::READ;
+        let segments = self
+            .atu()
+            .segments_of(
+                io.dma(),
+                Some(m),
+                ac,
+                addr + first as u64,
+                n,
+                need,
+                MTU as u64,
+            )
+            .ok()?;
+        let frames = (total - first).div_ceil(MTU);
+        let per_frame = wire::FAB_HDR + wire::CONTINUATION_HDR + wire::TAG_ROOM;
+        Some(Arc::new(Train {
+            frames: u32::try_from(frames).ok()?,
+            bytes: (frames * per_frame) as u64 + n,
+            source: io.dma().clone(),
+            segments,
+        }))
     }
 
     /// The SEND event (and CT count) of a request of `len` bytes whose source buffer has
@@ -924,7 +994,18 @@ pub(crate) trait IxeOps: IxeCtx {
     /// event. `None` when the request is no longer outstanding (it timed out, or its
     /// connection died) or its buffer can no longer be read (then it completes with the
     /// error): the rest of the stream is dropped.
-    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet> {
+    ///
+    /// With `room` for more than one frame in the window, and nothing on the way to a port
+    /// of this process that needs the frames' bytes ([`DeviceIo::train_ok`]), the frame
+    /// carries a train of the ones after it, as many as the room allows: the target copies
+    /// their payload from host memory, so the SEND event is then owed to the completion
+    /// ([`Req::send_owed`]).
+    fn stream_next(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        stream: &mut OutStream,
+        room: u32,
+    ) -> Option<Packet> {
         let req = *self.ixe().get(stream.handle)?;
         let len = (stream.total - stream.off).min(MTU);
         let c = wire::Continuation {
@@ -953,11 +1034,29 @@ pub(crate) trait IxeOps: IxeCtx {
         }
         self.counters().ptl_tx_put_pkts += 1;
         stream.off += len;
-        if stream.done() {
+        let mut pkt = wire::packet(stream.src, stream.dst, stream.tc, data);
+        let mut owed = req.send_owed;
+        if room > 1
+            && !stream.done()
+            && let Some(m) = &stream.mapped
+            && io.train_ok(stream.dst)
+        {
+            let end = stream.total.min(stream.off + (room as usize - 1) * MTU);
+            if let Some(t) = self.train_of(io, m, stream.ac, stream.addr, stream.off, end) {
+                self.counters().ptl_tx_put_pkts += u64::from(t.frames);
+                stream.off = end;
+                pkt.train = Some(t);
+                if let Some(x) = self.ixe().get_mut(stream.handle) {
+                    x.send_owed = true;
+                }
+                owed = true;
+            }
+        }
+        if stream.done() && !owed {
             // A streamed request is a put: its length is the request's.
             self.source_read(io, &req, req.rlength);
         }
-        Some(wire::packet(stream.src, stream.dst, stream.tc, data))
+        Some(pkt)
     }
 
     /// A sign of life from the fabric (the PCT saw packets acknowledged): requests whose
@@ -1173,6 +1272,10 @@ pub(crate) trait IxeOps: IxeCtx {
         list: PtlList,
         tgt_error: bool,
     ) {
+        if req.send_owed {
+            // A train's source was read by the target before it answered.
+            self.source_read(io, req, req.rlength);
+        }
         let (ty, ct_flag) = match req.kind {
             ReqKind::Put | ReqKind::Amo => (EventType::Ack, req.flags.event_ct_ack),
             ReqKind::Get | ReqKind::FetchAmo => (EventType::Reply, req.flags.event_ct_reply),

@@ -223,15 +223,22 @@ pub(crate) trait PctCtx {
     fn receive(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
     /// Complete request `handle` with `rc` now (its connection was declared dead).
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode);
-    /// The next frame of a streaming message (`None`: drop the rest of it).
-    fn stream_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut OutStream) -> Option<Packet>;
+    /// The next frame of a streaming message, or a frame carrying a train of at most `room`
+    /// frames in all (`None`: drop the rest of it).
+    fn stream_next(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        stream: &mut OutStream,
+        room: u32,
+    ) -> Option<Packet>;
     /// Packets were acknowledged: the initiator's requests are making progress.
     fn note_progress(&mut self, io: &mut DeviceIo<'_>);
 }
 
 impl<T: PctCtx + ?Sized> PctOps for T {}
 
-/// A packet in the source retry buffer.
+/// A packet in the source retry buffer (a train takes the sequence numbers of all its
+/// frames, from `seq` on).
 #[derive(Clone, Debug)]
 struct SrbEntry {
     seq: u32,
@@ -249,6 +256,8 @@ struct Sct {
     epoch: u32,
     next_seq: u32,
     srb: VecDeque<SrbEntry>,
+    /// Frames in the SRB (a train counts as its frames): what the window limits.
+    in_flight: u32,
     /// Frames (without tag) and streaming messages waiting for room in the window.
     backlog: VecDeque<Pending>,
 }
@@ -379,15 +388,16 @@ impl Pct {
     }
 
     /// Whether a frame (without tag) travels unsequenced: a restricted request, or a
-    /// continuation of a restricted put.
-    fn unordered(&mut self, data: &[u8]) -> bool {
+    /// continuation of a restricted put. `train`: the frame's continuations travel with it
+    /// as a train (none follow it).
+    fn unordered(&mut self, data: &[u8], train: bool) -> bool {
         match wire::parse(data) {
             Some(Parsed::Request(_, r, payload)) if r.restricted => {
                 let put = matches!(
                     DmaOp::try_from(r.opcode),
                     Ok(DmaOp::Put | DmaOp::NomatchPut)
                 );
-                if put && !r.small && r.request_len as usize > payload.len() {
+                if put && !r.small && !train && r.request_len as usize > payload.len() {
                     self.restricted_msgs.insert(r.handle, ());
                 }
                 true
@@ -406,10 +416,11 @@ impl Pct {
 
 /// The PCT's behaviour, on anything that provides a [`PctCtx`].
 pub(crate) trait PctOps: PctCtx {
-    /// Count a frame handed to the port.
+    /// Count a frame (or the frames of a train) handed to the port.
     fn pct_count_tx(&mut self, pkt: &Packet) {
-        self.counters().tx_ok_opt += 1;
-        self.counters().pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        let frames = pkt.frames();
+        self.counters().tx_ok_opt += frames;
+        self.counters().pkts_sent_by_tc[usize::from(pkt.tc.0 & 7)] += frames;
     }
 
     /// Send a frame built by the blocks above (no tag yet): sequenced on its connection, or
@@ -418,8 +429,8 @@ pub(crate) trait PctOps: PctCtx {
         let request = is_request(&pkt.data);
         let vni = vni_of(&pkt.data).unwrap_or(0);
         let key = (pkt.dst.0, vni, pkt.tc.0);
-        if request && self.pct().unordered(&pkt.data) {
-            self.pct().counters.req_unordered += 1;
+        if request && self.pct().unordered(&pkt.data, pkt.train.is_some()) {
+            self.pct().counters.req_unordered += pkt.frames();
             let mut tag = Tag {
                 tries: 1,
                 ..Tag::default()
@@ -439,7 +450,7 @@ pub(crate) trait PctOps: PctCtx {
         }
         let ci = self.pct_open_sct(key);
         let s = &mut self.pct().conns[ci].sct;
-        if s.srb.len() >= WINDOW as usize || !s.backlog.is_empty() {
+        if s.in_flight >= WINDOW || !s.backlog.is_empty() {
             s.backlog.push_back(Pending::Frame(pkt));
             return;
         }
@@ -474,21 +485,25 @@ pub(crate) trait PctOps: PctCtx {
 
     /// Transmit from the backlog of connection `ci` while its window has room.
     fn pct_pump(&mut self, io: &mut DeviceIo<'_>, ci: usize) {
-        while self.pct().conns[ci].sct.srb.len() < WINDOW as usize {
+        loop {
+            let in_flight = self.pct().conns[ci].sct.in_flight;
+            if in_flight >= WINDOW {
+                break;
+            }
             let Some(next) = self.pct().conns[ci].sct.backlog.pop_front() else {
                 break;
             };
             let pkt = match next {
                 Pending::Frame(p) => p,
                 Pending::Stream(mut stream) => {
-                    let Some(p) = self.stream_next(io, &mut stream) else {
+                    let Some(p) = self.stream_next(io, &mut stream, WINDOW - in_flight) else {
                         continue;
                     };
                     if !stream.done() {
                         let s = &mut self.pct().conns[ci].sct;
                         s.backlog.push_front(Pending::Stream(stream));
                     }
-                    self.pct().counters.req_ordered += 1;
+                    self.pct().counters.req_ordered += p.frames();
                     p
                 }
             };
@@ -498,9 +513,11 @@ pub(crate) trait PctOps: PctCtx {
 
     /// First transmission of a sequenced frame on connection `ci`.
     fn pct_transmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, mut pkt: Packet) {
+        let frames = pkt.frames() as u32;
         let s = &mut self.pct().conns[ci].sct;
         let seq = s.next_seq;
-        s.next_seq = seq.wrapping_add(1);
+        s.next_seq = seq.wrapping_add(frames);
+        s.in_flight += frames;
         let mut tag = Tag {
             flags: F_SEQ,
             tries: 1,
@@ -514,7 +531,11 @@ pub(crate) trait PctOps: PctCtx {
         // it returns to the pool when the acknowledgement arrives.
         let mut copy = io.packet_buffer(pkt.data.len());
         copy.extend_from_slice(&pkt.data);
-        let retained = Packet { data: copy, ..pkt };
+        let retained = Packet {
+            data: copy,
+            train: pkt.train.clone(),
+            ..pkt
+        };
         self.pct().conns[ci].sct.srb.push_back(SrbEntry {
             seq,
             pkt: retained,
@@ -598,8 +619,9 @@ pub(crate) trait PctOps: PctCtx {
             self.counters().rx_bad_opt += 1;
             return;
         }
-        self.counters().rx_ok_opt += 1;
-        self.counters().pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += 1;
+        let frames = pkt.frames();
+        self.counters().rx_ok_opt += frames;
+        self.counters().pkts_recv_by_tc[usize::from(pkt.tc.0 & 7)] += frames;
         let (Some(tag), Some(vni)) = (pop_tag(&mut pkt.data), vni_of(&pkt.data)) else {
             self.counters().rx_unrecognized_pkt += 1;
             return;
@@ -618,7 +640,7 @@ pub(crate) trait PctOps: PctCtx {
         pkt.crc = Packet::CRC_TRUSTED;
         if tag.flags & F_SEQ == 0 {
             if is_request(&pkt.data) {
-                self.counters().rx_ptl_restricted_pkt += 1;
+                self.counters().rx_ptl_restricted_pkt += frames;
             }
             self.pct_deliver(io, pkt);
             return;
@@ -661,9 +683,11 @@ pub(crate) trait PctOps: PctCtx {
         }
         let mut next = Some(pkt);
         while let Some(p) = next {
+            // A train takes the sequence numbers of all its frames.
+            let frames = p.frames() as u32;
             let t = &mut self.pct().conns[ci].tct;
-            t.exp = t.exp.wrapping_add(1);
-            t.unacked += 1;
+            t.exp = t.exp.wrapping_add(frames);
+            t.unacked += frames;
             t.ack_due = true;
             next = t.held.remove(&t.exp);
             self.pct_deliver(io, p);
@@ -708,8 +732,11 @@ pub(crate) trait PctOps: PctCtx {
             return;
         }
         let mut acked = false;
-        while s.srb.front().is_some_and(|e| before(e.seq, tag.ack)) {
+        // An entry is acknowledged once its last sequence number is.
+        let last = |e: &SrbEntry| e.seq.wrapping_add(e.pkt.frames() as u32 - 1);
+        while s.srb.front().is_some_and(|e| before(last(e), tag.ack)) {
             if let Some(e) = s.srb.pop_front() {
+                s.in_flight -= e.pkt.frames() as u32;
                 io.recycle(e.pkt.data);
                 acked = true;
             }

@@ -14,9 +14,9 @@
 //! The target reaches the rest of the NIC only through [`TgtCtx`] (implemented by `hw`):
 //! responses go to the initiator, answers leave through the PCT, counting events go to the TOU.
 
-use emu_core::dma::Perm;
+use emu_core::dma::{Perm, Segment};
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
 use emu_core::nic_faults::NicSite;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::cmd::{DmaOp, FormatError, TargetCommand, TgtOp};
@@ -105,6 +105,53 @@ impl FramesSeen {
     fn complete(&self) -> bool {
         self.upto >= self.total
     }
+}
+
+/// Land train `t`, whose payload starts at offset `at` of message `m` (a frame boundary):
+/// its payload is copied from the initiator's host memory straight into the landing range,
+/// as its frames would have placed it, and every one of its frames counts as arrived.
+fn land_train(atu: &mut Atu, io: &DeviceIo<'_>, m: &mut InMsg, at: u64, t: &Train) {
+    let off = at + m.hdr;
+    if m.data_rc == ReturnCode::Ok && off < m.length {
+        let n = t.payload_len().min(m.length - off);
+        let to = atu.segments_of(
+            io.dma(),
+            m.mapped.as_ref(),
+            m.ac,
+            m.start + off,
+            n,
+            Perm::WRITE,
+            MTU as u64,
+        );
+        let from = cut_segments(&t.segments, n);
+        let copied = to.and_then(|to| {
+            t.source
+                .copy_segments_to(&from, io.dma(), &to)
+                .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+        });
+        if let Err(rc) = copied {
+            m.data_rc = rc;
+        }
+    }
+    let first = at / MTU as u64;
+    for i in 0..u64::from(t.frames) {
+        m.frames.saw(first + i);
+    }
+}
+
+/// The first `n` bytes of a list of segments.
+fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
+    let mut left = n;
+    let mut out = Vec::with_capacity(segs.len());
+    for s in segs {
+        if left == 0 {
+            break;
+        }
+        let len = s.len.min(left);
+        out.push(Segment { addr: s.addr, len });
+        left -= len;
+    }
+    out
 }
 
 /// A Get that matched an overflow entry (DELAYED): answered when an append matches its
@@ -500,9 +547,14 @@ pub(crate) trait TgtOps: TgtCtx {
         match wire::parse(&pkt.data) {
             Some(Parsed::Request(fab, r, payload)) => {
                 let hdr = &pkt.data[..pkt.data.len() - payload.len()];
-                self.request(io, &fab, &r, hdr, payload, pkt.tc)
+                self.request(io, &fab, &r, hdr, payload, pkt.tc);
+                if let Some(t) = &pkt.train {
+                    self.train(io, &fab, r.handle, payload.len() as u64, t);
+                }
             }
-            Some(Parsed::Continuation(fab, c, payload)) => self.continuation(io, &fab, &c, payload),
+            Some(Parsed::Continuation(fab, c, payload)) => {
+                self.continuation(io, &fab, &c, payload, pkt.train.as_deref())
+            }
             Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
             None => self.counters().rx_unrecognized_pkt += 1,
         }
@@ -784,9 +836,16 @@ pub(crate) trait TgtOps: TgtCtx {
         self.complete_put(io, fab, tc, req.handle, &outcome, data_rc, length);
     }
 
-    /// A continuation of a put.
-    fn continuation(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, c: &Continuation, payload: &[u8]) {
-        self.counters().rx_ptl_continuation_pkt += 1;
+    /// A continuation of a put (and the train of further continuations it carries, if any).
+    fn continuation(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        fab: &Fab,
+        c: &Continuation,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
+        self.counters().rx_ptl_continuation_pkt += 1 + train.map_or(0, |t| u64::from(t.frames));
         let key = (fab.sfa >> 12, c.handle);
         let (tgt, atu) = self.tgt_and_atu();
         let Some(m) = tgt.msgs.get_mut(&key) else {
@@ -805,6 +864,9 @@ pub(crate) trait TgtOps: TgtCtx {
             }
         }
         m.frames.saw(u64::from(c.offset) / MTU as u64);
+        if let Some(t) = train {
+            land_train(atu, io, m, u64::from(c.offset) + payload.len() as u64, t);
+        }
         m.at = io.now().as_ps();
         if !m.frames.complete() {
             return;
@@ -814,6 +876,26 @@ pub(crate) trait TgtOps: TgtCtx {
         };
         let _ = m.pt;
         self.complete_put(io, &m.fab, m.tc, c.handle, &m.outcome, m.data_rc, m.length);
+    }
+
+    /// The continuation frames of a put that came as a train behind its first frame
+    /// (`first` payload bytes).
+    fn train(&mut self, io: &mut DeviceIo<'_>, fab: &Fab, handle: u32, first: u64, t: &Train) {
+        self.counters().rx_ptl_continuation_pkt += u64::from(t.frames);
+        let key = (fab.sfa >> 12, handle);
+        let (tgt, atu) = self.tgt_and_atu();
+        let Some(m) = tgt.msgs.get_mut(&key) else {
+            return;
+        };
+        land_train(atu, io, m, first, t);
+        m.at = io.now().as_ps();
+        if !m.frames.complete() {
+            return;
+        }
+        let Some(m) = self.tgt().msgs.remove(&key) else {
+            return;
+        };
+        self.complete_put(io, &m.fab, m.tc, handle, &m.outcome, m.data_rc, m.length);
     }
 
     /// All of a put has landed (or failed): target events, CT, ACK.

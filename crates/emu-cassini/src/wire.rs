@@ -174,6 +174,7 @@ pub(crate) fn packet(src: PortId, dst: PortId, tc: TrafficClass, data: Vec<u8>) 
         tc,
         data,
         crc: 0,
+        train: None,
     }
 }
 

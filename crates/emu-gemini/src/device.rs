@@ -172,6 +172,7 @@ impl Backplane<'_, '_> {
             tc: TrafficClass(tc),
             data: frame,
             crc: 0,
+            train: None,
         });
     }
 

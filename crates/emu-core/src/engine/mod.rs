@@ -58,6 +58,7 @@ pub struct DeviceIo<'a> {
     buffers: Option<&'a BufferPool>,
     faults: &'a NicFaults,
     fault_counts: Option<&'a mut NicFaultCounters>,
+    trains: Option<&'a dyn Fn(PortId) -> bool>,
 }
 
 /// The profile of a handler whose engine set none.
@@ -82,7 +83,21 @@ impl<'a> DeviceIo<'a> {
             buffers: None,
             faults: &NO_FAULTS,
             fault_counts: None,
+            trains: None,
         }
+    }
+    /// Let the handler send trains ([`crate::fabric::Train`]) to the ports for which `ok`
+    /// says nothing needs their frames' bytes ([`DeviceIo::train_ok`]).
+    pub fn with_trains(mut self, ok: &'a dyn Fn(PortId) -> bool) -> Self {
+        self.trains = Some(ok);
+        self
+    }
+    /// Whether a packet to `dst` may carry a [`crate::fabric::Train`]: the engine delivers
+    /// it inside this process and nothing between here and the receiving device needs the
+    /// bytes of its frames (no fabric fault site, no capture hook, no NIC fault site).
+    /// Always false on the deterministic engine, whose runs stay frame by frame.
+    pub fn train_ok(&self, dst: PortId) -> bool {
+        self.trains.is_some_and(|ok| ok(dst)) && !self.faults.any()
     }
     /// Lend the handler the engine's NIC fault profile and the counters of sites that
     /// fired ([`DeviceIo::fault`]).

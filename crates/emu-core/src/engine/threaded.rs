@@ -325,6 +325,21 @@ impl Shared {
         self.by_port.get(port.0 as usize).and_then(OnceLock::get)
     }
 
+    /// Whether a packet to `dst` may be a train ([`crate::fabric::Train`]): delivered at
+    /// once ([`FabricTiming::Immediate`]) to a device of this engine, on a fabric with no
+    /// fault site, no NIC fault site and no capture hook, so that no one needs the bytes of
+    /// its frames.
+    fn train_ok(&self, dst: PortId) -> bool {
+        if self.cfg.timing != FabricTiming::Immediate
+            || self.nic_faults_on.load(Ordering::Acquire)
+            || self.slot_for_port(dst).is_none()
+        {
+            return false;
+        }
+        let n = lock(&self.net);
+        !n.fabric.faults().any() && !n.fabric.capturing()
+    }
+
     fn check_up(&self) -> Result<(), EngineError> {
         if self.down.load(Ordering::Relaxed) {
             Err(EngineError::ShutDown)
@@ -347,7 +362,10 @@ impl Shared {
         let SlotState { model, rng, last } = &mut *g;
         let now = now.max(*last);
         *last = now;
-        let io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions).with_buffers(&self.buffers);
+        let trains = |dst: PortId| self.train_ok(dst);
+        let io = DeviceIo::new(now, slot.port, &slot.dma, rng, actions)
+            .with_buffers(&self.buffers)
+            .with_trains(&trains);
         if !self.nic_faults_on.load(Ordering::Acquire) {
             let mut io = io;
             return (f(model.as_mut(), &mut io), now);
@@ -374,8 +392,10 @@ impl Shared {
         let mut g = lock(&slot.state);
         let SlotState { model, rng, last } = &mut *g;
         let clock = || self.now();
+        let trains = |dst: PortId| self.train_ok(dst);
         let mut io = DeviceIo::lazy(*last, &clock, slot.port, &slot.dma, rng, actions)
-            .with_buffers(&self.buffers);
+            .with_buffers(&self.buffers)
+            .with_trains(&trains);
         let r = f(model.as_mut(), &mut io);
         let taken = io.time_taken();
         let t = taken.or_else(|| (!actions.is_empty()).then(|| self.now().max(*last)));

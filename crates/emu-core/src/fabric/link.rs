@@ -175,8 +175,14 @@ impl LinkState {
 
     /// Count a packet crossing direction `dir` without timing it.
     pub(crate) fn count(&mut self, dir: usize, bytes: usize) {
-        self.counters.packets[dir] += 1;
-        self.counters.bytes[dir] += bytes as u64;
+        self.count_frames(dir, 1, bytes as u64);
+    }
+
+    /// Count `packets` packets of `bytes` bytes in all crossing direction `dir` (a train
+    /// of frames) without timing them.
+    pub(crate) fn count_frames(&mut self, dir: usize, packets: u64, bytes: u64) {
+        self.counters.packets[dir] += packets;
+        self.counters.bytes[dir] += bytes;
     }
 }
 

@@ -21,6 +21,9 @@ pub mod pool;
 pub mod remote;
 pub mod topology;
 
+use crate::dma::{DmaPort, Segment};
+use std::sync::Arc;
+
 pub use capture::{CaptureBuffer, CaptureSink, Captured};
 pub use faults::FaultConfig;
 pub use link::{LinkCounters, LinkParams, LinkRetry, NUM_PRIORITIES};
@@ -40,7 +43,8 @@ pub struct TrafficClass(pub u8);
 /// fabric never interprets it. `crc` is the CRC32 of `data`, computed by the fabric when the
 /// packet is injected and checked by the receiver ([`Packet::crc_ok`]) — or
 /// [`Packet::CRC_TRUSTED`] when the fabric vouches for the data without computing one
-/// ([`Fabric::set_crc_elision`]).
+/// ([`Fabric::set_crc_elision`]). `train`, when set, makes the packet stand for further
+/// frames whose payload stays in the sender's host memory ([`Train`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet {
     pub src: PortId,
@@ -48,7 +52,50 @@ pub struct Packet {
     pub tc: TrafficClass,
     pub data: Vec<u8>,
     pub crc: u32,
+    pub train: Option<Arc<Train>>,
 }
+
+/// A run of frames that travels as one packet: the frames that follow the packet's own
+/// `data`, counted by the fabric as the `frames` packets of `bytes` bytes they stand for,
+/// their payload not copied into frames but left where it is, `segments` of the sender's
+/// host memory read through `source` (its DMA port). The receiving device copies it
+/// straight into its own host memory ([`DmaPort::copy_to`]): one copy, as CMA/XPMEM
+/// single-copy transfers do in MPI shared memory.
+///
+/// Only an engine that delivers packets between devices of one process, with no fault site
+/// and no capture hook on the fabric, lets a device send one
+/// ([`crate::engine::DeviceIo::train_ok`]): nothing then needs the frames' bytes. The
+/// deterministic engine never does, so its runs stay frame by frame.
+#[derive(Clone, Debug)]
+pub struct Train {
+    /// Frames the train stands for after the packet's own frame.
+    pub frames: u32,
+    /// Bytes those frames would carry on the wire (headers, payload and trailers).
+    pub bytes: u64,
+    /// The sender's window onto its host memory.
+    pub source: DmaPort,
+    /// The payload, in order: bus addresses (IOVAs) of `source`.
+    pub segments: Vec<Segment>,
+}
+
+impl Train {
+    /// Payload bytes of the train (the sum of its segments).
+    pub fn payload_len(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+}
+
+impl PartialEq for Train {
+    fn eq(&self, other: &Self) -> bool {
+        self.frames == other.frames
+            && self.bytes == other.bytes
+            && self.segments == other.segments
+            && self.source.memory().same_as(other.source.memory())
+            && self.source.iommu().same_as(other.source.iommu())
+    }
+}
+
+impl Eq for Train {}
 
 impl Packet {
     /// The `crc` of a packet whose integrity the fabric vouches for without computing a CRC:
@@ -68,7 +115,16 @@ impl Packet {
             tc,
             data,
             crc,
+            train: None,
         }
+    }
+    /// Frames the packet stands for: 1, plus those of its [`Train`].
+    pub fn frames(&self) -> u64 {
+        1 + self.train.as_ref().map_or(0, |t| u64::from(t.frames))
+    }
+    /// Bytes the packet stands for on the wire: `data`, plus those of its [`Train`].
+    pub fn wire_bytes(&self) -> u64 {
+        self.data.len() as u64 + self.train.as_ref().map_or(0, |t| t.bytes)
     }
     /// Recompute the CRC after changing `data` (a packet the fabric vouched for,
     /// [`Packet::CRC_TRUSTED`], stays so: nothing between the device and its own check can

@@ -335,11 +335,14 @@ impl Fabric {
     ) -> Deliveries {
         let mut out = Deliveries::default();
         let len = pkt.data.len();
+        // A train counts as the frames it stands for (it exists only while no fault site is
+        // set, so the sites below never draw for it).
+        let (frames, bytes) = (pkt.frames(), pkt.wire_bytes());
         let tci = usize::from(pkt.tc.0);
-        self.counters.injected += 1;
-        self.counters.bytes_injected += len as u64;
-        self.tc[tci].injected += 1;
-        self.tc[tci].bytes += len as u64;
+        self.counters.injected += frames;
+        self.counters.bytes_injected += bytes;
+        self.tc[tci].injected += frames;
+        self.tc[tci].bytes += bytes;
         pkt.crc = if self.crc_elision && self.faults.corrupt <= 0.0 {
             Packet::CRC_TRUSTED
         } else {
@@ -357,17 +360,17 @@ impl Fabric {
             .route_into(pkt.src, pkt.dst, &mut self.route)
             .is_err()
         {
-            self.counters.dropped_bad_port += 1;
-            return self.drop_packet(tci, out);
+            self.counters.dropped_bad_port += frames;
+            return self.drop_packet(tci, frames, out);
         }
         if let Some(h) = self
             .route
             .iter()
             .find(|h| !self.links[h.link.0 as usize].up)
         {
-            self.links[h.link.0 as usize].counters.dropped_down += 1;
-            self.counters.dropped_link_down += 1;
-            return self.drop_packet(tci, out);
+            self.links[h.link.0 as usize].counters.dropped_down += frames;
+            self.counters.dropped_link_down += frames;
+            return self.drop_packet(tci, frames, out);
         }
         // Extra time the link layer spends on this packet (retransmissions, waiting for a
         // flapped link).
@@ -385,8 +388,8 @@ impl Fabric {
                     self.counters.link_held_for_flap += 1;
                 }
                 _ => {
-                    self.counters.dropped_link_down += 1;
-                    return self.drop_packet(tci, out);
+                    self.counters.dropped_link_down += frames;
+                    return self.drop_packet(tci, frames, out);
                 }
             }
         }
@@ -401,7 +404,7 @@ impl Fabric {
                 }
                 _ => {
                     self.counters.dropped_fault += 1;
-                    return self.drop_packet(tci, out);
+                    return self.drop_packet(tci, frames, out);
                 }
             }
         }
@@ -415,9 +418,9 @@ impl Fabric {
                     self.counters.link_held_for_flap += 1;
                 }
                 _ => {
-                    self.links[hop.link.0 as usize].counters.dropped_down += 1;
-                    self.counters.dropped_link_down += 1;
-                    return self.drop_packet(tci, out);
+                    self.links[hop.link.0 as usize].counters.dropped_down += frames;
+                    self.counters.dropped_link_down += frames;
+                    return self.drop_packet(tci, frames, out);
                 }
             }
         }
@@ -436,9 +439,9 @@ impl Fabric {
                         self.counters.link_held_for_flap += 1;
                     }
                     _ => {
-                        self.links[hop.link.0 as usize].counters.dropped_down += 1;
-                        self.counters.dropped_link_down += 1;
-                        return self.drop_packet(tci, out);
+                        self.links[hop.link.0 as usize].counters.dropped_down += frames;
+                        self.counters.dropped_link_down += frames;
+                        return self.drop_packet(tci, frames, out);
                     }
                 }
             }
@@ -448,7 +451,7 @@ impl Fabric {
             self.timing(now, &pkt, tci, len, extra)
         } else {
             for hop in &self.route {
-                self.links[hop.link.0 as usize].count(hop.dir.index(), len);
+                self.links[hop.link.0 as usize].count_frames(hop.dir.index(), frames, bytes);
             }
             now + extra
         };
@@ -466,7 +469,7 @@ impl Fabric {
             let t0 = self.faults_on_copy(t, &mut pkt, rng);
             out.push(t0, pkt);
         }
-        let n = out.len() as u64;
+        let n = out.len() as u64 * frames;
         self.counters.delivered += n;
         self.tc[tci].delivered += n;
         out
@@ -505,9 +508,9 @@ impl Fabric {
         t
     }
 
-    fn drop_packet(&mut self, tci: usize, out: Deliveries) -> Deliveries {
-        self.counters.dropped += 1;
-        self.tc[tci].dropped += 1;
+    fn drop_packet(&mut self, tci: usize, frames: u64, out: Deliveries) -> Deliveries {
+        self.counters.dropped += frames;
+        self.tc[tci].dropped += frames;
         out
     }
 
@@ -568,6 +571,45 @@ mod tests {
 
     fn pkt(s: u32, d: u32, tc: u8, len: usize) -> Packet {
         Packet::new(PortId(s), PortId(d), TrafficClass(tc), vec![7; len])
+    }
+
+    /// A train counts as the frames it stands for, on the fabric, its traffic class and
+    /// every link of its route, as those frames injected one by one would.
+    #[test]
+    fn a_train_counts_as_its_frames() {
+        use crate::dma::{DmaPort, Segment};
+        use crate::fabric::Train;
+        use crate::memory::HostMemory;
+        let cfg = || FabricConfig::new(Topology::SingleSwitch { ports: 2 });
+        let (mut one, mut each) = (Fabric::new(cfg()).unwrap(), Fabric::new(cfg()).unwrap());
+        let mut rng = SimRng::new(1);
+        let mut p = pkt(0, 1, 3, 100);
+        p.train = Some(std::sync::Arc::new(Train {
+            frames: 4,
+            bytes: 4 * 60,
+            source: DmaPort::passthrough(HostMemory::new(1 << 16).unwrap()),
+            segments: vec![Segment { addr: 0, len: 200 }],
+        }));
+        let d: Vec<_> = one
+            .inject_immediate(SimTime::ZERO, p, &mut rng)
+            .into_iter()
+            .collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].1.frames(), 5);
+        each.inject_immediate(SimTime::ZERO, pkt(0, 1, 3, 100), &mut rng);
+        for _ in 0..4 {
+            each.inject_immediate(SimTime::ZERO, pkt(0, 1, 3, 60), &mut rng);
+        }
+        assert_eq!(one.counters(), each.counters());
+        assert_eq!(one.counters().injected, 5);
+        assert_eq!(one.counters().bytes_injected, 340);
+        assert_eq!(
+            one.tc_counters(TrafficClass(3)),
+            each.tc_counters(TrafficClass(3))
+        );
+        for l in 0..one.graph().links().len() as u32 {
+            assert_eq!(one.link_counters(LinkId(l)), each.link_counters(LinkId(l)));
+        }
     }
 
     #[test]

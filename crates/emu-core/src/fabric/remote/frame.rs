@@ -138,6 +138,7 @@ impl Header {
                 tc: TrafficClass(self.tc),
                 data,
                 crc,
+                train: None,
             },
             intact,
         )
