@@ -90,6 +90,10 @@ pub mod flag {
     pub const REM_OVERRUN: u8 = 0x08;
     /// Part of an SMSG message (PUT_MSG).
     pub const MSG: u8 = 0x10;
+    /// A PUT that also carries its sequence's remote event (`op1`: the 56 data bits,
+    /// `cmd`: the event source), raised after the data is written: sent when the PUT is
+    /// the only request of a sequence closed with `REMOTE_EVENT` (fma.rs).
+    pub const REMOTE_EVENT: u8 = 0x20;
 }
 
 /// A decoded header.

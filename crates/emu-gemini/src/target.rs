@@ -321,6 +321,32 @@ impl Responder {
         Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
     }
 
+    /// Apply an SMSG message that carries its sequence's remote event
+    /// ([`flag::REMOTE_EVENT`]): the message, then (if it was written) the event, then one
+    /// acknowledgement for both, flagged as a separate remote-event request's would be.
+    fn put_message_with_event(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
+        let acc = Access {
+            mdh: hdr.mdh,
+            vmdh: hdr.flags & flag::VMDH != 0,
+            ptag: hdr.ptag,
+        };
+        let r = write_message(p.domains(), p.dma(), acc, hdr.offset, payload).and_then(|()| {
+            let source = CqeSource::try_from(hdr.cmd as u8)
+                .ok()
+                .filter(|s| s.is_remote())
+                .unwrap_or(CqeSource::RmtDreq);
+            let data =
+                hdr.op1 & firmware_spec::bits::mask(firmware_spec::gemini::cqe::HW_DATA_BITS);
+            Self::raise_remote(p, acc, source, data, false)
+        });
+        let flags = if matches!(r, Ok(true)) {
+            flag::REM_OVERRUN
+        } else {
+            0
+        };
+        Self::reply(p, src, hdr, Kind::Ack, r.map(|_| ()), flags, 0, &[]);
+    }
+
     fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
         let acc = Access {
             mdh: hdr.mdh,
@@ -333,6 +359,9 @@ impl Responder {
                 // (userlib smsg.rs); a message is at least its 16-byte slot header.
                 if payload.len() == 8 && p.hold_credit_return(src, hdr, payload) {
                     return;
+                }
+                if hdr.flags & flag::REMOTE_EVENT != 0 {
+                    return Self::put_message_with_event(p, src, hdr, payload);
                 }
                 Self::put_message(p, src, hdr, payload);
             }
