@@ -78,10 +78,12 @@ struct OrderRx {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Responder {
     order_rx: IntMap<(u32, u16), OrderRx>,
-    /// AMO requests executed lately, by (source port, request tag): the CRC of their frame
-    /// and when they arrived. An identical frame (same source, tag and bytes) within
-    /// [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice and is not executed again.
-    /// Initiators number their requests consecutively, so a tag names one request.
+    /// Requests that must not be applied twice (AMOs, and outside in-order streams the
+    /// requests that raise an event: see [`once_only`]) executed lately, by (source port,
+    /// request tag): the hash of their frame and when they arrived. An identical frame (same
+    /// source, tag and bytes) within [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice
+    /// and is not executed again. Initiators number their requests consecutively, so a tag
+    /// names one request.
     amo_seen: IntMap<(u32, u32), (u32, SimTime)>,
     /// The keys of `amo_seen`, oldest first (at most [`AMO_SEEN`]).
     amo_order: VecDeque<(u32, u32)>,
@@ -94,6 +96,21 @@ fn frame_hash(data: &[u8]) -> u32 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     (h ^ (h >> 32)) as u32
+}
+
+/// Whether a copy of request `hdr` must be recognised and dropped before it is applied: an
+/// AMO (not idempotent), and a request that raises an event at the target (remote event,
+/// CQ write, an SMSG message carrying its remote event) unless it travels in an in-order
+/// stream, where a copy falls behind the stream's position and is dropped as stale
+/// ([`Responder::on_packet`]). A second event would tell the owner of the CQ about one
+/// request twice, and could overrun its CQ.
+fn once_only(hdr: &Header) -> bool {
+    match hdr.kind {
+        Kind::AmoReq => true,
+        Kind::RemoteEvent | Kind::CqWrite => hdr.flags & flag::ORDERED == 0,
+        Kind::Put => hdr.flags & (flag::REMOTE_EVENT | flag::ORDERED) == flag::REMOTE_EVENT,
+        _ => false,
+    }
 }
 
 /// AMO requests remembered for duplicate suppression.
@@ -142,9 +159,10 @@ impl Responder {
             p.recycle(pkt.data);
             return answer;
         }
-        if hdr.kind == Kind::AmoReq && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now())
-        {
-            // A duplicate: executing it again would apply a non-idempotent update twice.
+        if once_only(&hdr) && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now()) {
+            // A duplicate: executing it again would apply a non-idempotent update twice, or
+            // raise a second event for one request.
+            p.count(counter::DUPLICATES, 1);
             return None;
         }
         if hdr.flags & flag::ORDERED != 0 {
