@@ -86,6 +86,8 @@ struct FmaDesc {
     err_rc: u32,
     wc: Option<Wc>,
     msg: Option<MsgBuf>,
+    /// The buffer of the last message sent, reused for the next one.
+    spare: Vec<u8>,
     open: Option<u32>,
     in_flight: u32,
     puts_out: u32,
@@ -100,6 +102,7 @@ impl Default for FmaDesc {
             err_rc: 0,
             wc: None,
             msg: None,
+            spare: Vec::new(),
             open: None,
             in_flight: 0,
             puts_out: 0,
@@ -394,6 +397,14 @@ impl Fma {
         }
         if let Some(m) = msg {
             self.send_put(p, id, m.dest, m.offset, &m.data, true);
+            self.keep_spare(id, m.data);
+        }
+    }
+
+    /// Keep the buffer of a message that was sent for the next one of descriptor `id`.
+    fn keep_spare(&mut self, id: u8, buf: Vec<u8>) {
+        if let Some(d) = self.descs.get_mut(usize::from(id)) {
+            d.spare = buf;
         }
     }
 
@@ -463,6 +474,7 @@ impl Fma {
         h.cmd = u16::from(CqeSource::RmtDreq.code());
         p.count(counter::FMA_PUTS, 1);
         self.send(p, id, m.dest, h, &m.data, Landing::None, false);
+        self.keep_spare(id, m.data);
         self.sync_complete(p, id, v);
     }
 
@@ -562,10 +574,13 @@ impl Fma {
         }
         self.flush(p, id);
         if let Some(d) = self.descs.get_mut(usize::from(id)) {
+            let mut buf = std::mem::take(&mut d.spare);
+            buf.clear();
+            buf.extend_from_slice(data);
             d.msg = Some(MsgBuf {
                 dest,
                 offset: roff,
-                data: data.to_vec(),
+                data: buf,
             });
         }
     }

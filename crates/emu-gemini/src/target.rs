@@ -45,6 +45,8 @@ pub(crate) trait TargetPort {
     fn dma(&self) -> &DmaPort;
     /// Put a frame on the wire to physical PE `pe`.
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
+    /// An empty buffer of at least `cap` bytes for a frame (the engine's pool).
+    fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
     /// Give back the buffer of a frame that was applied (for the engine to reuse).
     fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
@@ -297,7 +299,9 @@ impl Responder {
         } else {
             TC_FMA
         };
-        let frame = h.encode(payload);
+        let mut frame = p.frame_buffer(HEADER_LEN + payload.len());
+        h.encode_into(&mut frame);
+        frame.extend_from_slice(payload);
         p.send_frame(to, tc, frame);
     }
 
