@@ -215,6 +215,12 @@ impl<T> Stall<T> {
         (Some(item), begun)
     }
 
+    /// Whether an item offered at `now` (`fires`: the site fired on it) would be held, so a
+    /// caller can skip building an item that would be applied at once.
+    pub fn would_hold(&self, now: SimTime, fires: bool) -> bool {
+        fires || now < self.until || !self.held.is_empty()
+    }
+
     /// The held items, in arrival order, if the stall is over at `now`; else none.
     pub fn release(&mut self, now: SimTime) -> Vec<T> {
         if now >= self.until {

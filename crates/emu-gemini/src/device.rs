@@ -53,7 +53,7 @@ use crate::faults::{FaultHold, TOKEN_FAULTS};
 use crate::fma::{Fma, FmaPort};
 use crate::mdd::Domains;
 use crate::ntt::Ntt;
-use crate::packet::Header;
+use crate::packet::{HEADER_LEN, Header};
 use crate::regs::{self, Target, counter};
 use crate::request::{Answer, Dest, Owner, Req, Requests};
 use crate::target::{Responder, TargetPort};
@@ -185,10 +185,13 @@ impl Backplane<'_, '_> {
         self.ensure_watchdog();
     }
 
-    /// Send a request and remember who waits for its answer.
+    /// Send a request and remember who waits for its answer. The frame is built in a
+    /// buffer from the engine's pool (the target gives it back once applied).
     fn issue(&mut self, req: Req, dest: &Dest, mut hdr: Header, payload: &[u8], tc: u8) {
         self.core.requests.open(req, dest, &mut hdr);
-        let frame = hdr.encode(payload);
+        let mut frame = self.io.packet_buffer(HEADER_LEN + payload.len());
+        hdr.encode_into(&mut frame);
+        frame.extend_from_slice(payload);
         self.send_frame(dest.pe, tc, frame);
         self.ensure_watchdog();
     }
@@ -289,6 +292,9 @@ impl TargetPort for Inbound<'_, '_> {
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
         self.bp.send_frame(pe, tc, frame);
     }
+    fn frame_buffer(&mut self, cap: usize) -> Vec<u8> {
+        self.bp.io.packet_buffer(cap)
+    }
     fn recycle(&mut self, frame: Vec<u8>) {
         self.bp.io.recycle(frame);
     }
@@ -320,6 +326,9 @@ impl TargetPort for Inbound<'_, '_> {
     }
     fn hold_credit_return(&mut self, src: u32, hdr: &Header, payload: &[u8]) -> bool {
         let fires = self.bp.io.fault(NicSite::SmsgStarve);
+        if !self.bp.core.held.holds_credit(self.bp.io.now(), fires) {
+            return false;
+        }
         let credit = (src, *hdr, payload.to_vec());
         self.bp.core.held.hold_credit(self.bp.io, credit, fires)
     }

@@ -56,6 +56,12 @@ impl FaultHold {
             .is_none()
     }
 
+    /// Whether a credit return arriving at `now` would be held (`fires`: the site fired on
+    /// it), before it is copied for [`FaultHold::hold_credit`].
+    pub(crate) fn holds_credit(&self, now: SimTime, fires: bool) -> bool {
+        self.credits.would_hold(now, fires)
+    }
+
     /// The fault timer fired at `now`: the credit returns and the frames whose hold is
     /// over, in arrival order.
     pub(crate) fn release(&mut self, now: SimTime) -> (Vec<HeldCredit>, Vec<Packet>) {

@@ -90,6 +90,10 @@ pub mod flag {
     pub const REM_OVERRUN: u8 = 0x08;
     /// Part of an SMSG message (PUT_MSG).
     pub const MSG: u8 = 0x10;
+    /// A PUT that also carries its sequence's remote event (`op1`: the 56 data bits,
+    /// `cmd`: the event source), raised after the data is written: sent when the PUT is
+    /// the only request of a sequence closed with `REMOTE_EVENT` (fma.rs).
+    pub const REMOTE_EVENT: u8 = 0x20;
 }
 
 /// A decoded header.
@@ -160,32 +164,36 @@ impl Header {
         v
     }
 
+    /// The [`HEADER_LEN`] header bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0] = self.kind as u8;
+        b[1] = self.flags;
+        b[2] = self.status;
+        b[3] = self.ptag;
+        b[4..8].copy_from_slice(&self.tag.to_le_bytes());
+        b[8..12].copy_from_slice(&self.seq.to_le_bytes());
+        b[12..14].copy_from_slice(&self.stream.to_le_bytes());
+        b[14..16].copy_from_slice(&self.mdh.to_le_bytes());
+        b[16..18].copy_from_slice(&self.cmd.to_le_bytes());
+        b[20..24].copy_from_slice(&self.len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        b[32..40].copy_from_slice(&self.op1.to_le_bytes());
+        b[40..48].copy_from_slice(&self.op2.to_le_bytes());
+        b
+    }
+
     /// Append the [`HEADER_LEN`] header bytes to `v` (a frame is the header, then the
     /// payload).
     pub fn encode_into(&self, v: &mut Vec<u8>) {
-        v.push(self.kind as u8);
-        v.push(self.flags);
-        v.push(self.status);
-        v.push(self.ptag);
-        v.extend_from_slice(&self.tag.to_le_bytes());
-        v.extend_from_slice(&self.seq.to_le_bytes());
-        v.extend_from_slice(&self.stream.to_le_bytes());
-        v.extend_from_slice(&self.mdh.to_le_bytes());
-        v.extend_from_slice(&self.cmd.to_le_bytes());
-        v.extend_from_slice(&[0, 0]);
-        v.extend_from_slice(&self.len.to_le_bytes());
-        v.extend_from_slice(&self.offset.to_le_bytes());
-        v.extend_from_slice(&self.op1.to_le_bytes());
-        v.extend_from_slice(&self.op2.to_le_bytes());
+        v.extend_from_slice(&self.to_bytes());
     }
 
     /// Overwrite the first [`HEADER_LEN`] bytes of `frame` with the header (a frame whose
     /// payload was placed behind a header-sized gap).
     pub fn write_into(&self, frame: &mut [u8]) {
-        let mut h = Vec::with_capacity(HEADER_LEN);
-        self.encode_into(&mut h);
         if let Some(dst) = frame.get_mut(..HEADER_LEN) {
-            dst.copy_from_slice(&h);
+            dst.copy_from_slice(&self.to_bytes());
         }
     }
 

@@ -68,8 +68,11 @@ pub mod counter {
     /// Requests of an in-order stream that arrived behind the stream's position (a copy of
     /// one already applied, or one whose gap was given up on) and were dropped.
     pub const ORDER_STALE: u32 = 17;
+    /// Copies of a request that must not be applied twice (an AMO, or outside an in-order
+    /// stream a request that raises an event) that the fabric delivered again, dropped.
+    pub const DUPLICATES: u32 = 18;
     /// Number of counters.
-    pub const COUNT: u32 = 18;
+    pub const COUNT: u32 = 19;
 }
 
 /// What a BAR 0 offset addresses. Indices are checked against the resource counts.

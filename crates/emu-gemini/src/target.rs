@@ -45,6 +45,8 @@ pub(crate) trait TargetPort {
     fn dma(&self) -> &DmaPort;
     /// Put a frame on the wire to physical PE `pe`.
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
+    /// An empty buffer of at least `cap` bytes for a frame (the engine's pool).
+    fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
     /// Give back the buffer of a frame that was applied (for the engine to reuse).
     fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
@@ -78,10 +80,12 @@ struct OrderRx {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Responder {
     order_rx: IntMap<(u32, u16), OrderRx>,
-    /// AMO requests executed lately, by (source port, request tag): the CRC of their frame
-    /// and when they arrived. An identical frame (same source, tag and bytes) within
-    /// [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice and is not executed again.
-    /// Initiators number their requests consecutively, so a tag names one request.
+    /// Requests that must not be applied twice (AMOs, and outside in-order streams the
+    /// requests that raise an event: see [`once_only`]) executed lately, by (source port,
+    /// request tag): the hash of their frame and when they arrived. An identical frame (same
+    /// source, tag and bytes) within [`AMO_DUP_WINDOW`] is a copy the fabric delivered twice
+    /// and is not executed again. Initiators number their requests consecutively, so a tag
+    /// names one request.
     amo_seen: IntMap<(u32, u32), (u32, SimTime)>,
     /// The keys of `amo_seen`, oldest first (at most [`AMO_SEEN`]).
     amo_order: VecDeque<(u32, u32)>,
@@ -94,6 +98,21 @@ fn frame_hash(data: &[u8]) -> u32 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     (h ^ (h >> 32)) as u32
+}
+
+/// Whether a copy of request `hdr` must be recognised and dropped before it is applied: an
+/// AMO (not idempotent), and a request that raises an event at the target (remote event,
+/// CQ write, an SMSG message carrying its remote event) unless it travels in an in-order
+/// stream, where a copy falls behind the stream's position and is dropped as stale
+/// ([`Responder::on_packet`]). A second event would tell the owner of the CQ about one
+/// request twice, and could overrun its CQ.
+fn once_only(hdr: &Header) -> bool {
+    match hdr.kind {
+        Kind::AmoReq => true,
+        Kind::RemoteEvent | Kind::CqWrite => hdr.flags & flag::ORDERED == 0,
+        Kind::Put => hdr.flags & (flag::REMOTE_EVENT | flag::ORDERED) == flag::REMOTE_EVENT,
+        _ => false,
+    }
 }
 
 /// AMO requests remembered for duplicate suppression.
@@ -142,9 +161,10 @@ impl Responder {
             p.recycle(pkt.data);
             return answer;
         }
-        if hdr.kind == Kind::AmoReq && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now())
-        {
-            // A duplicate: executing it again would apply a non-idempotent update twice.
+        if once_only(&hdr) && !self.first_amo(src, hdr.tag, frame_hash(&pkt.data), p.now()) {
+            // A duplicate: executing it again would apply a non-idempotent update twice, or
+            // raise a second event for one request.
+            p.count(counter::DUPLICATES, 1);
             return None;
         }
         if hdr.flags & flag::ORDERED != 0 {
@@ -279,7 +299,9 @@ impl Responder {
         } else {
             TC_FMA
         };
-        let frame = h.encode(payload);
+        let mut frame = p.frame_buffer(HEADER_LEN + payload.len());
+        h.encode_into(&mut frame);
+        frame.extend_from_slice(payload);
         p.send_frame(to, tc, frame);
     }
 
@@ -321,6 +343,32 @@ impl Responder {
         Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
     }
 
+    /// Apply an SMSG message that carries its sequence's remote event
+    /// ([`flag::REMOTE_EVENT`]): the message, then (if it was written) the event, then one
+    /// acknowledgement for both, flagged as a separate remote-event request's would be.
+    fn put_message_with_event(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
+        let acc = Access {
+            mdh: hdr.mdh,
+            vmdh: hdr.flags & flag::VMDH != 0,
+            ptag: hdr.ptag,
+        };
+        let r = write_message(p.domains(), p.dma(), acc, hdr.offset, payload).and_then(|()| {
+            let source = CqeSource::try_from(hdr.cmd as u8)
+                .ok()
+                .filter(|s| s.is_remote())
+                .unwrap_or(CqeSource::RmtDreq);
+            let data =
+                hdr.op1 & firmware_spec::bits::mask(firmware_spec::gemini::cqe::HW_DATA_BITS);
+            Self::raise_remote(p, acc, source, data, false)
+        });
+        let flags = if matches!(r, Ok(true)) {
+            flag::REM_OVERRUN
+        } else {
+            0
+        };
+        Self::reply(p, src, hdr, Kind::Ack, r.map(|_| ()), flags, 0, &[]);
+    }
+
     fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
         let acc = Access {
             mdh: hdr.mdh,
@@ -333,6 +381,9 @@ impl Responder {
                 // (userlib smsg.rs); a message is at least its 16-byte slot header.
                 if payload.len() == 8 && p.hold_credit_return(src, hdr, payload) {
                     return;
+                }
+                if hdr.flags & flag::REMOTE_EVENT != 0 {
+                    return Self::put_message_with_event(p, src, hdr, payload);
                 }
                 Self::put_message(p, src, hdr, payload);
             }

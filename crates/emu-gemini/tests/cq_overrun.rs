@@ -111,3 +111,49 @@ fn local_cq_overrun_from_many_posts() {
     assert_eq!(got, vec![0, 1, 2]);
     assert_eq!(n0.cq_poll(&mut j.nodes[0].local_cq).unwrap(), None);
 }
+
+#[test]
+fn a_message_carrying_its_remote_event_reports_the_overrun_too() {
+    // As above with SMSG messages (PUT_MSG): each message is the only request of its
+    // sequence, so it travels with its remote event, one request per message.
+    let mut j = job_with(det([1, 1, 1], 22), 8);
+    let (n0, n1) = (j.nic(0).clone(), j.nic(1).clone());
+    let f = j.nodes[0].fma;
+    for i in 0..10u64 {
+        let o = PostOpts {
+            sync: SyncType::LOCAL_EVENT | SyncType::REMOTE_EVENT,
+            data: 300 + i,
+            msg: true,
+            ..PostOpts::default()
+        };
+        let to = Remote {
+            pe: 1,
+            mdh: BUF_MDH,
+            offset: j.nodes[1].buf.off(64 * i),
+        };
+        let sent = n0.counter(counter::PACKETS_TX).unwrap();
+        n0.fma_put(f, to, &[i as u8; 24], o).unwrap();
+        let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
+        assert_eq!(e.status(), Ok(HwStatus::Ok));
+        assert_eq!(e.data(), 300 + i);
+        assert_eq!(e.rem_overrun, u64::from(i >= 7), "message {i}");
+        assert_eq!(
+            n0.counter(counter::PACKETS_TX).unwrap() - sent,
+            1,
+            "message {i}: one request"
+        );
+    }
+    assert_eq!(n1.cq_status(&j.nodes[1].remote_cq).unwrap(), (true, 3));
+    assert_eq!(n1.counter(counter::CQ_LOST).unwrap(), 3);
+    let rcq = &mut j.nodes[1].remote_cq;
+    for i in 0..7u64 {
+        let e = n1.cq_poll(rcq).unwrap().unwrap();
+        assert_eq!(e.data(), 300 + i);
+    }
+    let mut got = [0u8; 24];
+    n1.read_mem(j.nodes[1].buf.addr + 64 * 9, &mut got).unwrap();
+    assert_eq!(
+        got, [9u8; 24],
+        "the message whose event was lost is in memory"
+    );
+}

@@ -76,6 +76,18 @@ pub enum JobError {
         /// The panic message.
         message: String,
     },
+    /// Deterministic engine: a rank aborted the job (a fatal network error, `MPI_Abort`) and
+    /// the others were still waiting when no rank could run and no event was pending. They
+    /// notice an abort only at their next periodic check (every 4096 polls), which a waiting
+    /// rank of the deterministic scheduler does not reach; with real time they would fail
+    /// with the abort.
+    #[error("job aborted: {why} (ranks {} waiting)", rank_list(waiting))]
+    Aborted {
+        /// The reason the aborting rank gave.
+        why: String,
+        /// Every rank that had not finished.
+        waiting: Vec<u32>,
+    },
     /// Deterministic engine: no rank could run and no engine event was pending.
     #[error("deadlock: ranks {} wait{} (no rank can run and no event is pending at virtual time {at:?})",
         rank_list(waiting),

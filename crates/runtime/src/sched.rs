@@ -452,10 +452,13 @@ impl Scheduler<'_, '_> {
                         .copied()
                         .filter(|&r| state[r as usize] == State::Pmi)
                         .collect();
-                    failure = Some(JobError::Deadlock {
-                        waiting,
-                        in_fence,
-                        at: Duration::from_nanos(engine.now().as_ps() / 1000),
+                    failure = Some(match self.shared.aborted() {
+                        Some(why) => JobError::Aborted { why, waiting },
+                        None => JobError::Deadlock {
+                            waiting,
+                            in_fence,
+                            at: Duration::from_nanos(engine.now().as_ps() / 1000),
+                        },
                     });
                 }
                 continue;

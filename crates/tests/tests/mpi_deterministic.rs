@@ -78,6 +78,31 @@ fn the_same_seed_replays_the_same_job() {
 }
 
 #[test]
+fn ranks_left_waiting_by_an_aborted_job_end_it_with_the_abort_not_a_deadlock() {
+    // Rank 0 aborts (as a fatal network error does) and then waits like rank 1: nothing can
+    // run, but the job's end is the abort and its reason.
+    for nic in [Nic::Cassini, Nic::Gemini] {
+        let r = det(nic, 2, 3).run(|u: Universe| {
+            let w = u.world();
+            if w.rank() == 0 {
+                u.abort("status REQUEST_TIMEOUT");
+            }
+            let mut x = 0u32;
+            w.process_at_rank(1 - w.rank())
+                .receive_into(&mut x)
+                .map(|_| x)
+        });
+        match r {
+            Err(JobError::Aborted { why, waiting }) => {
+                assert_eq!(why, "rank 0: status REQUEST_TIMEOUT", "{nic:?}");
+                assert_eq!(waiting, vec![0, 1], "{nic:?}");
+            }
+            other => panic!("{nic:?}: expected the abort, got {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn two_ranks_that_both_receive_first_end_in_a_deadlock_error() {
     for nic in [Nic::Cassini, Nic::Gemini] {
         let r = det(nic, 2, 3).run(|u: Universe| {
