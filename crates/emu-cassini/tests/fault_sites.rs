@@ -156,6 +156,21 @@ fn site_pte(net: &mut Net, b: usize, opts: PtAllocOpts) {
     net.enable(b, PT_SITE);
 }
 
+/// Two nodes; node `b` has the site PtlTE (flow-controlled or not), node `a` a 4 KiB
+/// source buffer whose first 256 bytes are `fill`.
+fn site_net(a: usize, b: usize, flow_control: bool, fill: u8) -> (Net, Md) {
+    let mut net = Net::new(2);
+    let opts = if flow_control {
+        PtAllocOpts::EN_FLOWCTRL
+    } else {
+        PtAllocOpts::empty()
+    };
+    site_pte(&mut net, b, opts);
+    let src = net.c.nodes[a].map(4096, true, true).unwrap();
+    net.node(a).write_host(src.host, &[fill; 256]).unwrap();
+    (net, src)
+}
+
 /// A 256 B put from node `a` to `PT_SITE` of node `b` with match bits 1.
 fn put_to_site(net: &mut Net, a: usize, b: usize, src: &Md, user_ptr: u64) {
     let put = dma(
@@ -208,15 +223,7 @@ fn state_changes(ev: &[Event]) -> Vec<StateChangeFields> {
 fn eq_full_disables_a_flow_controlled_ptlte_and_drops_without_flow_control() {
     let (a, b) = (0, 1);
     for flow_control in [true, false] {
-        let mut net = Net::new(2);
-        let opts = if flow_control {
-            PtAllocOpts::EN_FLOWCTRL
-        } else {
-            PtAllocOpts::empty()
-        };
-        site_pte(&mut net, b, opts);
-        let src = net.c.nodes[a].map(4096, true, true).unwrap();
-        net.node(a).write_host(src.host, &[0x5A; 256]).unwrap();
+        let (mut net, src) = site_net(a, b, flow_control, 0x5A);
         let dst = net.c.nodes[b].map(4096, true, true).unwrap();
         net.tgt_cmd(b, &le(PT_SITE, 1, &dst, LeFlags::OP_PUT, 1));
         net.settle();
@@ -279,15 +286,7 @@ fn eq_full_disables_a_flow_controlled_ptlte_and_drops_without_flow_control() {
 fn le_exhaust_refuses_an_unexpected_header_and_counts_it() {
     let (a, b) = (0, 1);
     for flow_control in [true, false] {
-        let mut net = Net::new(2);
-        let opts = if flow_control {
-            PtAllocOpts::EN_FLOWCTRL
-        } else {
-            PtAllocOpts::empty()
-        };
-        site_pte(&mut net, b, opts);
-        let src = net.c.nodes[a].map(4096, true, true).unwrap();
-        net.node(a).write_host(src.host, &[0xC3; 256]).unwrap();
+        let (mut net, src) = site_net(a, b, flow_control, 0xC3);
         // No priority entry: the put lands in an overflow buffer and keeps an unexpected
         // header, which needs a list entry from the PtlTE's pool.
         let ovf = net.c.nodes[b].map(4096, true, true).unwrap();
