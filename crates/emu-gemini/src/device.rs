@@ -59,7 +59,9 @@ use crate::request::{Answer, Dest, Owner, Req, Requests};
 use crate::target::{Responder, TargetPort};
 use emu_core::dma::DmaPort;
 use emu_core::engine::{DeviceIo, DeviceModel};
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::dma::Segment;
+use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
+use std::sync::Arc;
 use emu_core::mmio::MmioError;
 use emu_core::nic_faults::NicSite;
 use emu_core::pci::{
@@ -176,6 +178,72 @@ impl Backplane<'_, '_> {
         });
     }
 
+    /// Put a frame on the wire to `pe` standing for itself and `more` copies without payload
+    /// (answers to a train's frames): counted as those frames, sent as one packet.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32) {
+        if more == 0 {
+            return self.send_frame(pe, tc, frame);
+        }
+        let each = frame.len() as u64;
+        let n = 1 + u64::from(more);
+        self.core.count(counter::PACKETS_TX, n);
+        self.core.count(counter::BYTES_TX, n * each);
+        let train = Train {
+            frames: more,
+            bytes: u64::from(more) * each,
+            source: self.io.dma().clone(),
+            segments: Vec::new(),
+        };
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+            train: Some(Arc::new(train)),
+        });
+    }
+
+    /// Send a train of `frames` frames (at least 2) to `dest` as one packet: the header,
+    /// then `payload` bytes left in this NIC's host memory at `segments`. Each frame is a
+    /// request of its own in the request table ([`Requests::open_train`]); the packet is
+    /// counted as the frames of at most `frame_payload` bytes each it stands for.
+    #[allow(clippy::too_many_arguments)]
+    fn issue_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        mut hdr: Header,
+        frames: u32,
+        segments: Vec<Segment>,
+        tc: u8,
+    ) {
+        self.core
+            .requests
+            .open_train(req, dest, &mut hdr, frames);
+        let frame = hdr.encode(&[]);
+        let payload: u64 = segments.iter().map(|s| s.len).sum();
+        let n = u64::from(frames);
+        let bytes = n * frame.len() as u64 + payload;
+        self.core.count(counter::PACKETS_TX, n);
+        self.core.count(counter::BYTES_TX, bytes);
+        let train = Train {
+            frames: frames - 1,
+            bytes: bytes - frame.len() as u64,
+            source: self.io.dma().clone(),
+            segments,
+        };
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(dest.pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+            train: Some(Arc::new(train)),
+        });
+        self.ensure_watchdog();
+    }
+
     /// [`Backplane::issue`] of a frame whose payload is in place behind
     /// [`crate::packet::HEADER_LEN`] bytes of room for the header.
     fn issue_frame(&mut self, req: Req, dest: &Dest, mut hdr: Header, mut frame: Vec<u8>, tc: u8) {
@@ -253,6 +321,20 @@ impl BtePort for Backplane<'_, '_> {
     fn frame_buffer(&mut self, cap: usize) -> Vec<u8> {
         self.io.packet_buffer(cap)
     }
+    fn train_ok(&self, pe: u32) -> bool {
+        self.io.train_ok(PortId(pe))
+    }
+    fn issue_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        hdr: Header,
+        frames: u32,
+        segments: Vec<Segment>,
+        tc: u8,
+    ) {
+        Backplane::issue_train(self, req, dest, hdr, frames, segments, tc);
+    }
     fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
         Backplane::post_cqe(self, cqh, cqe);
     }
@@ -286,8 +368,8 @@ impl TargetPort for Inbound<'_, '_> {
     fn dma(&self) -> &DmaPort {
         self.bp.io.dma()
     }
-    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
-        self.bp.send_frame(pe, tc, frame);
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32) {
+        self.bp.send_frames(pe, tc, frame, more);
     }
     fn recycle(&mut self, frame: Vec<u8>) {
         self.bp.io.recycle(frame);
@@ -452,8 +534,29 @@ impl Gemini {
         }
     }
 
-    /// A request ended (answer or timeout): to the sequence or transfer that waits.
+    /// A request ended (answer or timeout): to the sequence or transfer that waits. The
+    /// answer to a train's frames ends each of their requests in tag order, as their answers
+    /// one by one would.
     fn answered(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
+        let (tag, more) = (a.tag, a.more);
+        self.answered_one(io, a);
+        for i in 1..=more {
+            match self.core.requests.take(tag.wrapping_add(i)) {
+                Some(req) => self.answered_one(
+                    io,
+                    Answer {
+                        req,
+                        more: 0,
+                        tag: tag.wrapping_add(i),
+                        ..a
+                    },
+                ),
+                None => self.core.count(counter::STRAY_ANSWERS, 1),
+            }
+        }
+    }
+
+    fn answered_one(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
         let mut bp = Self::bp(&mut self.core, io);
         if a.fault.is_some() {
             bp.core.count(counter::ERRORS, 1);
@@ -495,6 +598,8 @@ impl Gemini {
                         req,
                         fault: Some(Fault::Timeout),
                         rem_overrun: false,
+                        more: 0,
+                        tag: t,
                     };
                     self.answered(io, a);
                 }

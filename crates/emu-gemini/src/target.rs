@@ -19,7 +19,7 @@ use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, f
 use crate::regs::counter;
 use crate::request::{Answer, Landing, Req};
 use emu_core::dma::DmaPort;
-use emu_core::fabric::Packet;
+use emu_core::fabric::{Packet, Train};
 use emu_core::hash::IntMap;
 use emu_core::nic_faults::NicSite;
 use emu_core::time::{SimDuration, SimTime};
@@ -43,8 +43,10 @@ pub(crate) trait TargetPort {
     fn domains(&self) -> &Domains;
     /// The host DMA port the domains map to.
     fn dma(&self) -> &DmaPort;
-    /// Put a frame on the wire to physical PE `pe`.
-    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
+    /// Put a frame on the wire to physical PE `pe` that stands for itself and `more` copies
+    /// of it without payload (the answers to a train's frames, one packet: a train without
+    /// segments); `more == 0` for one frame.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32);
     /// Give back the buffer of a frame that was applied (for the engine to reuse).
     fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
@@ -122,8 +124,9 @@ impl Responder {
     /// A frame arrived. Returns the answer it brings, for the device to hand to the
     /// sequence or transfer that waits for it.
     pub(crate) fn on_packet(&mut self, p: &mut impl TargetPort, pkt: Packet) -> Option<Answer> {
-        p.count(counter::PACKETS_RX, 1);
-        p.count(counter::BYTES_RX, pkt.data.len() as u64);
+        // A train counts as the frames it stands for.
+        p.count(counter::PACKETS_RX, pkt.frames());
+        p.count(counter::BYTES_RX, pkt.wire_bytes());
         if !pkt.crc_ok() {
             p.count(counter::CRC_DROPS, 1);
             return None;
@@ -138,7 +141,8 @@ impl Responder {
         let src = pkt.src.0;
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         if hdr.kind.is_answer() {
-            let answer = Self::on_answer(p, &hdr, payload);
+            let more = pkt.train.as_ref().map_or(0, |t| t.frames);
+            let answer = Self::on_answer(p, &hdr, payload, more);
             p.recycle(pkt.data);
             return answer;
         }
@@ -150,7 +154,7 @@ impl Responder {
         if hdr.flags & flag::ORDERED != 0 {
             self.on_ordered(p, src, hdr, pkt);
         } else {
-            Self::on_request(p, src, &hdr, payload);
+            Self::on_request(p, src, &hdr, payload, pkt.train.as_deref());
             p.recycle(pkt.data);
         }
         None
@@ -210,9 +214,10 @@ impl Responder {
             );
             return;
         }
-        st.next = st.next.wrapping_add(1);
+        // A train takes the stream positions of all its frames.
+        st.next = st.next.wrapping_add(pkt.frames() as u32);
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
-        Self::on_request(p, src, &hdr, payload);
+        Self::on_request(p, src, &hdr, payload, pkt.train.as_deref());
         p.recycle(pkt.data);
         self.drain_order(p, key);
     }
@@ -227,10 +232,10 @@ impl Responder {
             let Some(pkt) = st.held.remove(&st.next) else {
                 return;
             };
-            st.next = st.next.wrapping_add(1);
+            st.next = st.next.wrapping_add(pkt.frames() as u32);
             st.since = now;
             if let Ok((hdr, payload)) = Header::decode(&pkt.data) {
-                Self::on_request(p, key.0, &hdr, payload);
+                Self::on_request(p, key.0, &hdr, payload, pkt.train.as_deref());
             }
         }
     }
@@ -256,6 +261,23 @@ impl Responder {
         op1: u64,
         payload: &[u8],
     ) {
+        Self::reply_frames(p, to, req, kind, result, flags, op1, payload, 1);
+    }
+
+    /// [`Responder::reply`] to a request of `frames` frames (a train): one answer per
+    /// frame, sent as one packet.
+    #[allow(clippy::too_many_arguments)]
+    fn reply_frames(
+        p: &mut impl TargetPort,
+        to: u32,
+        req: &Header,
+        kind: Kind,
+        result: Result<(), Fault>,
+        flags: u8,
+        op1: u64,
+        payload: &[u8],
+        frames: u32,
+    ) {
         let status = match result {
             Ok(()) => HwStatus::Ok,
             Err(f) => {
@@ -267,7 +289,7 @@ impl Responder {
                     fault = %f,
                     "remote request rejected"
                 );
-                p.count(counter::REMOTE_REJECTS, 1);
+                p.count(counter::REMOTE_REJECTS, u64::from(frames.max(1)));
                 f.status()
             }
         };
@@ -280,7 +302,7 @@ impl Responder {
             TC_FMA
         };
         let frame = h.encode(payload);
-        p.send_frame(to, tc, frame);
+        p.send_frames(to, tc, frame, frames.saturating_sub(1));
     }
 
     /// Raise an event in the CQ of the domain `acc` names. `Ok(true)` if it was lost to a
@@ -321,7 +343,13 @@ impl Responder {
         Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
     }
 
-    fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
+    fn on_request(
+        p: &mut impl TargetPort,
+        src: u32,
+        hdr: &Header,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
         let acc = Access {
             mdh: hdr.mdh,
             vmdh: hdr.flags & flag::VMDH != 0,
@@ -335,6 +363,12 @@ impl Responder {
                     return;
                 }
                 Self::put_message(p, src, hdr, payload);
+            }
+            Kind::Put if train.is_some() => {
+                let Some(t) = train else { return };
+                let r = place_train(p.domains(), p.dma(), acc, hdr.offset, payload, t);
+                let frames = t.frames.saturating_add(1);
+                Self::reply_frames(p, src, hdr, Kind::Ack, r, 0, 0, &[], frames);
             }
             Kind::Put => {
                 let r = p.domains().write(p.dma(), acc, hdr.offset, payload);
@@ -404,7 +438,12 @@ impl Responder {
     }
 
     /// Match an answer to its request and land its data; `None` for a stray answer.
-    fn on_answer(p: &mut impl TargetPort, hdr: &Header, payload: &[u8]) -> Option<Answer> {
+    fn on_answer(
+        p: &mut impl TargetPort,
+        hdr: &Header,
+        payload: &[u8],
+        more: u32,
+    ) -> Option<Answer> {
         let Some(req) = p.take_request(hdr.tag) else {
             p.count(counter::STRAY_ANSWERS, 1);
             return None;
@@ -422,6 +461,8 @@ impl Responder {
             req,
             fault,
             rem_overrun: hdr.flags & flag::REM_OVERRUN != 0,
+            more,
+            tag: hdr.tag,
         })
     }
 }
@@ -447,6 +488,31 @@ fn write_message(
     domains.atomic(dma, acc, offset, |w| {
         w.store(v, std::sync::atomic::Ordering::Release)
     })
+}
+
+/// Place a train's PUT: the packet's own payload at `offset`, then the train's payload behind
+/// it, copied once from the initiator's host memory (`train.source`) into the domain's
+/// memory. The whole range is checked before a byte moves (all or nothing, as a frame's
+/// write is).
+fn place_train(
+    domains: &Domains,
+    dma: &DmaPort,
+    acc: Access,
+    offset: u64,
+    head: &[u8],
+    train: &Train,
+) -> Result<(), Fault> {
+    let len = train.payload_len();
+    let at = offset
+        .checked_add(head.len() as u64)
+        .ok_or(Fault::Bounds)?;
+    let to = domains.segments(dma, acc, at, len, true)?;
+    domains.check(dma, acc, offset, head.len() as u64, true)?;
+    domains.write(dma, acc, offset, head)?;
+    train
+        .source
+        .copy_segments_to(&train.segments, dma, &to)
+        .map_err(|_| Fault::Dma)
 }
 
 /// Put the data of an answer where the request asked.
