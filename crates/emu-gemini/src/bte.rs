@@ -573,15 +573,20 @@ impl Bte {
 
     /// Issue the next frames of PUT transfer `id` as one train of `frames` frames and `n`
     /// payload bytes.
-    fn issue_train(&mut self, p: &mut impl BtePort, id: u32, frames: u32, n: u64) -> Result<(), Fault> {
+    fn issue_train(
+        &mut self,
+        p: &mut impl BtePort,
+        id: u32,
+        frames: u32,
+        n: u64,
+    ) -> Result<(), Fault> {
         let Some(x) = self.xfers.get(&id) else {
             return Ok(());
         };
         let segments = match x.local {
-            Local::Mdd(acc, off) => {
-                p.domains()
-                    .segments(p.dma(), acc, off + x.issued, n, false)?
-            }
+            Local::Mdd(acc, off) => p
+                .domains()
+                .segments(p.dma(), acc, off + x.issued, n, false)?,
             Local::Phys(a) => vec![Segment {
                 addr: a + x.issued,
                 len: n,

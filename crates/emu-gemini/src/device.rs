@@ -58,10 +58,9 @@ use crate::regs::{self, Target, counter};
 use crate::request::{Answer, Dest, Owner, Req, Requests};
 use crate::target::{Responder, TargetPort};
 use emu_core::dma::DmaPort;
-use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::dma::Segment;
+use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
-use std::sync::Arc;
 use emu_core::mmio::MmioError;
 use emu_core::nic_faults::NicSite;
 use emu_core::pci::{
@@ -70,6 +69,7 @@ use emu_core::pci::{
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::pci;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Timer token: run a BTE step.
@@ -205,10 +205,10 @@ impl Backplane<'_, '_> {
     }
 
     /// Send a train of `frames` frames (at least 2) to `dest` as one packet: the header,
-    /// then `payload` bytes left in this NIC's host memory at `segments`. Each frame is a
+    /// then the payload left in this NIC's host memory at `segments`. Each frame is a
     /// request of its own in the request table ([`Requests::open_train`]); the packet is
-    /// counted as the frames of at most `frame_payload` bytes each it stands for.
-    #[allow(clippy::too_many_arguments)]
+    /// counted (here and by the fabric) as the frames it stands for: `frames` headers and
+    /// the payload.
     fn issue_train(
         &mut self,
         req: Req,
@@ -218,9 +218,7 @@ impl Backplane<'_, '_> {
         segments: Vec<Segment>,
         tc: u8,
     ) {
-        self.core
-            .requests
-            .open_train(req, dest, &mut hdr, frames);
+        self.core.requests.open_train(req, dest, &mut hdr, frames);
         let frame = hdr.encode(&[]);
         let payload: u64 = segments.iter().map(|s| s.len).sum();
         let n = u64::from(frames);

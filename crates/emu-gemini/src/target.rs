@@ -503,9 +503,7 @@ fn place_train(
     train: &Train,
 ) -> Result<(), Fault> {
     let len = train.payload_len();
-    let at = offset
-        .checked_add(head.len() as u64)
-        .ok_or(Fault::Bounds)?;
+    let at = offset.checked_add(head.len() as u64).ok_or(Fault::Bounds)?;
     let to = domains.segments(dma, acc, at, len, true)?;
     domains.check(dma, acc, offset, head.len() as u64, true)?;
     domains.write(dma, acc, offset, head)?;

@@ -67,7 +67,9 @@ fn region(nic: &Nic, cq: Option<u16>) -> Region {
 }
 
 fn counters(nic: &Nic) -> Vec<u64> {
-    (0..counter::COUNT).map(|c| nic.counter(c).unwrap()).collect()
+    (0..counter::COUNT)
+        .map(|c| nic.counter(c).unwrap())
+        .collect()
 }
 
 /// What one PUT left behind: every counter of both NICs, the fabric's counters, and the
@@ -128,7 +130,10 @@ fn put(j: &mut Job, trains: bool) -> Moved {
     let global = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
     assert_eq!((global.status(), global.data()), (Ok(HwStatus::Ok), 0x1031));
     n1.read_mem(dst.addr, &mut got).unwrap();
-    assert!(got == data, "the global event came before every byte landed");
+    assert!(
+        got == data,
+        "the global event came before every byte landed"
+    );
     let remote = n1.cq_wait(&mut j.nodes[TGT].remote_cq).unwrap();
     assert_eq!(
         (remote.source(), remote.data()),
@@ -171,7 +176,10 @@ fn a_bte_put_goes_as_trains_and_counts_as_its_frames() {
     let c = &thr.nic_counters[0];
     assert_eq!(c[counter::PACKETS_TX as usize], FRAMES + 1);
     assert_eq!(c[counter::PACKETS_RX as usize], FRAMES + 1);
-    assert_eq!(thr.nic_counters[1][counter::PACKETS_RX as usize], FRAMES + 1);
+    assert_eq!(
+        thr.nic_counters[1][counter::PACKETS_RX as usize],
+        FRAMES + 1
+    );
     assert_eq!(c[counter::BTE_TXDS as usize], 1);
     assert_eq!(c[counter::CQ_EVENTS as usize], 2);
     assert_eq!(thr.fabric.injected, 2 * (FRAMES + 1));
@@ -190,7 +198,11 @@ fn with_a_capture_hook_or_a_fault_site_the_frames_go_one_by_one() {
         captured.packets
     );
     let seen = buf.take();
-    assert!(seen.len() as u64 > 2 * FRAMES, "the capture saw {}", seen.len());
+    assert!(
+        seen.len() as u64 > 2 * FRAMES,
+        "the capture saw {}",
+        seen.len()
+    );
     assert!(seen.iter().all(|(_, p)| p.train.is_none()));
 
     // Reordering, whose delays the immediate threaded fabric ignores: the PUT completes,
