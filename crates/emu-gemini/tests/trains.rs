@@ -236,3 +236,57 @@ fn the_local_event_follows_the_copy() {
     let moved = put(&mut j, true);
     assert!(moved.packets <= 2 * FRAMES / 16, "{moved:?}");
 }
+
+/// A PUT running past the end of the target's domain fails as frame by frame: the frames
+/// (trains) that fit land, the transfer ends with one `MemBoundsErr` event carrying the
+/// global event's data, and the channel reports the error; on both engines.
+#[test]
+fn a_put_past_the_target_domain_fails_as_frame_by_frame() {
+    const SHORT: u64 = 1 << 20;
+    for c in [deterministic(), threaded()] {
+        let mut j = job(c);
+        let (n0, n1) = (j.nic(0).clone(), j.nic(TGT).clone());
+        let src = region(&n0, None);
+        let a = n1.alloc(SHORT).unwrap();
+        let dst = n1.register(BIG_MDH, PTAG, a, SHORT, true, None).unwrap();
+        let data = pattern(9, LEN as usize);
+        n0.write_mem(src.addr, &data).unwrap();
+        let mut ch = n0.bte_enable(0, 0, 16, 0, false).unwrap();
+        let packets = j.c.engine.counters().packets;
+        let txd = rdma_txd(
+            TxdMode1::PUT,
+            PTAG,
+            Local {
+                mdh: src.mdh,
+                offset: src.off(0),
+            },
+            Remote {
+                pe: TGT as u32,
+                mdh: dst.mdh,
+                offset: dst.off(0),
+            },
+            LEN,
+            LOCAL_CQ,
+            TxdMode1::CQ_LOCAL | TxdMode1::CQ_GLOBAL,
+            0x41,
+            0x1041,
+        );
+        n0.bte_post(&mut ch, &txd).unwrap();
+        let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
+        assert_eq!((e.status(), e.data()), (Ok(HwStatus::MemBoundsErr), 0x1041));
+        assert_ne!(n0.bte_err_rc(0).unwrap(), 0);
+        assert_eq!(n0.bte_completed(0).unwrap(), 1);
+        assert_eq!(n0.cq_poll(&mut j.nodes[0].local_cq).unwrap(), None);
+        let mut got = vec![0u8; SHORT as usize];
+        n1.read_mem(dst.addr, &mut got).unwrap();
+        assert!(
+            got == data[..SHORT as usize],
+            "the frames that fit did not land"
+        );
+        assert!(n0.counter(counter::ERRORS).unwrap() > 0);
+        let handed = j.c.engine.counters().packets - packets;
+        if j.c.threaded().is_some() {
+            assert!(handed <= 2 * FRAMES / 16, "{handed} packets: no trains");
+        }
+    }
+}
