@@ -551,12 +551,12 @@ impl Bte {
         }
     }
 
-    /// The frames of PUT transfer `id` that may go now as one train: as many as frame by
+    /// The frames of PUT or GET transfer `id` that may go now as one train: as many as frame by
     /// frame the step would issue with `left` bytes of budget and the flow-control window
     /// would let out. `None` when that is one frame or the destination needs frames.
     fn train_frames(&self, p: &impl BtePort, id: u32, left: u64) -> Option<(u32, u64)> {
         let x = self.xfers.get(&id)?;
-        if x.op != BteOp::Put || !p.train_ok(x.dest.pe) {
+        if x.op == BteOp::Send || !p.train_ok(x.dest.pe) {
             return None;
         }
         let pb = u64::from(self.packet_bytes.max(4));
@@ -571,8 +571,10 @@ impl Bte {
         Some((u32::try_from(frames).ok()?, n))
     }
 
-    /// Issue the next frames of PUT transfer `id` as one train of `frames` frames and `n`
-    /// payload bytes.
+    /// Issue the next frames of transfer `id` as one train of `frames` frames and `n`
+    /// payload bytes: PUT frames with their payload left in host memory, or GET requests
+    /// whose answers come back as one train landing at the first frame's landing, which
+    /// covers them all.
     fn issue_train(
         &mut self,
         p: &mut impl BtePort,
@@ -583,6 +585,32 @@ impl Bte {
         let Some(x) = self.xfers.get(&id) else {
             return Ok(());
         };
+        if x.op == BteOp::Get {
+            let landing = match x.local {
+                Local::Mdd(acc, off) => Landing::Mdd {
+                    acc,
+                    offset: off + x.issued,
+                    len: u32::try_from(n).map_err(|_| Fault::BadLength)?,
+                    flag: false,
+                },
+                Local::Phys(a) => Landing::Phys { addr: a + x.issued },
+            };
+            let mut h = Header::new(Kind::GetReq);
+            h.offset = x.txd.dest_mem_off + x.issued;
+            h.len = u32::try_from(n).map_err(|_| Fault::BadLength)?;
+            let req = Req {
+                owner: Owner::Xfer(id),
+                landing,
+                is_get: false,
+            };
+            let dest = x.dest;
+            if let Some(x) = self.xfers.get_mut(&id) {
+                x.issued += n;
+                x.outstanding += frames;
+            }
+            p.issue_train(req, &dest, h, frames, Vec::new(), TC_FMA);
+            return Ok(());
+        }
         let segments = match x.local {
             Local::Mdd(acc, off) => p
                 .domains()

@@ -178,21 +178,24 @@ impl Backplane<'_, '_> {
         });
     }
 
-    /// Put a frame on the wire to `pe` standing for itself and `more` copies without payload
-    /// (answers to a train's frames): counted as those frames, sent as one packet.
-    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32) {
-        if more == 0 {
+    /// Put a frame on the wire to `pe` standing for itself and `more` copies of its header
+    /// (answers to a train's frames), with the payload of those frames left in this NIC's
+    /// host memory at `segments` (GET answers; none for acknowledgements): counted as those
+    /// frames, sent as one packet.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>) {
+        if more == 0 && segments.is_empty() {
             return self.send_frame(pe, tc, frame);
         }
+        let payload: u64 = segments.iter().map(|s| s.len).sum();
         let each = frame.len() as u64;
         let n = 1 + u64::from(more);
         self.core.count(counter::PACKETS_TX, n);
-        self.core.count(counter::BYTES_TX, n * each);
+        self.core.count(counter::BYTES_TX, n * each + payload);
         let train = Train {
             frames: more,
-            bytes: u64::from(more) * each,
+            bytes: u64::from(more) * each + payload,
             source: self.io.dma().clone(),
-            segments: Vec::new(),
+            segments,
         };
         self.io.send(Packet {
             src: PortId(self.core.cfg.pe),
@@ -366,8 +369,8 @@ impl TargetPort for Inbound<'_, '_> {
     fn dma(&self) -> &DmaPort {
         self.bp.io.dma()
     }
-    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32) {
-        self.bp.send_frames(pe, tc, frame, more);
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>) {
+        self.bp.send_frames(pe, tc, frame, more, segments);
     }
     fn recycle(&mut self, frame: Vec<u8>) {
         self.bp.io.recycle(frame);

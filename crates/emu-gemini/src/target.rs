@@ -18,7 +18,7 @@ use crate::mdd::{Access, Domains};
 use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::counter;
 use crate::request::{Answer, Landing, Req};
-use emu_core::dma::DmaPort;
+use emu_core::dma::{DmaPort, Segment};
 use emu_core::fabric::{Packet, Train};
 use emu_core::hash::IntMap;
 use emu_core::nic_faults::NicSite;
@@ -44,9 +44,10 @@ pub(crate) trait TargetPort {
     /// The host DMA port the domains map to.
     fn dma(&self) -> &DmaPort;
     /// Put a frame on the wire to physical PE `pe` that stands for itself and `more` copies
-    /// of it without payload (the answers to a train's frames, one packet: a train without
-    /// segments); `more == 0` for one frame.
-    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32);
+    /// of its header (the answers to a train's frames, one packet), their payload left in
+    /// this NIC's host memory at `segments` (GET answers; empty for acknowledgements);
+    /// `more == 0` and no segments for one frame.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>);
     /// Give back the buffer of a frame that was applied (for the engine to reuse).
     fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
@@ -141,8 +142,7 @@ impl Responder {
         let src = pkt.src.0;
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         if hdr.kind.is_answer() {
-            let more = pkt.train.as_ref().map_or(0, |t| t.frames);
-            let answer = Self::on_answer(p, &hdr, payload, more);
+            let answer = Self::on_answer(p, &hdr, payload, pkt.train.as_deref());
             p.recycle(pkt.data);
             return answer;
         }
@@ -302,7 +302,7 @@ impl Responder {
             TC_FMA
         };
         let frame = h.encode(payload);
-        p.send_frames(to, tc, frame, frames.saturating_sub(1));
+        p.send_frames(to, tc, frame, frames.saturating_sub(1), Vec::new());
     }
 
     /// Raise an event in the CQ of the domain `acc` names. `Ok(true)` if it was lost to a
@@ -374,6 +374,29 @@ impl Responder {
                 let r = p.domains().write(p.dma(), acc, hdr.offset, payload);
                 Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
             }
+            Kind::GetReq if train.is_some() => {
+                let Some(t) = train else { return };
+                let frames = t.frames.saturating_add(1);
+                // Each frame of the train asks for at most MAX_GET_BYTES.
+                let r = if u64::from(hdr.len) > u64::from(MAX_GET_BYTES) * u64::from(frames) {
+                    Err(Fault::BadLength)
+                } else {
+                    p.domains()
+                        .segments(p.dma(), acc, hdr.offset, u64::from(hdr.len), false)
+                };
+                match r {
+                    Ok(segs) => {
+                        let mut h = hdr.answer(Kind::GetResp, HwStatus::Ok.code());
+                        h.flags = 0;
+                        h.op1 = 0;
+                        let frame = h.encode(&[]);
+                        p.send_frames(src, TC_BTE, frame, frames - 1, segs);
+                    }
+                    Err(f) => {
+                        Self::reply_frames(p, src, hdr, Kind::GetResp, Err(f), 0, 0, &[], frames)
+                    }
+                }
+            }
             Kind::GetReq => {
                 if hdr.len > MAX_GET_BYTES {
                     return Self::reply(
@@ -442,17 +465,21 @@ impl Responder {
         p: &mut impl TargetPort,
         hdr: &Header,
         payload: &[u8],
-        more: u32,
+        train: Option<&Train>,
     ) -> Option<Answer> {
+        let more = train.map_or(0, |t| t.frames);
         let Some(req) = p.take_request(hdr.tag) else {
             p.count(counter::STRAY_ANSWERS, 1);
             return None;
         };
         let mut fault = Fault::from_wire(hdr.status);
         if fault.is_none() {
-            let r = match hdr.kind {
-                Kind::GetResp => land(p.domains(), p.dma(), req.landing, payload),
-                Kind::AmoResp => land(p.domains(), p.dma(), req.landing, &hdr.op1.to_le_bytes()),
+            let r = match (hdr.kind, train) {
+                (Kind::GetResp, Some(t)) => land_train(p.domains(), p.dma(), req.landing, t),
+                (Kind::GetResp, None) => land(p.domains(), p.dma(), req.landing, payload),
+                (Kind::AmoResp, _) => {
+                    land(p.domains(), p.dma(), req.landing, &hdr.op1.to_le_bytes())
+                }
                 _ => Ok(()),
             };
             fault = r.err();
@@ -507,6 +534,37 @@ fn place_train(
     let to = domains.segments(dma, acc, at, len, true)?;
     domains.check(dma, acc, offset, head.len() as u64, true)?;
     domains.write(dma, acc, offset, head)?;
+    train
+        .source
+        .copy_segments_to(&train.segments, dma, &to)
+        .map_err(|_| Fault::Dma)
+}
+
+/// Land the answer to a GET sent as a train: its payload, copied once from the target's host
+/// memory (`train.source`) to where the request asked (the landing of its first frame
+/// covers the whole train).
+fn land_train(
+    domains: &Domains,
+    dma: &DmaPort,
+    landing: Landing,
+    train: &Train,
+) -> Result<(), Fault> {
+    let len = train.payload_len();
+    let to = match landing {
+        Landing::None => return Ok(()),
+        Landing::Mdd {
+            acc,
+            offset,
+            len: l,
+            ..
+        } => {
+            if u64::from(l) != len {
+                return Err(Fault::BadLength);
+            }
+            domains.segments(dma, acc, offset, len, true)?
+        }
+        Landing::Phys { addr } => vec![Segment { addr, len }],
+    };
     train
         .source
         .copy_segments_to(&train.segments, dma, &to)

@@ -290,3 +290,73 @@ fn a_put_past_the_target_domain_fails_as_frame_by_frame() {
         }
     }
 }
+
+/// A `LEN` BTE GET by NIC 0 from NIC 1 with a global event: every byte lands when the event
+/// is seen. Returns the NIC counters' and the fabric's changes and the packets handed over.
+fn get(j: &mut Job) -> Moved {
+    let (n0, n1) = (j.nic(0).clone(), j.nic(TGT).clone());
+    let local = region(&n0, None);
+    let remote = region(&n1, None);
+    let data = pattern(5, LEN as usize);
+    n1.write_mem(remote.addr, &data).unwrap();
+    let mut ch = n0.bte_enable(0, 0, 16, 0, false).unwrap();
+    let before = [counters(&n0), counters(&n1)];
+    let fabric_before = j.c.engine.fabric_counters();
+    let packets = j.c.engine.counters().packets;
+    let txd = rdma_txd(
+        TxdMode1::GET,
+        PTAG,
+        Local {
+            mdh: local.mdh,
+            offset: local.off(0),
+        },
+        Remote {
+            pe: TGT as u32,
+            mdh: remote.mdh,
+            offset: remote.off(0),
+        },
+        LEN,
+        LOCAL_CQ,
+        TxdMode1::CQ_GLOBAL,
+        0x51,
+        0x1051,
+    );
+    n0.bte_post(&mut ch, &txd).unwrap();
+    let e = n0.cq_wait(&mut j.nodes[0].local_cq).unwrap();
+    assert_eq!((e.status(), e.data()), (Ok(HwStatus::Ok), 0x1051));
+    let mut got = vec![0u8; LEN as usize];
+    n0.read_mem(local.addr, &mut got).unwrap();
+    assert!(got == data, "the GET's event came before every byte landed");
+    assert_eq!(n0.cq_poll(&mut j.nodes[0].local_cq).unwrap(), None);
+    let after = [counters(&n0), counters(&n1)];
+    let f = j.c.engine.fabric_counters();
+    Moved {
+        nic_counters: [diff(&after[0], &before[0]), diff(&after[1], &before[1])],
+        fabric: FabricCounters {
+            injected: f.injected - fabric_before.injected,
+            bytes_injected: f.bytes_injected - fabric_before.bytes_injected,
+            delivered: f.delivered - fabric_before.delivered,
+            ..FabricCounters::default()
+        },
+        packets: j.c.engine.counters().packets - packets,
+    }
+}
+
+#[test]
+fn a_bte_get_is_answered_by_trains_and_counts_as_its_frames() {
+    let det = get(&mut job(deterministic()));
+    assert!(det.packets >= 2 * FRAMES, "{det:?}");
+    let thr = get(&mut job(threaded()));
+    assert!(
+        thr.packets <= 2 * FRAMES / 16,
+        "{} packets handed to the NICs: the GET did not go as trains",
+        thr.packets
+    );
+    assert_eq!(thr.nic_counters, det.nic_counters, "NIC counters");
+    assert_eq!(thr.fabric, det.fabric, "fabric counters");
+    assert_eq!(thr.nic_counters[0][counter::PACKETS_RX as usize], FRAMES);
+    assert_eq!(
+        thr.nic_counters[0][counter::BYTES_RX as usize],
+        LEN + FRAMES * emu_gemini::packet::HEADER_LEN as u64
+    );
+}
