@@ -4,7 +4,8 @@
 //! memory. It must land every byte, keep the local, global and remote events' meaning and
 //! order (the local event only once the data was placed), and leave every counter of the
 //! NICs and the fabric as the frame-by-frame path leaves it; with a fault site or a capture
-//! hook on the fabric, and on the deterministic engine, frames go one by one.
+//! hook on the fabric, and on the deterministic engine, frames go one by one. A BTE GET's
+//! requests go as trains too, answered by one train of the target's memory.
 
 mod common;
 
