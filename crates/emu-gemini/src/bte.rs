@@ -21,7 +21,7 @@ use crate::mdd::{Access, Domains};
 use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::{self, Target, counter};
 use crate::request::{Dest, Landing, Owner, Req};
-use emu_core::dma::DmaPort;
+use emu_core::dma::{DmaPort, Segment};
 use emu_core::hash::IntMap;
 use emu_core::sparse::SparseTable;
 use emu_core::time::{SimDuration, SimTime};
@@ -55,6 +55,21 @@ pub(crate) trait BtePort {
     /// An empty buffer of at least `cap` bytes for a frame (recycled when the engine has
     /// one).
     fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
+    /// Whether a packet to physical PE `pe` may be a train (`emu_core::fabric::Train`,
+    /// `DeviceIo::train_ok`).
+    fn train_ok(&self, pe: u32) -> bool;
+    /// Send a train of `frames` PUT frames as one packet: `hdr` (the first frame's), the
+    /// payload left in host memory at `segments` (this NIC's DMA addresses). Each frame is
+    /// a request whose answer comes back as [`Bte::xfer_answered`].
+    fn issue_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        hdr: Header,
+        frames: u32,
+        segments: Vec<Segment>,
+        tc: u8,
+    );
     /// Deliver a completion event to CQ `cqh`.
     fn post_cqe(&mut self, cqh: u64, cqe: Cqe);
     /// Raise MSI-X vector `v`.
@@ -96,6 +111,11 @@ struct Xfer {
     error: Option<Fault>,
     phase: XPhase,
     last_progress: SimTime,
+    /// Some of its frames went as a train: their payload is read from the source when the
+    /// train lands, so the local event waits for their answers.
+    trained: bool,
+    /// The local event is owed until every request is answered (`trained`).
+    local_owed: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -389,7 +409,7 @@ impl Bte {
         while used < budget && idle < CHANNELS {
             let ch = self.rr;
             self.rr = (ch + 1) % CHANNELS;
-            match self.channel_work(p, ch) {
+            match self.channel_work(p, ch, budget - used) {
                 Some(n) => {
                     used += n;
                     idle = 0;
@@ -400,8 +420,9 @@ impl Bte {
         used
     }
 
-    /// Start the next TXD of `ch` if none is active, then issue one packet of the active one.
-    fn channel_work(&mut self, p: &mut impl BtePort, ch: usize) -> Option<u64> {
+    /// Start the next TXD of `ch` if none is active, then issue one packet of the active one
+    /// (with `left` bytes of the step's budget left).
+    fn channel_work(&mut self, p: &mut impl BtePort, ch: usize, left: u64) -> Option<u64> {
         if !self.has_work(ch) {
             return None;
         }
@@ -419,7 +440,7 @@ impl Bte {
                 }
             }
         };
-        Some(self.issue_packet(p, x))
+        Some(self.issue_packet(p, x, left))
     }
 
     /// Validate a TXD and create its transfer; on a local error it completes at once.
@@ -470,6 +491,8 @@ impl Bte {
             error: None,
             phase: XPhase::Data,
             last_progress: p.now(),
+            trained: false,
+            local_owed: false,
         };
         let check = Self::validate(p.domains(), p.dma(), &x);
         self.tx[ch].inflight += 1;
@@ -528,8 +551,99 @@ impl Bte {
         }
     }
 
-    /// Issue the next packet of transfer `id`; returns the bytes it accounts for.
-    fn issue_packet(&mut self, p: &mut impl BtePort, id: u32) -> u64 {
+    /// The frames of PUT or GET transfer `id` that may go now as one train: as many as frame by
+    /// frame the step would issue with `left` bytes of budget and the flow-control window
+    /// would let out. `None` when that is one frame or the destination needs frames.
+    fn train_frames(&self, p: &impl BtePort, id: u32, left: u64) -> Option<(u32, u64)> {
+        let x = self.xfers.get(&id)?;
+        if x.op == BteOp::Send || !p.train_ok(x.dest.pe) {
+            return None;
+        }
+        let pb = u64::from(self.packet_bytes.max(4));
+        let room = u64::from(self.max_outstanding.saturating_sub(x.outstanding));
+        let by_budget = left.max(1).div_ceil(pb);
+        let remaining = x.total - x.issued;
+        let frames = room.min(by_budget).min(remaining.div_ceil(pb));
+        if frames < 2 {
+            return None;
+        }
+        let n = (frames * pb).min(remaining);
+        Some((u32::try_from(frames).ok()?, n))
+    }
+
+    /// Issue the next frames of transfer `id` as one train of `frames` frames and `n`
+    /// payload bytes: PUT frames with their payload left in host memory, or GET requests
+    /// whose answers come back as one train landing at the first frame's landing, which
+    /// covers them all.
+    fn issue_train(
+        &mut self,
+        p: &mut impl BtePort,
+        id: u32,
+        frames: u32,
+        n: u64,
+    ) -> Result<(), Fault> {
+        let Some(x) = self.xfers.get(&id) else {
+            return Ok(());
+        };
+        if x.op == BteOp::Get {
+            let landing = match x.local {
+                Local::Mdd(acc, off) => Landing::Mdd {
+                    acc,
+                    offset: off + x.issued,
+                    len: u32::try_from(n).map_err(|_| Fault::BadLength)?,
+                    flag: false,
+                },
+                Local::Phys(a) => Landing::Phys { addr: a + x.issued },
+            };
+            let mut h = Header::new(Kind::GetReq);
+            h.offset = x.txd.dest_mem_off + x.issued;
+            h.len = u32::try_from(n).map_err(|_| Fault::BadLength)?;
+            let req = Req {
+                owner: Owner::Xfer(id),
+                landing,
+                is_get: false,
+            };
+            let dest = x.dest;
+            if let Some(x) = self.xfers.get_mut(&id) {
+                x.issued += n;
+                x.outstanding += frames;
+            }
+            p.issue_train(req, &dest, h, frames, Vec::new(), TC_FMA);
+            return Ok(());
+        }
+        let segments = match x.local {
+            Local::Mdd(acc, off) => p
+                .domains()
+                .segments(p.dma(), acc, off + x.issued, n, false)?,
+            Local::Phys(a) => vec![Segment {
+                addr: a + x.issued,
+                len: n,
+            }],
+        };
+        let mut h = Header::new(Kind::Put);
+        h.offset = x.txd.dest_mem_off + x.issued;
+        let req = Req {
+            owner: Owner::Xfer(id),
+            landing: Landing::None,
+            is_get: false,
+        };
+        let dest = x.dest;
+        if let Some(x) = self.xfers.get_mut(&id) {
+            x.issued += n;
+            x.outstanding += frames;
+            x.trained = true;
+        }
+        p.issue_train(req, &dest, h, frames, segments, TC_BTE);
+        Ok(())
+    }
+
+    /// Issue the next packet of transfer `id` (a train of frames when allowed, with `left`
+    /// bytes of the step's budget left); returns the bytes it accounts for.
+    fn issue_packet(&mut self, p: &mut impl BtePort, id: u32, left: u64) -> u64 {
+        if let Some((frames, n)) = self.train_frames(p, id, left) {
+            let r = self.issue_train(p, id, frames, n);
+            return self.issued(p, id, n, r.err());
+        }
         let Some(x) = self.xfers.get(&id) else {
             return 0;
         };
@@ -596,6 +710,13 @@ impl Bte {
                 p.issue(Req { landing, ..req }, &dest, h, &[], TC_FMA);
             }
         }
+        self.issued(p, id, n, fault)
+    }
+
+    /// After `n` bytes of transfer `id` were issued (or `fault` stopped it): when it was
+    /// the last of them, the local event (now, or once every request is answered if part
+    /// went as a train) and, with nothing outstanding, the next phase. Returns `n`.
+    fn issued(&mut self, p: &mut impl BtePort, id: u32, n: u64, fault: Option<Fault>) -> u64 {
         let Some(x) = self.xfers.get_mut(&id) else {
             return n;
         };
@@ -614,7 +735,11 @@ impl Bte {
             if self.tx[ch].active == Some(id) {
                 self.tx[ch].active = None;
             }
-            if local_event {
+            if local_event && x.trained {
+                // The source is read when the train lands: the event that lets software
+                // reuse it waits for the answers.
+                x.local_owed = true;
+            } else if local_event {
                 p.post_cqe(cqh, Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data));
             }
             if done {
@@ -668,6 +793,10 @@ impl Bte {
         let Some(x) = self.xfers.get_mut(&id) else {
             return;
         };
+        if std::mem::take(&mut x.local_owed) && x.error.is_none() {
+            let (cqh, data) = (x.txd.src_cq_hndl, x.txd.src_cq_data);
+            p.post_cqe(cqh, Cqe::from_hw(CqeSource::Bte, HwStatus::Ok, data));
+        }
         if x.phase == XPhase::Data && x.error.is_none() && x.op == BteOp::Put {
             x.phase = XPhase::Remote;
             let dest = x.dest;

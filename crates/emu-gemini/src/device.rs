@@ -58,8 +58,9 @@ use crate::regs::{self, Target, counter};
 use crate::request::{Answer, Dest, Owner, Req, Requests};
 use crate::target::{Responder, TargetPort};
 use emu_core::dma::DmaPort;
+use emu_core::dma::Segment;
 use emu_core::engine::{DeviceIo, DeviceModel};
-use emu_core::fabric::{Packet, PortId, TrafficClass};
+use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
 use emu_core::mmio::MmioError;
 use emu_core::nic_faults::NicSite;
 use emu_core::pci::{
@@ -68,6 +69,7 @@ use emu_core::pci::{
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::pci;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Timer token: run a BTE step.
@@ -176,6 +178,73 @@ impl Backplane<'_, '_> {
         });
     }
 
+    /// Put a frame on the wire to `pe` standing for itself and `more` copies of its header
+    /// (answers to a train's frames), with the payload of those frames left in this NIC's
+    /// host memory at `segments` (GET answers; none for acknowledgements): counted as those
+    /// frames, sent as one packet.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>) {
+        if more == 0 && segments.is_empty() {
+            return self.send_frame(pe, tc, frame);
+        }
+        let payload: u64 = segments.iter().map(|s| s.len).sum();
+        let each = frame.len() as u64;
+        let n = 1 + u64::from(more);
+        self.core.count(counter::PACKETS_TX, n);
+        self.core.count(counter::BYTES_TX, n * each + payload);
+        let train = Train {
+            frames: more,
+            bytes: u64::from(more) * each + payload,
+            source: self.io.dma().clone(),
+            segments,
+        };
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+            train: Some(Arc::new(train)),
+        });
+    }
+
+    /// Send a train of `frames` frames (at least 2) to `dest` as one packet: the header,
+    /// then the payload left in this NIC's host memory at `segments`. Each frame is a
+    /// request of its own in the request table ([`Requests::open_train`]); the packet is
+    /// counted (here and by the fabric) as the frames it stands for: `frames` headers and
+    /// the payload.
+    fn issue_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        mut hdr: Header,
+        frames: u32,
+        segments: Vec<Segment>,
+        tc: u8,
+    ) {
+        self.core.requests.open_train(req, dest, &mut hdr, frames);
+        let frame = hdr.encode(&[]);
+        let payload: u64 = segments.iter().map(|s| s.len).sum();
+        let n = u64::from(frames);
+        let bytes = n * frame.len() as u64 + payload;
+        self.core.count(counter::PACKETS_TX, n);
+        self.core.count(counter::BYTES_TX, bytes);
+        let train = Train {
+            frames: frames - 1,
+            bytes: bytes - frame.len() as u64,
+            source: self.io.dma().clone(),
+            segments,
+        };
+        self.io.send(Packet {
+            src: PortId(self.core.cfg.pe),
+            dst: PortId(dest.pe),
+            tc: TrafficClass(tc),
+            data: frame,
+            crc: 0,
+            train: Some(Arc::new(train)),
+        });
+        self.ensure_watchdog();
+    }
+
     /// [`Backplane::issue`] of a frame whose payload is in place behind
     /// [`crate::packet::HEADER_LEN`] bytes of room for the header.
     fn issue_frame(&mut self, req: Req, dest: &Dest, mut hdr: Header, mut frame: Vec<u8>, tc: u8) {
@@ -256,6 +325,20 @@ impl BtePort for Backplane<'_, '_> {
     fn frame_buffer(&mut self, cap: usize) -> Vec<u8> {
         self.io.packet_buffer(cap)
     }
+    fn train_ok(&self, pe: u32) -> bool {
+        self.io.train_ok(PortId(pe))
+    }
+    fn issue_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        hdr: Header,
+        frames: u32,
+        segments: Vec<Segment>,
+        tc: u8,
+    ) {
+        Backplane::issue_train(self, req, dest, hdr, frames, segments, tc);
+    }
     fn post_cqe(&mut self, cqh: u64, cqe: Cqe) {
         Backplane::post_cqe(self, cqh, cqe);
     }
@@ -289,8 +372,8 @@ impl TargetPort for Inbound<'_, '_> {
     fn dma(&self) -> &DmaPort {
         self.bp.io.dma()
     }
-    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
-        self.bp.send_frame(pe, tc, frame);
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>) {
+        self.bp.send_frames(pe, tc, frame, more, segments);
     }
     fn frame_buffer(&mut self, cap: usize) -> Vec<u8> {
         self.bp.io.packet_buffer(cap)
@@ -461,8 +544,29 @@ impl Gemini {
         }
     }
 
-    /// A request ended (answer or timeout): to the sequence or transfer that waits.
+    /// A request ended (answer or timeout): to the sequence or transfer that waits. The
+    /// answer to a train's frames ends each of their requests in tag order, as their answers
+    /// one by one would.
     fn answered(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
+        let (tag, more) = (a.tag, a.more);
+        self.answered_one(io, a);
+        for i in 1..=more {
+            match self.core.requests.take(tag.wrapping_add(i)) {
+                Some(req) => self.answered_one(
+                    io,
+                    Answer {
+                        req,
+                        more: 0,
+                        tag: tag.wrapping_add(i),
+                        ..a
+                    },
+                ),
+                None => self.core.count(counter::STRAY_ANSWERS, 1),
+            }
+        }
+    }
+
+    fn answered_one(&mut self, io: &mut DeviceIo<'_>, a: Answer) {
         let mut bp = Self::bp(&mut self.core, io);
         if a.fault.is_some() {
             bp.core.count(counter::ERRORS, 1);
@@ -504,6 +608,8 @@ impl Gemini {
                         req,
                         fault: Some(Fault::Timeout),
                         rem_overrun: false,
+                        more: 0,
+                        tag: t,
                     };
                     self.answered(io, a);
                 }

@@ -7,7 +7,7 @@
 //! never touches memory.
 
 use crate::fault::Fault;
-use emu_core::dma::{DmaPort, Perm};
+use emu_core::dma::{DmaPort, Perm, Segment};
 use emu_core::sparse::SparseTable;
 use firmware_spec::gemini::limits::{MDD_ENTRIES, MRT_ENTRIES, VMDH_ENTRIES};
 use firmware_spec::gemini::mdd::{MRT_PAGE_SHIFTS, MddDescriptor, MrtEntry, VmdhEntry};
@@ -201,6 +201,29 @@ impl Domains {
         self.pieces(d, start, len, |addr, _, n| {
             dma.check(addr, n, perm).map_err(dma_fault)
         })
+    }
+
+    /// The DMA segments of `[offset, offset + len)` of a domain, in order, after the same
+    /// complete check as [`Domains::check`]: what a train's payload is copied from or to
+    /// (`emu_core::fabric::Train`).
+    pub fn segments(
+        &self,
+        dma: &DmaPort,
+        a: Access,
+        offset: u64,
+        len: u64,
+        write: bool,
+    ) -> Result<Vec<Segment>, Fault> {
+        let d = self.resolve(a)?;
+        let start = Self::span(d, offset, len, write)?;
+        let perm = if write { Perm::WRITE } else { Perm::READ };
+        let mut segs = Vec::new();
+        self.pieces(d, start, len, |addr, _, n| {
+            dma.check(addr, n, perm).map_err(dma_fault)?;
+            segs.push(Segment { addr, len: n });
+            Ok(())
+        })?;
+        Ok(segs)
     }
 
     /// Write `data` at `offset` of a domain (all or nothing).

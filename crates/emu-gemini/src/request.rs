@@ -52,6 +52,11 @@ pub(crate) struct Answer {
     pub(crate) fault: Option<Fault>,
     /// The target lost the request's remote event to a full CQ.
     pub(crate) rem_overrun: bool,
+    /// Further requests the same answer ends, tagged after the one of `req` (a train's
+    /// frames, [`Requests::open_train`]); 0 for an answer of one frame.
+    pub(crate) more: u32,
+    /// The tag of `req`.
+    pub(crate) tag: u32,
 }
 
 /// Where a request goes.
@@ -97,6 +102,25 @@ impl Requests {
         }
         self.reqs.insert(tag, req);
         tag
+    }
+
+    /// [`Requests::open`] for a train of `frames` frames (at least 1): each frame is a
+    /// request of its own (consecutive tags, consecutive stream positions), as if sent one
+    /// by one, so flow control, the watchdog and in-order streams count frames. `hdr` is
+    /// stamped for the first. Returns the first tag.
+    pub(crate) fn open_train(
+        &mut self,
+        req: Req,
+        dest: &Dest,
+        hdr: &mut Header,
+        frames: u32,
+    ) -> u32 {
+        let first = self.open(req, dest, hdr);
+        for _ in 1..frames {
+            let mut h = *hdr;
+            self.open(req, dest, &mut h);
+        }
+        first
     }
 
     /// The request tagged `tag`, which is no longer outstanding.

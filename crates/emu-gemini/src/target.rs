@@ -18,8 +18,8 @@ use crate::mdd::{Access, Domains};
 use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
 use crate::regs::counter;
 use crate::request::{Answer, Landing, Req};
-use emu_core::dma::DmaPort;
-use emu_core::fabric::Packet;
+use emu_core::dma::{DmaPort, Segment};
+use emu_core::fabric::{Packet, Train};
 use emu_core::hash::IntMap;
 use emu_core::nic_faults::NicSite;
 use emu_core::time::{SimDuration, SimTime};
@@ -43,10 +43,13 @@ pub(crate) trait TargetPort {
     fn domains(&self) -> &Domains;
     /// The host DMA port the domains map to.
     fn dma(&self) -> &DmaPort;
-    /// Put a frame on the wire to physical PE `pe`.
-    fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>);
     /// An empty buffer of at least `cap` bytes for a frame (the engine's pool).
     fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
+    /// Put a frame on the wire to physical PE `pe` that stands for itself and `more` copies
+    /// of its header (the answers to a train's frames, one packet), their payload left in
+    /// this NIC's host memory at `segments` (GET answers; empty for acknowledgements);
+    /// `more == 0` and no segments for one frame.
+    fn send_frames(&mut self, pe: u32, tc: u8, frame: Vec<u8>, more: u32, segments: Vec<Segment>);
     /// Give back the buffer of a frame that was applied (for the engine to reuse).
     fn recycle(&mut self, frame: Vec<u8>);
     /// Make sure the watchdog runs (it skips in-order gaps that never fill).
@@ -141,8 +144,9 @@ impl Responder {
     /// A frame arrived. Returns the answer it brings, for the device to hand to the
     /// sequence or transfer that waits for it.
     pub(crate) fn on_packet(&mut self, p: &mut impl TargetPort, pkt: Packet) -> Option<Answer> {
-        p.count(counter::PACKETS_RX, 1);
-        p.count(counter::BYTES_RX, pkt.data.len() as u64);
+        // A train counts as the frames it stands for.
+        p.count(counter::PACKETS_RX, pkt.frames());
+        p.count(counter::BYTES_RX, pkt.wire_bytes());
         if !pkt.crc_ok() {
             p.count(counter::CRC_DROPS, 1);
             return None;
@@ -157,7 +161,7 @@ impl Responder {
         let src = pkt.src.0;
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
         if hdr.kind.is_answer() {
-            let answer = Self::on_answer(p, &hdr, payload);
+            let answer = Self::on_answer(p, &hdr, payload, pkt.train.as_deref());
             p.recycle(pkt.data);
             return answer;
         }
@@ -170,7 +174,7 @@ impl Responder {
         if hdr.flags & flag::ORDERED != 0 {
             self.on_ordered(p, src, hdr, pkt);
         } else {
-            Self::on_request(p, src, &hdr, payload);
+            Self::on_request(p, src, &hdr, payload, pkt.train.as_deref());
             p.recycle(pkt.data);
         }
         None
@@ -230,9 +234,10 @@ impl Responder {
             );
             return;
         }
-        st.next = st.next.wrapping_add(1);
+        // A train takes the stream positions of all its frames.
+        st.next = st.next.wrapping_add(pkt.frames() as u32);
         let payload = pkt.data.get(HEADER_LEN..).unwrap_or(&[]);
-        Self::on_request(p, src, &hdr, payload);
+        Self::on_request(p, src, &hdr, payload, pkt.train.as_deref());
         p.recycle(pkt.data);
         self.drain_order(p, key);
     }
@@ -247,10 +252,10 @@ impl Responder {
             let Some(pkt) = st.held.remove(&st.next) else {
                 return;
             };
-            st.next = st.next.wrapping_add(1);
+            st.next = st.next.wrapping_add(pkt.frames() as u32);
             st.since = now;
             if let Ok((hdr, payload)) = Header::decode(&pkt.data) {
-                Self::on_request(p, key.0, &hdr, payload);
+                Self::on_request(p, key.0, &hdr, payload, pkt.train.as_deref());
             }
         }
     }
@@ -276,6 +281,23 @@ impl Responder {
         op1: u64,
         payload: &[u8],
     ) {
+        Self::reply_frames(p, to, req, kind, result, flags, op1, payload, 1);
+    }
+
+    /// [`Responder::reply`] to a request of `frames` frames (a train): one answer per
+    /// frame, sent as one packet.
+    #[allow(clippy::too_many_arguments)]
+    fn reply_frames(
+        p: &mut impl TargetPort,
+        to: u32,
+        req: &Header,
+        kind: Kind,
+        result: Result<(), Fault>,
+        flags: u8,
+        op1: u64,
+        payload: &[u8],
+        frames: u32,
+    ) {
         let status = match result {
             Ok(()) => HwStatus::Ok,
             Err(f) => {
@@ -287,7 +309,7 @@ impl Responder {
                     fault = %f,
                     "remote request rejected"
                 );
-                p.count(counter::REMOTE_REJECTS, 1);
+                p.count(counter::REMOTE_REJECTS, u64::from(frames.max(1)));
                 f.status()
             }
         };
@@ -302,7 +324,7 @@ impl Responder {
         let mut frame = p.frame_buffer(HEADER_LEN + payload.len());
         h.encode_into(&mut frame);
         frame.extend_from_slice(payload);
-        p.send_frame(to, tc, frame);
+        p.send_frames(to, tc, frame, frames.saturating_sub(1), Vec::new());
     }
 
     /// Raise an event in the CQ of the domain `acc` names. `Ok(true)` if it was lost to a
@@ -369,7 +391,13 @@ impl Responder {
         Self::reply(p, src, hdr, Kind::Ack, r.map(|_| ()), flags, 0, &[]);
     }
 
-    fn on_request(p: &mut impl TargetPort, src: u32, hdr: &Header, payload: &[u8]) {
+    fn on_request(
+        p: &mut impl TargetPort,
+        src: u32,
+        hdr: &Header,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
         let acc = Access {
             mdh: hdr.mdh,
             vmdh: hdr.flags & flag::VMDH != 0,
@@ -387,9 +415,38 @@ impl Responder {
                 }
                 Self::put_message(p, src, hdr, payload);
             }
+            Kind::Put if train.is_some() => {
+                let Some(t) = train else { return };
+                let r = place_train(p.domains(), p.dma(), acc, hdr.offset, payload, t);
+                let frames = t.frames.saturating_add(1);
+                Self::reply_frames(p, src, hdr, Kind::Ack, r, 0, 0, &[], frames);
+            }
             Kind::Put => {
                 let r = p.domains().write(p.dma(), acc, hdr.offset, payload);
                 Self::reply(p, src, hdr, Kind::Ack, r, 0, 0, &[]);
+            }
+            Kind::GetReq if train.is_some() => {
+                let Some(t) = train else { return };
+                let frames = t.frames.saturating_add(1);
+                // Each frame of the train asks for at most MAX_GET_BYTES.
+                let r = if u64::from(hdr.len) > u64::from(MAX_GET_BYTES) * u64::from(frames) {
+                    Err(Fault::BadLength)
+                } else {
+                    p.domains()
+                        .segments(p.dma(), acc, hdr.offset, u64::from(hdr.len), false)
+                };
+                match r {
+                    Ok(segs) => {
+                        let mut h = hdr.answer(Kind::GetResp, HwStatus::Ok.code());
+                        h.flags = 0;
+                        h.op1 = 0;
+                        let frame = h.encode(&[]);
+                        p.send_frames(src, TC_BTE, frame, frames - 1, segs);
+                    }
+                    Err(f) => {
+                        Self::reply_frames(p, src, hdr, Kind::GetResp, Err(f), 0, 0, &[], frames)
+                    }
+                }
             }
             Kind::GetReq => {
                 if hdr.len > MAX_GET_BYTES {
@@ -455,16 +512,25 @@ impl Responder {
     }
 
     /// Match an answer to its request and land its data; `None` for a stray answer.
-    fn on_answer(p: &mut impl TargetPort, hdr: &Header, payload: &[u8]) -> Option<Answer> {
+    fn on_answer(
+        p: &mut impl TargetPort,
+        hdr: &Header,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) -> Option<Answer> {
+        let more = train.map_or(0, |t| t.frames);
         let Some(req) = p.take_request(hdr.tag) else {
             p.count(counter::STRAY_ANSWERS, 1);
             return None;
         };
         let mut fault = Fault::from_wire(hdr.status);
         if fault.is_none() {
-            let r = match hdr.kind {
-                Kind::GetResp => land(p.domains(), p.dma(), req.landing, payload),
-                Kind::AmoResp => land(p.domains(), p.dma(), req.landing, &hdr.op1.to_le_bytes()),
+            let r = match (hdr.kind, train) {
+                (Kind::GetResp, Some(t)) => land_train(p.domains(), p.dma(), req.landing, t),
+                (Kind::GetResp, None) => land(p.domains(), p.dma(), req.landing, payload),
+                (Kind::AmoResp, _) => {
+                    land(p.domains(), p.dma(), req.landing, &hdr.op1.to_le_bytes())
+                }
                 _ => Ok(()),
             };
             fault = r.err();
@@ -473,6 +539,8 @@ impl Responder {
             req,
             fault,
             rem_overrun: hdr.flags & flag::REM_OVERRUN != 0,
+            more,
+            tag: hdr.tag,
         })
     }
 }
@@ -498,6 +566,60 @@ fn write_message(
     domains.atomic(dma, acc, offset, |w| {
         w.store(v, std::sync::atomic::Ordering::Release)
     })
+}
+
+/// Place a train's PUT: the packet's own payload at `offset`, then the train's payload behind
+/// it, copied once from the initiator's host memory (`train.source`) into the domain's
+/// memory. The whole range is checked before a byte moves (all or nothing, as a frame's
+/// write is).
+fn place_train(
+    domains: &Domains,
+    dma: &DmaPort,
+    acc: Access,
+    offset: u64,
+    head: &[u8],
+    train: &Train,
+) -> Result<(), Fault> {
+    let len = train.payload_len();
+    let at = offset.checked_add(head.len() as u64).ok_or(Fault::Bounds)?;
+    let to = domains.segments(dma, acc, at, len, true)?;
+    domains.check(dma, acc, offset, head.len() as u64, true)?;
+    domains.write(dma, acc, offset, head)?;
+    train
+        .source
+        .copy_segments_to(&train.segments, dma, &to)
+        .map_err(|_| Fault::Dma)
+}
+
+/// Land the answer to a GET sent as a train: its payload, copied once from the target's host
+/// memory (`train.source`) to where the request asked (the landing of its first frame
+/// covers the whole train).
+fn land_train(
+    domains: &Domains,
+    dma: &DmaPort,
+    landing: Landing,
+    train: &Train,
+) -> Result<(), Fault> {
+    let len = train.payload_len();
+    let to = match landing {
+        Landing::None => return Ok(()),
+        Landing::Mdd {
+            acc,
+            offset,
+            len: l,
+            ..
+        } => {
+            if u64::from(l) != len {
+                return Err(Fault::BadLength);
+            }
+            domains.segments(dma, acc, offset, len, true)?
+        }
+        Landing::Phys { addr } => vec![Segment { addr, len }],
+    };
+    train
+        .source
+        .copy_segments_to(&train.segments, dma, &to)
+        .map_err(|_| Fault::Dma)
 }
 
 /// Put the data of an answer where the request asked.
