@@ -167,14 +167,18 @@ impl Backplane<'_, '_> {
     fn send_frame(&mut self, pe: u32, tc: u8, frame: Vec<u8>) {
         self.core.count(counter::PACKETS_TX, 1);
         self.core.count(counter::BYTES_TX, frame.len() as u64);
-        // The fabric seals the CRC when the packet is injected.
+        self.inject(pe, tc, frame, None);
+    }
+
+    /// Hand a packet to the fabric, which seals its CRC when it is injected.
+    fn inject(&mut self, pe: u32, tc: u8, data: Vec<u8>, train: Option<Arc<Train>>) {
         self.io.send(Packet {
             src: PortId(self.core.cfg.pe),
             dst: PortId(pe),
             tc: TrafficClass(tc),
-            data: frame,
+            data,
             crc: 0,
-            train: None,
+            train,
         });
     }
 
@@ -197,14 +201,7 @@ impl Backplane<'_, '_> {
             source: self.io.dma().clone(),
             segments,
         };
-        self.io.send(Packet {
-            src: PortId(self.core.cfg.pe),
-            dst: PortId(pe),
-            tc: TrafficClass(tc),
-            data: frame,
-            crc: 0,
-            train: Some(Arc::new(train)),
-        });
+        self.inject(pe, tc, frame, Some(Arc::new(train)));
     }
 
     /// Send a train of `frames` frames (at least 2) to `dest` as one packet: the header,
@@ -234,14 +231,7 @@ impl Backplane<'_, '_> {
             source: self.io.dma().clone(),
             segments,
         };
-        self.io.send(Packet {
-            src: PortId(self.core.cfg.pe),
-            dst: PortId(dest.pe),
-            tc: TrafficClass(tc),
-            data: frame,
-            crc: 0,
-            train: Some(Arc::new(train)),
-        });
+        self.inject(dest.pe, tc, frame, Some(Arc::new(train)));
         self.ensure_watchdog();
     }
 

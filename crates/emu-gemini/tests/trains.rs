@@ -17,7 +17,7 @@ use emu_gemini::cluster::{Cluster, ClusterConfig};
 use emu_gemini::config::GeminiConfig;
 use emu_gemini::host::{Local, Nic, Region, Remote, rdma_txd};
 use emu_gemini::regs::counter;
-use firmware_spec::gemini::bte::TxdMode1;
+use firmware_spec::gemini::bte::{TxDescriptor, TxdMode1};
 use firmware_spec::gemini::cqe::{CqeSource, HwStatus};
 
 const LEN: u64 = 4 << 20;
@@ -54,6 +54,36 @@ fn threaded() -> Cluster {
         seed: 5,
         ..ThreadedConfig::default()
     })
+}
+
+/// A BTE descriptor of `op` moving `LEN` bytes between the starts of `local` (this node)
+/// and `remote` (node `TGT`), its events to `LOCAL_CQ`.
+fn txd(
+    op: TxdMode1,
+    local: &Region,
+    remote: &Region,
+    events: TxdMode1,
+    data: u64,
+    user_data: u64,
+) -> TxDescriptor {
+    rdma_txd(
+        op,
+        PTAG,
+        Local {
+            mdh: local.mdh,
+            offset: local.off(0),
+        },
+        Remote {
+            pe: TGT as u32,
+            mdh: remote.mdh,
+            offset: remote.off(0),
+        },
+        LEN,
+        LOCAL_CQ,
+        events,
+        data,
+        user_data,
+    )
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
@@ -101,20 +131,10 @@ fn put(j: &mut Job, trains: bool) -> Moved {
     let before = [counters(&n0), counters(&n1)];
     let fabric_before = j.c.engine.fabric_counters();
     let packets = j.c.engine.counters().packets;
-    let txd = rdma_txd(
+    let txd = txd(
         TxdMode1::PUT,
-        PTAG,
-        Local {
-            mdh: src.mdh,
-            offset: src.off(0),
-        },
-        Remote {
-            pe: TGT as u32,
-            mdh: dst.mdh,
-            offset: dst.off(0),
-        },
-        LEN,
-        LOCAL_CQ,
+        &src,
+        &dst,
         TxdMode1::CQ_LOCAL | TxdMode1::CQ_GLOBAL,
         0x31,
         0x1031,
@@ -254,20 +274,10 @@ fn a_put_past_the_target_domain_fails_as_frame_by_frame() {
         n0.write_mem(src.addr, &data).unwrap();
         let mut ch = n0.bte_enable(0, 0, 16, 0, false).unwrap();
         let packets = j.c.engine.counters().packets;
-        let txd = rdma_txd(
+        let txd = txd(
             TxdMode1::PUT,
-            PTAG,
-            Local {
-                mdh: src.mdh,
-                offset: src.off(0),
-            },
-            Remote {
-                pe: TGT as u32,
-                mdh: dst.mdh,
-                offset: dst.off(0),
-            },
-            LEN,
-            LOCAL_CQ,
+            &src,
+            &dst,
             TxdMode1::CQ_LOCAL | TxdMode1::CQ_GLOBAL,
             0x41,
             0x1041,
@@ -304,20 +314,10 @@ fn get(j: &mut Job) -> Moved {
     let before = [counters(&n0), counters(&n1)];
     let fabric_before = j.c.engine.fabric_counters();
     let packets = j.c.engine.counters().packets;
-    let txd = rdma_txd(
+    let txd = txd(
         TxdMode1::GET,
-        PTAG,
-        Local {
-            mdh: local.mdh,
-            offset: local.off(0),
-        },
-        Remote {
-            pe: TGT as u32,
-            mdh: remote.mdh,
-            offset: remote.off(0),
-        },
-        LEN,
-        LOCAL_CQ,
+        &local,
+        &remote,
         TxdMode1::CQ_GLOBAL,
         0x51,
         0x1051,
