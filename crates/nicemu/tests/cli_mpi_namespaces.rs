@@ -10,9 +10,17 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 const NICEMU: &str = env!("CARGO_BIN_EXE_nicemu");
 const MPIEXEC: &str = "/usr/bin/mpiexec.hydra";
+
+/// The two tests take turns. Each runs four rank processes with their engines' threads; both
+/// at once on a 2-CPU machine can deschedule a rank that took a peer's frames for longer than
+/// Cassini's PCT retransmissions last, and between processes the request timeout still runs
+/// on wall time (the open item in docs/fabric-between-processes.md, "in flight"), so the job
+/// would end `Undeliverable` for the machine's sake, not the stack's.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Two namespaces joined by a veth pair; deleted on drop.
 struct Hosts {
@@ -99,6 +107,7 @@ impl Drop for Hosts {
 
 #[test]
 fn four_ranks_on_two_namespaces_over_the_tcp_fabric() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !Path::new(MPIEXEC).exists() {
         eprintln!("skipped: {MPIEXEC} is absent (Debian's mpich package provides it)");
         return;
@@ -160,6 +169,7 @@ fn check(nic: &str, hosts: &Hosts, before: [u64; 2], out: &std::process::Output)
 /// veth pair, at the address each rank finds on its route to the PMI server.
 #[test]
 fn nicemu_run_places_two_ranks_on_each_of_two_namespaces() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let hosts = match Hosts::make('r') {
         Ok(h) => h,
         Err(e) => {
