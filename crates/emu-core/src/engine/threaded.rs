@@ -70,7 +70,7 @@ impl Default for ThreadedConfig {
             workers: 1,
             seed: 0,
             timing: FabricTiming::Immediate,
-            inline_budget: 64,
+            inline_budget: 1024,
             spin: 0,
         }
     }
