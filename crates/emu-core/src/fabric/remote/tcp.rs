@@ -18,14 +18,14 @@
 
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::frame::{self, Header, Kind};
-use super::{Core, LinkKind, PeerLink, PeerState, RemoteError};
+use super::{Arrivals, Core, LinkKind, PeerLink, PeerState, RemoteError};
 use crate::fabric::Packet;
 use crate::time::{SimDuration, SimTime};
 
@@ -80,6 +80,13 @@ impl TcpSide {
         self.addr
     }
 
+    /// The engine has handled what it was given: send the credits held back.
+    pub(crate) fn settled(&self) {
+        for l in lock(&self.links).iter() {
+            l.settle();
+        }
+    }
+
     /// Whether a reader is handing frames to the engine or holds read-ahead bytes (what
     /// still sits in the kernel's socket buffers is not seen).
     pub(crate) fn receiving(&self) -> bool {
@@ -118,6 +125,8 @@ impl TcpSide {
             sent: AtomicU64::new(0),
             credited: AtomicU64::new(0),
             taken: Arc::clone(&taken),
+            took: AtomicU64::new(0),
+            owed: AtomicBool::new(false),
         });
         lock(&self.links).push(Arc::clone(&link));
         Ok(link)
@@ -158,8 +167,13 @@ pub(crate) struct TcpLink {
     /// Packet frames sent, and how many of them the peer credited.
     sent: AtomicU64,
     credited: AtomicU64,
-    /// Packet frames our reader took from the peer's stream (sent back as credits).
+    /// Packet frames our reader took from the peer's stream and our engine has handled:
+    /// the value the writer sends back as a credit.
     taken: Arc<AtomicU64>,
+    /// Packet frames our reader took, and whether a credit for them is owed (held back
+    /// while our engine still had deferred deliveries; see [`Arrivals::settled`]).
+    took: AtomicU64,
+    owed: AtomicBool,
 }
 
 impl TcpLink {
@@ -167,6 +181,30 @@ impl TcpLink {
     fn credit(&self) {
         if let Some(tx) = lock(&self.tx).as_ref() {
             let _ = tx.send(Vec::new());
+        }
+    }
+
+    /// Our reader took `took` packet frames from the peer so far: credit them now if the
+    /// engine has handled them, else once it has ([`TcpLink::settle`] from
+    /// [`TcpSide::settled`]). A credit tells the peer its packets are no longer in flight,
+    /// so it must not come before their handling (and the answers it sends) has run.
+    fn offer_credit(&self, took: u64, arrivals: &dyn Arrivals) {
+        self.took.store(took, Ordering::SeqCst);
+        self.owed.store(true, Ordering::SeqCst);
+        // Pairs with the fence in the engine's settle notification: either it sees the
+        // debt, or this sees the engine settled.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if arrivals.settled() {
+            self.settle();
+        }
+    }
+
+    /// Send the credit owed, if any.
+    fn settle(&self) {
+        if self.owed.swap(false, Ordering::SeqCst) {
+            self.taken
+                .store(self.took.load(Ordering::SeqCst), Ordering::Release);
+            self.credit();
         }
     }
 }
@@ -377,8 +415,7 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
                 link = ctx.link(port);
             }
             if let Some(l) = &link {
-                l.taken.store(taken, Ordering::Release);
-                l.credit();
+                l.offer_credit(taken, &*core.arrivals);
                 credited = taken;
             }
         }
