@@ -87,10 +87,20 @@ impl TcpSide {
         }
     }
 
-    /// Whether a reader is handing frames to the engine or holds read-ahead bytes (what
-    /// still sits in the kernel's socket buffers is not seen).
+    /// Whether a reader is handing frames to the engine or holds read-ahead bytes, or
+    /// bytes from a peer wait in the kernel's socket buffers for a reader that has not run
+    /// yet (a response the peer sent before our timer came due is on its way, not lost).
     pub(crate) fn receiving(&self) -> bool {
-        self.busy.load(Ordering::Acquire) > 0
+        self.busy.load(Ordering::Acquire) > 0 || self.unread()
+    }
+
+    /// Whether any stream has bytes the kernel holds for us (peeked, not taken: the
+    /// readers still get them). A stream list held by another thread counts as yes.
+    fn unread(&self) -> bool {
+        let Ok(streams) = self.streams.try_lock() else {
+            return true;
+        };
+        streams.iter().any(unread)
     }
 
     pub(crate) fn connect(
@@ -322,6 +332,14 @@ fn write_loop(
     }
 }
 
+/// Whether the kernel holds bytes received on `s` that nobody has read yet (a peek that
+/// neither blocks nor takes them).
+fn unread(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(s, &mut b[..], flags), Ok((got, _)) if got > 0)
+}
+
 fn me_of(core: &Core) -> u32 {
     core.cfg.port.0
 }
@@ -473,5 +491,33 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unread_bytes_are_seen_without_being_taken() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = listener.accept().unwrap();
+        assert!(!unread(&rx), "nothing sent yet");
+        tx.write_all(&[1, 2, 3]).unwrap();
+        tx.flush().unwrap();
+        let t0 = std::time::Instant::now();
+        while !unread(&rx) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(unread(&rx), "sent bytes wait in the kernel");
+        // Peeking took nothing: the reader still gets every byte.
+        let mut got = [0u8; 3];
+        rx.read_exact(&mut got).unwrap();
+        assert_eq!(got, [1, 2, 3]);
+        assert!(!unread(&rx), "all read");
+        // A stream whose peer closed has nothing unread either.
+        drop(tx);
+        assert!(!unread(&rx));
     }
 }
