@@ -1121,28 +1121,29 @@ pub(crate) trait TgtOps: TgtCtx {
         let src = io.port().unwrap_or_default();
         // Several frames to a port of this process, with nothing on the way that needs
         // their bytes: trains, read by the initiator as they land; the events wait.
-        if length > MTU as u64 && io.train_ok(PortId(port)) {
-            if let Some(o) = owed {
-                let tgt = self.tgt();
-                let token = tgt.next_token;
-                tgt.next_token = token.wrapping_add(1);
-                tgt.owed.insert(token, o);
-                let stream = ReplyStream {
-                    back,
-                    src,
-                    dst: PortId(port),
-                    tc,
-                    rsp,
-                    ac,
-                    start,
-                    off: 0,
-                    length,
-                    token,
-                    frames_only: false,
-                };
-                self.pct_reply(io, stream);
-                return (ReturnCode::Ok, None);
-            }
+        if length > MTU as u64
+            && io.train_ok(PortId(port))
+            && let Some(o) = owed
+        {
+            let tgt = self.tgt();
+            let token = tgt.next_token;
+            tgt.next_token = token.wrapping_add(1);
+            tgt.owed.insert(token, o);
+            let stream = ReplyStream {
+                back,
+                src,
+                dst: PortId(port),
+                tc,
+                rsp,
+                ac,
+                start,
+                off: 0,
+                length,
+                token,
+                frames_only: false,
+            };
+            self.pct_reply(io, stream);
+            return (ReturnCode::Ok, None);
         }
         let mut off = 0u64;
         while off < length {
