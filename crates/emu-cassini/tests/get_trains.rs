@@ -410,3 +410,55 @@ fn a_landing_that_fails_fails_as_frame_by_frame() {
         assert_eq!(train, by_frame, "{rc:?}: trains and frames differ");
     }
 }
+
+/// A reply stream reads its frames as the window lets them out (the hardware streams a reply
+/// from host memory; it does not stage it). The target's source page at 3 MiB is unmapped
+/// once the first train (2 MiB) has left: the second train stops before the frame that does
+/// not translate, that frame ends the reply with NO_TRANSLATION, the bytes before it have
+/// landed and none after, and the target's GET event and counting event report the failure.
+#[test]
+fn a_reply_whose_source_goes_bad_ends_with_the_error() {
+    let c = Case {
+        len: 4 * MIB,
+        remote: 0,
+        local: 0,
+    };
+    let bad = 3 * MIB;
+    let mut p = stepped();
+    let s = setup(&mut p, c);
+    let sent = p.tgt().counter("c_pct_cntrs", "ptls_response").unwrap();
+    p.tx(&[&get_cmd(&p, &s, c)]);
+    let mut steps = 0u32;
+    while p.tgt().counter("c_pct_cntrs", "ptls_response").unwrap() - sent < 1024 {
+        p.c.progress();
+        steps += 1;
+        assert!(steps < 1_000_000, "the first train never left");
+    }
+    p.tgt()
+        .protect(&s.src, bad as u64, 1, false, false, false)
+        .unwrap();
+    let r = init_fields(&p.wait_tx());
+    assert_eq!(
+        (r.0, r.1, r.2, r.3),
+        (EventType::Reply, ReturnCode::NoTranslation, 0, 0x6e7)
+    );
+    let g = tgt_fields(&p.wait_tgt());
+    assert_eq!((g.0, g.1), (EventType::Get, ReturnCode::NoTranslation));
+    let landed = p
+        .init()
+        .read_host(s.landing.host, s.landing.len as usize)
+        .unwrap();
+    let mut want = vec![0xEE; c.len + 4096];
+    want[..bad].copy_from_slice(&pattern(c.len, 0x47)[..bad]);
+    assert!(landed == want, "wrong bytes landed");
+    let ct = |ct: &Ct, node: usize| {
+        let w = ct.writeback(&p.c.nodes[node]).unwrap();
+        (w.ct_success, u64::from(w.ct_failure))
+    };
+    assert_eq!(ct(&s.ct_init, INIT), (0, 1));
+    assert_eq!(ct(&s.ct_tgt, TGT), (0, 1));
+    // The first train, the second up to the bad frame, and the frame carrying the error.
+    let frames = (bad / FRAME) as u64 + 1;
+    let now = p.tgt().counter("c_pct_cntrs", "ptls_response").unwrap();
+    assert_eq!(now - sent, frames, "REPLY frames sent");
+}
