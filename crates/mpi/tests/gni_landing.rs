@@ -48,14 +48,21 @@ fn check(got: &[u8], want: &[u8], what: &str) {
 /// blocking `receive_into` into a buffer `slack` bytes longer than the message, placed
 /// `offset` bytes into an allocation (so its address is not 4-byte aligned for odd offsets),
 /// and checks the message and that the slack is untouched. The stats of both ranks.
-fn blocking_into(lens: &[usize], offset: usize, slack: usize, extra: &[(&str, &str)]) -> [Stats; 2] {
+fn blocking_into(
+    lens: &[usize],
+    offset: usize,
+    slack: usize,
+    extra: &[(&str, &str)],
+) -> [Stats; 2] {
     let out = job(extra)
         .run(|u: Universe| {
             let w = u.world();
             for (i, &n) in lens.iter().enumerate() {
                 let data = pattern(n, i);
                 if w.rank() == 0 {
-                    w.process_at_rank(1).send_with_tag(&data[..], i as i32).unwrap();
+                    w.process_at_rank(1)
+                        .send_with_tag(&data[..], i as i32)
+                        .unwrap();
                 } else {
                     let mut buf = vec![0xEEu8; offset + n + slack];
                     let st = w
@@ -63,9 +70,16 @@ fn blocking_into(lens: &[usize], offset: usize, slack: usize, extra: &[(&str, &s
                         .receive_into_with_tag(&mut buf[offset..], i as i32)
                         .unwrap();
                     assert_eq!(st.len(), n, "message {i}: status length");
-                    check(&buf[offset..offset + n], &data, &format!("message {i} ({n} B)"));
+                    check(
+                        &buf[offset..offset + n],
+                        &data,
+                        &format!("message {i} ({n} B)"),
+                    );
                     assert!(
-                        buf[..offset].iter().chain(&buf[offset + n..]).all(|&b| b == 0xEE),
+                        buf[..offset]
+                            .iter()
+                            .chain(&buf[offset + n..])
+                            .all(|&b| b == 0xEE),
                         "message {i} ({n} B): bytes outside the message were written"
                     );
                 }
@@ -174,7 +188,12 @@ fn a_window_of_nonblocking_receives_lands_every_message_in_its_own_buffer() {
         })
         .expect("job");
     assert_eq!(get(&out[0], "R0"), 3 * W as u64, "sender {:?}", out[0]);
-    assert_eq!(get(&out[1], "R0 landed"), 3 * W as u64, "receiver {:?}", out[1]);
+    assert_eq!(
+        get(&out[1], "R0 landed"),
+        3 * W as u64,
+        "receiver {:?}",
+        out[1]
+    );
     assert_eq!(get(&out[1], "R0 copied"), 0, "receiver {:?}", out[1]);
 }
 
@@ -256,7 +275,10 @@ fn a_cancelled_receive_takes_nothing_and_the_next_one_lands_the_message() {
                 w.process_at_rank(0)
                     .receive_into_with_tag(&mut second[..], 4)
                     .unwrap();
-                assert!(first.iter().all(|&b| b == 0), "the cancelled buffer was written");
+                assert!(
+                    first.iter().all(|&b| b == 0),
+                    "the cancelled buffer was written"
+                );
                 check(&second, &data, "the receive after the cancel");
             }
             u.with_transport(|t| t.stats())
