@@ -116,7 +116,8 @@ fn unaligned_receive_buffers_and_room_to_spare_get_exactly_the_message() {
 #[test]
 fn lengths_and_sources_the_get_cannot_take_still_arrive_through_put_fallback() {
     // Odd lengths (Gemini GETs move whole 4-byte words) and a misaligned send buffer: the
-    // receiver answers CTS and the sender PUTs, as before; the bytes are right either way.
+    // receiver answers CTS and the sender PUTs, as before, into one buffer the receive then
+    // copies out of.
     let out = job(&[])
         .run(|u: Universe| {
             let w = u.world();
@@ -141,7 +142,9 @@ fn lengths_and_sources_the_get_cannot_take_still_arrive_through_put_fallback() {
         })
         .expect("job");
     assert_eq!(get(&out[1], "PutFallback"), 4, "receiver {:?}", out[1]);
-    assert_eq!(get(&out[1], "R0 landed"), 0, "receiver {:?}", out[1]);
+    // The PUT fills one granted buffer; the receive takes the bytes from it with one copy.
+    assert_eq!(get(&out[1], "R0 landed"), 4, "receiver {:?}", out[1]);
+    assert_eq!(get(&out[1], "R0 copied"), 0, "receiver {:?}", out[1]);
 }
 
 #[test]
@@ -199,27 +202,40 @@ fn a_window_of_nonblocking_receives_lands_every_message_in_its_own_buffer() {
 
 #[test]
 fn a_receive_too_short_is_truncated_with_its_bytes_in_place() {
-    let n = 16_384;
+    // 16 KiB by GET, 9,999 bytes by Put Fallback (odd length), both into 5,000 bytes.
+    let lens = [16_384usize, 9_999];
     let out = job(&[])
         .run(|u: Universe| {
             let w = u.world();
-            let data = pattern(n, 5);
-            if w.rank() == 0 {
-                w.process_at_rank(1).send_with_tag(&data[..], 9).unwrap();
-            } else {
-                let mut buf = vec![0u8; 10_000];
-                match w.process_at_rank(0).receive_into_with_tag(&mut buf[..], 9) {
-                    Err(Error::Truncate { len, capacity }) => {
-                        assert_eq!((len, capacity), (n, 10_000));
+            for (i, &n) in lens.iter().enumerate() {
+                let data = pattern(n, 5 + i);
+                if w.rank() == 0 {
+                    w.process_at_rank(1)
+                        .send_with_tag(&data[..], i as i32)
+                        .unwrap();
+                } else {
+                    let mut buf = vec![0u8; 5_000];
+                    match w
+                        .process_at_rank(0)
+                        .receive_into_with_tag(&mut buf[..], i as i32)
+                    {
+                        Err(Error::Truncate { len, capacity }) => {
+                            assert_eq!((len, capacity), (n, 5_000));
+                        }
+                        other => panic!("{n} bytes: expected MPI_ERR_TRUNCATE, got {other:?}"),
                     }
-                    other => panic!("expected MPI_ERR_TRUNCATE, got {other:?}"),
+                    check(
+                        &buf,
+                        &data[..5_000],
+                        &format!("the truncated {n}-byte receive"),
+                    );
                 }
-                check(&buf, &data[..10_000], "the truncated receive");
             }
             u.with_transport(|t| t.stats())
         })
         .expect("job");
-    assert_eq!(get(&out[1], "R0 landed"), 1, "receiver {:?}", out[1]);
+    assert_eq!(get(&out[1], "PutFallback"), 1, "receiver {:?}", out[1]);
+    assert_eq!(get(&out[1], "R0 landed"), 2, "receiver {:?}", out[1]);
 }
 
 #[test]

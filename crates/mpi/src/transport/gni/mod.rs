@@ -23,8 +23,8 @@
 //! - RMA ([`rma`]): windows are registered memory; put and get are FMA/BTE posts, atomics
 //!   Gemini's 64-bit AMOs.
 //! - Statistics ([`Transport::stats`]): sends by protocol (`E0`, `E1`, `R0`, `R1`), on the
-//!   receiving side `EagerGET`, `PutFallback`, and `R0 landed` / `R0 copied` (an R0 receive
-//!   completed straight into its buffer, or through a vector), posts by engine (`fma`, `bte`),
+//!   receiving side `EagerGET`, `PutFallback`, and `R0 landed` / `R0 copied` (an R0 receive, by
+//!   GET or Put Fallback, completed straight into its buffer, or through a vector), posts by engine (`fma`, `bte`),
 //!   connections (`connections`, `dials`, `accepts`), and posts re-posted after a
 //!   transaction error (`reposts`).
 //! - Transaction errors ([`Posted`]): Gemini's links retry lost and damaged packets

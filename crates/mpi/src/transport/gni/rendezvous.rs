@@ -11,7 +11,8 @@
 //! - **Put Fallback**: Gemini GETs need a 4-byte aligned remote address and length. When the
 //!   RTS breaks either rule the receiver does not GET: it registers a buffer and answers CTS
 //!   with it; the sender PUTs the bytes (PUTs have no alignment rule) and sends PUT-DONE once
-//!   the PUT is globally complete.
+//!   the PUT is globally complete. The receiver keeps the bytes in the buffer it granted
+//!   until the receive is completed, as after a GET.
 //! - **R1** (above `MPICH_GNI_NDREG_MAXSIZE`): pipelined PUT, receiver-driven. The RTS names
 //!   no memory; the receiver grants chunks of `MPICH_GNI_NDREG_MAXSIZE` bytes, each a CTS
 //!   with a registered chunk buffer, [`R1_WINDOW`] at a time; the sender copies each chunk
@@ -205,7 +206,8 @@ impl GniTransport {
                 op,
                 envelope,
                 capacity,
-                data: vec![0u8; envelope.len],
+                // Allocated at the first chunk that is not the whole message.
+                data: Vec::new(),
                 chunk,
                 next: 0,
                 received: 0,
@@ -362,6 +364,25 @@ impl GniTransport {
                 ));
             };
             let (_, stage) = p.granted.swap_remove(i);
+            if o == 0 && l == p.envelope.len {
+                // The whole message in one chunk (Put Fallback): it waits in the buffer the
+                // PUT filled until the receive is completed, as an R0 GET's bytes do.
+                let (op, envelope, capacity) = (p.op, p.envelope, p.capacity);
+                self.incoming.remove(&key);
+                self.landed.insert(
+                    op,
+                    Landed {
+                        envelope,
+                        n: envelope.len.min(capacity),
+                        stage,
+                        skew: 0,
+                    },
+                );
+                return Ok(());
+            }
+            if p.data.is_empty() {
+                p.data = vec![0u8; p.envelope.len];
+            }
             let Some(dst) = p.data.get_mut(o..o + l) else {
                 return Err(Error::Transport("gni: PUT-DONE beyond the message".into()));
             };
