@@ -11,7 +11,7 @@ use crate::communicator::SimpleCommunicator;
 use crate::error::{Error, Result};
 use crate::point_to_point::Status;
 use crate::transport::{Completion, OpId};
-use crate::universe::wait_op;
+use crate::universe::{wait_op, wait_op_into};
 
 /// The lifetime of buffers lent to immediate operations (rsmpi's `scope`): requests made in
 /// the scope borrow their buffers for it. Here the borrow checker does all the work: a
@@ -92,10 +92,16 @@ impl<'a> Request<'a> {
     /// Test once without waiting: the status when complete.
     fn poll(&mut self) -> Result<Option<Status>> {
         match &mut self.op {
-            Op::P2p { op, .. } => {
+            Op::P2p { op, target } => {
                 let op = *op;
                 progress_pending(&self.comm.core);
-                let c = self.comm.core.borrow_mut().transport.test(op)?;
+                let c = {
+                    let mut core = self.comm.core.borrow_mut();
+                    match target {
+                        Target::Into(buf) => core.transport.test_into(op, buf)?,
+                        _ => core.transport.test(op)?,
+                    }
+                };
                 match c {
                     Some(c) => self.finish(c).map(Some),
                     None => Ok(None),
@@ -137,6 +143,28 @@ impl<'a> Request<'a> {
             Completion::Fetched(_) => Err(Error::Transport(
                 "a point-to-point request completed as an RMA fetch".into(),
             )),
+            Completion::Landed { envelope, len } => {
+                let Target::Into(buf) = target else {
+                    return Err(Error::Transport(
+                        "a receive without a buffer completed in place".into(),
+                    ));
+                };
+                if len > buf.len() || len != envelope.len.min(buf.len()) {
+                    return Err(Error::Transport(format!(
+                        "a receive completed with {len} bytes in place for a buffer of {} \
+                         and a message of {}",
+                        buf.len(),
+                        envelope.len
+                    )));
+                }
+                if envelope.len > buf.len() {
+                    return Err(Error::Truncate {
+                        len: envelope.len,
+                        capacity: buf.len(),
+                    });
+                }
+                Ok(Status::of(&self.comm, &envelope))
+            }
             Completion::Received { envelope, data } => {
                 let status = Status::of(&self.comm, &envelope);
                 match target {
@@ -160,8 +188,12 @@ impl<'a> Request<'a> {
 
     /// Wait for completion (`MPI_Wait`).
     pub fn wait(mut self) -> Result<Status> {
-        if let Op::P2p { op, .. } = self.op {
-            let c = wait_op(&self.comm.core, op)?;
+        if let Op::P2p { op, target } = &mut self.op {
+            let out = match target {
+                Target::Into(buf) => Some(&mut **buf),
+                _ => None,
+            };
+            let c = wait_op_into(&self.comm.core, *op, out)?;
             return self.finish(c);
         }
         let mut w = crate::universe::Waiter::new();

@@ -83,9 +83,22 @@ impl Waiter {
 
 /// Progress `op` until it completes.
 pub(crate) fn wait_op(core: &CoreRef, op: OpId) -> Result<Completion> {
+    wait_op_into(core, op, None)
+}
+
+/// Wait for `op`; a receive into `out` may complete with its bytes already there
+/// ([`Completion::Landed`], `Transport::test_into`).
+pub(crate) fn wait_op_into(
+    core: &CoreRef,
+    op: OpId,
+    mut out: Option<&mut [u8]>,
+) -> Result<Completion> {
     let mut w = Waiter::new();
     loop {
-        let r = core.borrow_mut().transport.test(op);
+        let r = match out.as_deref_mut() {
+            Some(buf) => core.borrow_mut().transport.test_into(op, buf),
+            None => core.borrow_mut().transport.test(op),
+        };
         match r {
             Ok(Some(c)) => return Ok(c),
             Ok(None) => {}

@@ -533,7 +533,8 @@ impl State {
                         message: "the receive was cancelled".into(),
                     }),
                 ),
-                Completion::Fetched(_) => continue,
+                // Only `Transport::test_into` completes in place; the provider calls `test`.
+                Completion::Fetched(_) | Completion::Landed { .. } => continue,
             };
             self.cntrs.count(counters::event_of(&op), e.is_ok());
             // Errors are always reported; successes only when asked for.

@@ -121,6 +121,16 @@ pub enum Completion {
         /// The bytes delivered.
         data: Vec<u8>,
     },
+    /// A receive matched `envelope`, and its first `len` bytes (`min(envelope.len,
+    /// capacity)`) are already in the buffer given to [`Transport::test_into`]: the transport
+    /// copied them there from the memory the NIC filled, with no vector in between. Only
+    /// `test_into` returns it.
+    Landed {
+        /// Who sent it.
+        envelope: Envelope,
+        /// The bytes written at the start of the buffer.
+        len: usize,
+    },
     /// A receive was cancelled before anything matched it.
     Cancelled,
     /// A get or fetching atomic finished with these bytes.
@@ -244,6 +254,13 @@ pub trait Transport {
     /// Make progress and tell whether `op` is complete. Once it returns `Some`, `op` is gone.
     fn test(&mut self, op: OpId) -> Result<Option<Completion>>;
 
+    /// Like [`test`](Self::test), for a receive whose buffer is `out` (as long as the
+    /// capacity the receive was posted with): a transport may write the received bytes
+    /// straight into `out` and complete with [`Completion::Landed`] instead of handing them
+    /// over in a [`Completion::Received`] vector. The default is `test`.
+    fn test_into(&mut self, op: OpId, _out: &mut [u8]) -> Result<Option<Completion>> {
+        self.test(op)
+    }
     /// Make progress on everything in flight; `true` if anything happened.
     fn progress(&mut self) -> Result<bool>;
 

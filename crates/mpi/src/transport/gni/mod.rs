@@ -23,7 +23,8 @@
 //! - RMA ([`rma`]): windows are registered memory; put and get are FMA/BTE posts, atomics
 //!   Gemini's 64-bit AMOs.
 //! - Statistics ([`Transport::stats`]): sends by protocol (`E0`, `E1`, `R0`, `R1`), on the
-//!   receiving side `EagerGET` and `PutFallback`, posts by engine (`fma`, `bte`),
+//!   receiving side `EagerGET`, `PutFallback`, and `R0 landed` / `R0 copied` (an R0 receive, by
+//!   GET or Put Fallback, completed straight into its buffer, or through a vector), posts by engine (`fma`, `bte`),
 //!   connections (`connections`, `dials`, `accepts`), and posts re-posted after a
 //!   transaction error (`reposts`).
 //! - Transaction errors ([`Posted`]): Gemini's links retry lost and damaged packets
@@ -203,6 +204,8 @@ pub struct GniTransport {
     /// descriptor or the BTE queue busy), in order, posted by progress.
     deferred: VecDeque<PostDescriptor>,
     incoming: HashMap<(Rank, u64), rendezvous::PutIn>,
+    /// R0 receives whose bytes landed, until completed.
+    landed: HashMap<OpId, rendezvous::Landed>,
     bounces: HashMap<u64, eager::BounceIn>,
     rma: rma::Rma,
     /// The registration cache: free registered staging buffers by size class.
@@ -301,6 +304,7 @@ impl GniTransport {
             posted: HashMap::new(),
             deferred: VecDeque::new(),
             incoming: HashMap::new(),
+            landed: HashMap::new(),
             bounces: HashMap::new(),
             rma: rma::Rma::default(),
             cache: HashMap::new(),
@@ -318,6 +322,26 @@ impl GniTransport {
             t.listen()?;
         }
         Ok(t)
+    }
+
+    /// `test` and `test_into`.
+    fn test_maybe_into(
+        &mut self,
+        op: OpId,
+        mut out: Option<&mut [u8]>,
+    ) -> Result<Option<Completion>> {
+        for round in 0..2 {
+            if round == 1 {
+                self.progress()?;
+            }
+            if let Some(c) = self.done.remove(&op) {
+                return Ok(Some(c));
+            }
+            if let Some(c) = self.take_landed(op, out.as_deref_mut())? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
     }
 
     fn op(&mut self) -> OpId {
@@ -671,11 +695,11 @@ impl Transport for GniTransport {
     }
 
     fn test(&mut self, op: OpId) -> Result<Option<Completion>> {
-        if let Some(c) = self.done.remove(&op) {
-            return Ok(Some(c));
-        }
-        self.progress()?;
-        Ok(self.done.remove(&op))
+        self.test_maybe_into(op, None)
+    }
+
+    fn test_into(&mut self, op: OpId, out: &mut [u8]) -> Result<Option<Completion>> {
+        self.test_maybe_into(op, Some(out))
     }
 
     fn progress(&mut self) -> Result<bool> {

@@ -3,12 +3,16 @@
 //! - **R0** (up to `MPICH_GNI_NDREG_MAXSIZE`): GET rendezvous. The sender registers a staged
 //!   copy of the bytes — at the user buffer's address modulo 4, as a registration of the user
 //!   buffer itself would be — and sends RTS with its address and handle; the receiver, once
-//!   a receive matched, GETs it (FMA below `MPICH_GNI_RDMA_THRESHOLD`, BTE at and above) and
-//!   answers FIN.
+//!   a receive matched, GETs it (FMA below `MPICH_GNI_RDMA_THRESHOLD`, BTE at and above) into
+//!   a registered buffer and answers FIN at once. The bytes stay there until the receive is
+//!   completed: a receive with a buffer of its own gets them with one copy out of that
+//!   registered buffer (`Transport::test_into`, `R0 landed`), one without (an owned receive,
+//!   a matched probe) in a vector (`R0 copied`).
 //! - **Put Fallback**: Gemini GETs need a 4-byte aligned remote address and length. When the
 //!   RTS breaks either rule the receiver does not GET: it registers a buffer and answers CTS
 //!   with it; the sender PUTs the bytes (PUTs have no alignment rule) and sends PUT-DONE once
-//!   the PUT is globally complete.
+//!   the PUT is globally complete. The receiver keeps the bytes in the buffer it granted
+//!   until the receive is completed, as after a GET.
 //! - **R1** (above `MPICH_GNI_NDREG_MAXSIZE`): pipelined PUT, receiver-driven. The RTS names
 //!   no memory; the receiver grants chunks of `MPICH_GNI_NDREG_MAXSIZE` bytes, each a CTS
 //!   with a registered chunk buffer, [`R1_WINDOW`] at a time; the sender copies each chunk
@@ -66,6 +70,16 @@ pub(super) struct PutIn {
     received: usize,
     /// Granted chunk buffers by offset.
     granted: Vec<(usize, Staged)>,
+}
+
+/// An R0 receive whose GET finished: the bytes wait in the registered buffer the NIC put
+/// them in (at `skew`) until the receive is completed and they are copied out once.
+pub(super) struct Landed {
+    envelope: Envelope,
+    /// Bytes for the receive (`min(envelope.len, capacity)`).
+    n: usize,
+    stage: Staged,
+    skew: usize,
 }
 
 /// A GET of a rendezvous in flight.
@@ -192,7 +206,8 @@ impl GniTransport {
                 op,
                 envelope,
                 capacity,
-                data: vec![0u8; envelope.len],
+                // Allocated at the first chunk that is not the whole message.
+                data: Vec::new(),
                 chunk,
                 next: 0,
                 received: 0,
@@ -349,6 +364,25 @@ impl GniTransport {
                 ));
             };
             let (_, stage) = p.granted.swap_remove(i);
+            if o == 0 && l == p.envelope.len {
+                // The whole message in one chunk (Put Fallback): it waits in the buffer the
+                // PUT filled until the receive is completed, as an R0 GET's bytes do.
+                let (op, envelope, capacity) = (p.op, p.envelope, p.capacity);
+                self.incoming.remove(&key);
+                self.landed.insert(
+                    op,
+                    Landed {
+                        envelope,
+                        n: envelope.len.min(capacity),
+                        stage,
+                        skew: 0,
+                    },
+                );
+                return Ok(());
+            }
+            if p.data.is_empty() {
+                p.data = vec![0u8; p.envelope.len];
+            }
             let Some(dst) = p.data.get_mut(o..o + l) else {
                 return Err(Error::Transport("gni: PUT-DONE beyond the message".into()));
             };
@@ -375,25 +409,67 @@ impl GniTransport {
         Ok(())
     }
 
-    /// The GET of an R0 message finished: hand the bytes to the receive, tell the sender.
+    /// The GET of an R0 message finished: tell the sender (its send completes), and keep
+    /// the bytes where the GET put them until the receive is completed.
     pub(super) fn finish_get(&mut self, g: Get) -> Result<()> {
-        let n = g.envelope.len.min(g.capacity);
-        let mut data = vec![0u8; n];
-        g.stage
-            .mem
-            .read(g.skew as u64, &mut data)
-            .map_err(mem_err)?;
-        self.release(g.stage)?;
         let fin = Header::control(Kind::Fin, self.rank, g.id);
         self.smsg(g.envelope.source, &fin, &[])?;
-        self.done.insert(
+        self.landed.insert(
             g.op,
-            Completion::Received {
+            Landed {
                 envelope: g.envelope,
-                data,
+                n: g.envelope.len.min(g.capacity),
+                stage: g.stage,
+                skew: g.skew,
             },
         );
         Ok(())
+    }
+
+    /// Complete receive `op` if its GET landed: straight into `out` when it is given and
+    /// long enough ([`Completion::Landed`], counted `R0 landed`: the one copy out of the
+    /// registered buffer the NIC filled), else in a vector (`R0 copied`).
+    pub(super) fn take_landed(
+        &mut self,
+        op: OpId,
+        out: Option<&mut [u8]>,
+    ) -> Result<Option<Completion>> {
+        let Some(l) = self.landed.remove(&op) else {
+            return Ok(None);
+        };
+        let read = match out.and_then(|o| o.get_mut(..l.n)) {
+            Some(dst) => l
+                .stage
+                .mem
+                .read(l.skew as u64, dst)
+                .map(|()| None)
+                .map_err(mem_err),
+            None => {
+                let mut data = vec![0u8; l.n];
+                l.stage
+                    .mem
+                    .read(l.skew as u64, &mut data)
+                    .map(|()| Some(data))
+                    .map_err(mem_err)
+            }
+        };
+        self.release(l.stage)?;
+        Ok(Some(match read? {
+            None => {
+                self.count("R0 landed");
+                Completion::Landed {
+                    envelope: l.envelope,
+                    len: l.n,
+                }
+            }
+            Some(data) => {
+                self.count("R0 copied");
+                Completion::Received {
+                    envelope: l.envelope,
+                    data,
+                }
+            }
+        }))
     }
 
     /// FIN for send `id`: the receiver has its bytes.
@@ -432,6 +508,9 @@ impl GniTransport {
         }
         for (_, p) in super::sorted_drain(&mut self.incoming) {
             out.extend(p.granted.into_iter().map(|(_, s)| s));
+        }
+        for (_, l) in super::sorted_drain(&mut self.landed) {
+            out.push(l.stage);
         }
         for (_, g) in super::sorted_drain(&mut self.gets) {
             if let GetFor::Rndv(g) = g {
