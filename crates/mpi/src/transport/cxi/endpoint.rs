@@ -34,8 +34,14 @@ pub const VNI: u32 = 10;
 pub const RX_INDEX: u32 = 0;
 /// PtlTE index of the RMA windows (libfabric's standard MR PtlTE, cassini.md §7).
 pub const RMA_INDEX: u32 = 117;
-/// Event queue size: 64 pages of 64 B slots.
-const EQ_BYTES: u64 = 64 * 4096;
+/// Event queue size: 64 pages of 64 B slots, and [`EQ_ACK_SLACK`] for what batched
+/// acknowledgements leave unacknowledged (`events`: the device sees at least 64 pages free
+/// when the transport has handled every event).
+const EQ_BYTES: u64 = 64 * 4096 + EQ_ACK_SLACK;
+/// Bytes of the EQ ring that cover batched acknowledgements (at least
+/// `events::ACK_MAX_UNACKED`, a whole page).
+pub(super) const EQ_ACK_SLACK: u64 = 4096;
+const _: () = assert!(EQ_ACK_SLACK >= super::events::ACK_MAX_UNACKED);
 /// Staging buffers up to this size are powers of two (few sizes, good reuse from the pool);
 /// larger ones are rounded to a page only.
 pub const POW2_STAGING_MAX: u64 = 64 << 10;
@@ -43,6 +49,9 @@ pub const POW2_STAGING_MAX: u64 = 64 << 10;
 /// header still fits).
 const POOLED_STAGING_MAX: u64 = (4 << 20) + PAGE;
 const PAGE: u64 = 4096;
+/// Transmit-queue slots written without a doorbell ([`Endpoint::dma_more`]) after which
+/// the queue is rung anyway.
+pub const TX_MORE_SLOTS: u64 = 64;
 
 /// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
 pub fn staging_size(len: usize) -> u64 {
@@ -417,7 +426,8 @@ impl Endpoint {
     }
 
     /// An IDC small message (payload ≤ 192 B) to PtlTE `index` of `to` (the receive PtlTE,
-    /// or the control LE on [`RMA_INDEX`]).
+    /// or the control LE on [`RMA_INDEX`]). With `more` its doorbell waits for
+    /// [`Endpoint::flush_tx`] ([`Endpoint::dma_more`]).
     #[allow(clippy::too_many_arguments)]
     pub fn idc_msg(
         &mut self,
@@ -427,6 +437,7 @@ impl Endpoint {
         header_data: u64,
         user_ptr: u64,
         data: &[u8],
+        more: bool,
     ) -> Result<()> {
         let (dfa, index_ext) = self.dfa(to, index);
         let cstate = CState {
@@ -448,13 +459,46 @@ impl Endpoint {
         // the library only writes it when it differs from the last one.
         self.cstate = Some(cstate);
         self.emit(false, |q| q.emit_idc_msg(&cstate, &msg))?;
-        self.ring_tx()
+        if more {
+            self.ring_tx_if_many()
+        } else {
+            self.ring_tx()
+        }
     }
 
     /// A full DMA command (PUT, GET, RENDEZVOUS_PUT).
     pub fn dma(&mut self, cmd: FullDma) -> Result<()> {
-        self.emit(false, |q| q.emit_dma(&cmd))?;
+        self.dma_more(cmd)?;
         self.ring_tx()
+    }
+
+    /// A full DMA command written to the transmit queue without its doorbell, which
+    /// [`Endpoint::flush_tx`] rings later (libfabric's `FI_MORE`): several sends issued back
+    /// to back share one doorbell. The queue is rung anyway once [`TX_MORE_SLOTS`] slots
+    /// wait, so the NIC is not kept idle behind a long run.
+    pub fn dma_more(&mut self, cmd: FullDma) -> Result<()> {
+        self.emit(false, |q| q.emit_dma(&cmd))?;
+        self.ring_tx_if_many()
+    }
+
+    /// Ring the transmit queue if commands were written since its last doorbell.
+    pub fn flush_tx(&mut self) -> Result<()> {
+        if self.tx_unrung() {
+            self.ring_tx()?;
+        }
+        Ok(())
+    }
+
+    /// Whether commands wait in the transmit queue for a doorbell.
+    pub fn tx_unrung(&self) -> bool {
+        self.txq.ring_state().pending_slots() > 0
+    }
+
+    fn ring_tx_if_many(&mut self) -> Result<()> {
+        if self.txq.ring_state().pending_slots() >= TX_MORE_SLOTS {
+            self.ring_tx()?;
+        }
+        Ok(())
     }
 
     /// Append an LE to `list` of `pte`.
