@@ -121,7 +121,7 @@ fn batched_read_index_stores_never_overrun_a_cq() {
     let c = cluster(EngineKind::Deterministic { seed: 23 });
     let a = side(&c, 0, 10);
     let b = side_with(&c, 1, 20, 64 * 1024, CdmMode::empty(), ENTRIES);
-    assert!(ENTRIES >= cq::RD_BATCH_MIN_ENTRIES);
+    const { assert!(ENTRIES >= cq::RD_BATCH_MIN_ENTRIES) };
     assert_eq!(b.rx.capacity(), ENTRIES);
     let ep = a.nic.ep_create(Some(&a.tx)).unwrap();
     ep.bind(b.pe, b.inst).unwrap();
