@@ -55,6 +55,17 @@ const PAGE: u64 = 4096;
 /// the queue is rung anyway.
 pub const TX_MORE_SLOTS: u64 = 64;
 
+/// Released staging buffers of one size kept registered: [`POOLED_BYTES_PER_SIZE`] worth,
+/// and at least 8. A window of small messages (a receive or an eager send each holds a
+/// buffer) then reuses registered buffers instead of mapping and unmapping one per message
+/// (two driver calls), as libfabric's registration cache and request-buffer pools do.
+pub fn pooled_per_size(size: u64) -> usize {
+    (POOLED_BYTES_PER_SIZE / size.max(1)).max(8) as usize
+}
+
+/// Bytes of released staging buffers kept per size.
+const POOLED_BYTES_PER_SIZE: u64 = 1 << 20;
+
 /// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
 pub fn staging_size(len: usize) -> u64 {
     let len = (len.max(1) as u64).max(PAGE);
@@ -384,10 +395,11 @@ impl Endpoint {
         Ok(Buf { mem, md })
     }
 
-    /// Give a staging buffer back (kept for reuse up to a few per size).
+    /// Give a staging buffer back (kept for reuse: [`pooled_per_size`] of its size).
     pub fn release(&mut self, b: Buf) {
-        let v = self.pool.entry(b.mem.len()).or_default();
-        if v.len() < 8 && b.mem.len() <= POOLED_STAGING_MAX {
+        let len = b.mem.len();
+        let v = self.pool.entry(len).or_default();
+        if v.len() < pooled_per_size(len) && len <= POOLED_STAGING_MAX {
             v.push(b);
         }
     }
@@ -625,6 +637,16 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_of_small_buffers_stays_registered_and_large_ones_are_few() {
+        // A window of 256 receives or eager sends of up to a page reuses its buffers.
+        assert_eq!(pooled_per_size(staging_size(8)), 256);
+        assert_eq!(pooled_per_size(staging_size(4096)), 256);
+        // At most 1 MiB per size, but never fewer than 8 buffers.
+        assert_eq!(pooled_per_size(staging_size(64 << 10)), 16);
+        assert_eq!(pooled_per_size(staging_size(4 << 20)), 8);
+    }
 
     #[test]
     fn small_staging_buffers_are_powers_of_two() {
