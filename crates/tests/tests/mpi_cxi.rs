@@ -285,3 +285,257 @@ fn a_failed_append_switches_a_hybrid_endpoint_to_software_matching() {
     assert!(st["reposted"] >= 1, "{st:?}");
     assert_eq!(st["fc_recovered"], st["flow_control"], "{st:?}");
 }
+
+/// Two ranks on two emulated Cassini nodes, each running `f(rank, transport)` in a thread of
+/// its own; their results in rank order.
+fn two_ranks<R: Send>(
+    env: &mpi::env::Env,
+    f: impl Fn(u32, &mut mpi::transport::cxi::CxiTransport) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::Arc;
+
+    use mpi::transport::Transport;
+    use mpi::transport::cxi::CxiTransport;
+    use platform::{Cluster, EngineKind};
+    use runtime::{InProcessPmi, Shared};
+
+    let cluster = Cluster::builder()
+        .nics(2)
+        .engine(EngineKind::Threaded)
+        .build()
+        .expect("cluster");
+    let shared = Shared::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2u32)
+            .map(|rank| {
+                let (cluster, env, shared, f) = (&cluster, env, &shared, &f);
+                s.spawn(move || {
+                    let devs = cluster.node(rank as usize).expect("node").cxi_devices();
+                    let pmi = InProcessPmi::new(Arc::clone(shared), rank, 2, (1, 0));
+                    let mut t = CxiTransport::new(&devs, Box::new(pmi), env).expect("init");
+                    let r = f(rank, &mut t);
+                    t.finalize().expect("finalize");
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank"))
+            .collect()
+    })
+}
+
+/// Batched EQ acknowledgements never fill the EQ: the receiver handles a warm-up that leaves
+/// it one event short of an acknowledgement, then stays away from the NIC while a burst
+/// lands in its request buffers (software matching: one 64 B event per message) — as many
+/// messages as the EQ of an endpoint that acknowledged every event could take without flow
+/// control (64 pages, the status block, one free slot, 1,024 slots reserved for the rank's
+/// own sends) — three times over. Every burst must land without the PtlTE entering flow
+/// control (FC_EQ_FULL), which it would if the unacknowledged events took room from the
+/// ring, or if the EQ were never acknowledged between bursts.
+#[test]
+fn batched_eq_acknowledgements_never_let_a_burst_fill_the_eq() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::{Duration, Instant};
+
+    use mpi::env::Env;
+    use mpi::transport::cxi::CxiTransport;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+
+    const WARM_UP: u32 = 31;
+    const BURST: u32 = (64 * 4096 - 64) / 64 - 1 - 1024;
+    const ROUNDS: u32 = 3;
+    let env = Env::new()
+        .with("FI_CXI_RX_MATCH_MODE", "software")
+        .with("NICEMU_CXI_TIMEOUT", "20");
+    // 2 r + 1: the receiver is idle for round r; 2 r + 2: round r's burst is in (or the
+    // sender gave up on it).
+    let phase = AtomicU32::new(0);
+    let bits = MatchBits::of(4, 9);
+    let spec = MatchSpec {
+        source: Some(0),
+        bits,
+        ignore: 0,
+    };
+    let wait_until = |t: &mut CxiTransport, op, deadline: Instant| loop {
+        if let Some(c) = t.test(op).expect("test") {
+            return Some(c);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+    };
+    let wait =
+        |t: &mut CxiTransport, op| wait_until(t, op, Instant::now() + Duration::from_secs(20));
+    let out = two_ranks(&env, |rank, t| {
+        let mut seq = 0u32;
+        let mut sent = 0;
+        let mut received = 0;
+        for _ in 0..WARM_UP {
+            let op = if rank == 1 {
+                t.recv(spec, 8).expect("recv")
+            } else {
+                t.send(1, bits, &seq.to_le_bytes(), SendMode::Standard)
+                    .expect("send")
+            };
+            match wait(t, op) {
+                Some(Completion::Received { data, .. }) => assert_eq!(data, seq.to_le_bytes()),
+                Some(Completion::Sent) => {}
+                other => panic!("warm-up {seq}: {other:?}"),
+            }
+            seq += 1;
+        }
+        for round in 0..ROUNDS {
+            if rank == 0 {
+                // The sender keeps making progress while it waits (it replays what a PtlTE
+                // in flow control refused).
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while phase.load(Ordering::Acquire) < 2 * round + 1 && Instant::now() < deadline {
+                    t.progress().expect("progress");
+                }
+                let ops: Vec<_> = (0..BURST)
+                    .map(|k| {
+                        let n = seq + k;
+                        t.send(1, bits, &n.to_le_bytes(), SendMode::Standard)
+                            .expect("send")
+                    })
+                    .collect();
+                // A burst refused by a PtlTE in flow control waits for the receiver: give
+                // up after a deadline and let the receiver's statistics tell.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                sent += ops
+                    .into_iter()
+                    .filter(|&op| wait_until(t, op, deadline) == Some(Completion::Sent))
+                    .count();
+                seq += BURST;
+                phase.store(2 * round + 2, Ordering::Release);
+            } else {
+                // Away from the NIC until the burst is in.
+                phase.store(2 * round + 1, Ordering::Release);
+                while phase.load(Ordering::Acquire) < 2 * round + 2 {
+                    std::thread::yield_now();
+                }
+                for _ in 0..BURST {
+                    let op = t.recv(spec, 8).expect("recv");
+                    match wait(t, op) {
+                        Some(Completion::Received { data, .. }) => {
+                            assert_eq!(data, seq.to_le_bytes(), "round {round}: order");
+                            received += 1;
+                        }
+                        other => panic!("round {round}, message {seq}: {other:?}"),
+                    }
+                    seq += 1;
+                }
+            }
+        }
+        if rank == 0 {
+            // Stay until the receiver has everything (replays need this rank).
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while phase.load(Ordering::Acquire) < 2 * ROUNDS + 1 && Instant::now() < deadline {
+                t.progress().expect("progress");
+            }
+        } else {
+            phase.store(2 * ROUNDS + 1, Ordering::Release);
+        }
+        (sent, received, t.stats())
+    });
+    let (sent, _, _) = &out[0];
+    let (_, received, st) = &out[1];
+    eprintln!("receiver: {st:?}");
+    assert_eq!(*received, BURST * ROUNDS, "every message arrived");
+    assert_eq!(st["flow_control"], 0, "the EQ filled: {st:?}");
+    assert_eq!(
+        *sent,
+        (BURST * ROUNDS) as usize,
+        "every send completed in time"
+    );
+}
+
+/// Sends are written to the transmit queue without their doorbell and rung by the next
+/// progress, so every way of waiting must ring first: a rank sends a window of messages
+/// (IDC and eager) and then only waits — for a receive with `test`, with `probe`, or in
+/// plain `progress` calls until its peer says it got them — and its peer, which gets the
+/// window only if it was rung, answers.
+#[test]
+fn every_wait_rings_the_sends_issued_before_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use mpi::env::Env;
+    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+
+    let data = |k: u32| -> Vec<u8> {
+        let len = if k.is_multiple_of(2) { 8 } else { 3000 };
+        (0..len).map(|i| (i as u32 + k) as u8).collect()
+    };
+    const WINDOW: u32 = 5;
+    for how in ["test", "probe", "progress"] {
+        let env = Env::new().with("NICEMU_CXI_TIMEOUT", "20");
+        let got_window = AtomicBool::new(false);
+        let out = two_ranks(&env, |rank, t| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let spec = |tag| MatchSpec {
+                source: Some(1 - rank),
+                bits: MatchBits::of(5, tag),
+                ignore: 0,
+            };
+            let wait = |t: &mut mpi::transport::cxi::CxiTransport, op| loop {
+                if let Some(c) = t.test(op).expect("test") {
+                    break Some(c);
+                }
+                if Instant::now() > deadline {
+                    break None;
+                }
+            };
+            if rank == 0 {
+                let reply = (how == "test").then(|| t.recv(spec(99), 8).expect("recv"));
+                for k in 0..WINDOW {
+                    t.send(1, MatchBits::of(5, k), &data(k), SendMode::Standard)
+                        .expect("send");
+                }
+                // Only the one way of waiting until the window is known to have arrived.
+                loop {
+                    let got = match (how, reply) {
+                        ("test", Some(op)) => t.test(op).expect("test").is_some(),
+                        ("probe", _) => t.probe(spec(99)).expect("probe").is_some(),
+                        _ => {
+                            t.progress().expect("progress");
+                            got_window.load(Ordering::Acquire)
+                        }
+                    };
+                    if got {
+                        break;
+                    }
+                    if Instant::now() > deadline {
+                        return false;
+                    }
+                }
+                if how != "test" {
+                    let op = t.recv(spec(99), 8).expect("recv");
+                    assert!(wait(t, op).is_some(), "{how}: the reply");
+                }
+                true
+            } else {
+                for k in 0..WINDOW {
+                    let op = t.recv(spec(k), 4096).expect("recv");
+                    match wait(t, op) {
+                        Some(Completion::Received { data: d, .. }) => assert_eq!(d, data(k)),
+                        None => return false,
+                        other => panic!("{how}: message {k}: {other:?}"),
+                    }
+                }
+                got_window.store(true, Ordering::Release);
+                let op = t
+                    .send(0, MatchBits::of(5, 99), &[1], SendMode::Standard)
+                    .expect("send");
+                wait(t, op) == Some(Completion::Sent)
+            }
+        });
+        assert_eq!(
+            out,
+            vec![true, true],
+            "{how}: a wait did not ring the sends"
+        );
+    }
+}

@@ -110,3 +110,75 @@ fn blocking_cq_waits_in_kgni_and_destroy_is_refused_while_used() {
     let e = blocking.destroy().unwrap_err();
     assert_eq!(e.rc(), ReturnCode::ErrorResource);
 }
+
+/// A polled CQ stores its read index every `RD_BATCH` events, not every event, and its ring
+/// is that much larger: however many events were consumed and not yet stored, the CQ takes
+/// `capacity()` more without overrunning — round after round, so a CQ whose read index were
+/// never stored would overrun by the second. One event more than that still overruns.
+#[test]
+fn batched_read_index_stores_never_overrun_a_cq() {
+    const ENTRIES: u32 = 600;
+    let c = cluster(EngineKind::Deterministic { seed: 23 });
+    let a = side(&c, 0, 10);
+    let b = side_with(&c, 1, 20, 64 * 1024, CdmMode::empty(), ENTRIES);
+    const { assert!(ENTRIES >= cq::RD_BATCH_MIN_ENTRIES) };
+    assert_eq!(b.rx.capacity(), ENTRIES);
+    let ep = a.nic.ep_create(Some(&a.tx)).unwrap();
+    ep.bind(b.pe, b.inst).unwrap();
+    let mut id = 0u64;
+    // `n` PUTs, each with a remote event on `b.rx`, in steps the FMA descriptor and the
+    // initiator's CQ take.
+    let mut put = |n: u32| {
+        let mut left = n;
+        while left > 0 {
+            let step = left.min(16);
+            for _ in 0..step {
+                let mut d = put_desc(PostType::FmaPut, a.buf.va(), a.mh, b.buf.va(), b.mh, 8);
+                d.cq_mode = CqEventMode::GLOBAL_EVENT | CqEventMode::REMOTE_EVENT;
+                d.post_id = id;
+                id += 1;
+                ep.post_fma(&d).unwrap();
+            }
+            settle(&c);
+            for _ in 0..step {
+                let ev = next_ok(&a.tx);
+                a.tx.get_completed(&ev.cqe).unwrap();
+            }
+            left -= step;
+        }
+    };
+    for round in 0..3 {
+        // Events consumed and not stored: RD_BATCH - 1 in round 0 (the most there can be),
+        // whatever the count leaves in later rounds.
+        put(cq::RD_BATCH - 1);
+        for _ in 0..cq::RD_BATCH - 1 {
+            next_ok(&b.rx);
+        }
+        put(ENTRIES);
+        assert!(!b.rx.overrun().unwrap().0, "round {round}: overrun");
+        for k in 0..ENTRIES {
+            let ev = b.rx.get_event().unwrap().expect("event");
+            assert_eq!(ev.rc, ReturnCode::Success, "round {round}, event {k}");
+        }
+        assert!(b.rx.get_event().unwrap().is_none(), "round {round}");
+    }
+    // More than the ring holds: the events past it are lost, and the drained CQ reports the
+    // loss once.
+    for _ in 0..cq::RD_BATCH {
+        put(1);
+        next_ok(&b.rx);
+    }
+    put(ENTRIES + cq::RD_BATCH);
+    assert!(b.rx.overrun().unwrap().0, "no overrun past the capacity");
+    let mut ok = 0;
+    loop {
+        let ev = b.rx.get_event().unwrap().expect("event or overrun report");
+        if ev.rc == ReturnCode::ErrorResource {
+            assert!(cq::overrun(&ev.cqe));
+            break;
+        }
+        ok += 1;
+    }
+    assert!(ok >= ENTRIES, "{ok} events before the loss");
+    assert!(b.rx.get_event().unwrap().is_none());
+}

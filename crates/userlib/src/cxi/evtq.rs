@@ -278,6 +278,17 @@ impl EventQueue {
         }))
     }
 
+    /// Bytes consumed since the last [`EventQueue::ack`] (NULL padding included): what the
+    /// device still counts as taken. A caller that acknowledges in batches (libfabric's
+    /// `FI_CXI_EQ_ACK_BATCH_SIZE`) bounds this so that the ring never fills because of it.
+    pub fn unacked_bytes(&self) -> u64 {
+        if self.rd >= self.acked {
+            self.rd - self.acked
+        } else {
+            (self.len - self.acked) + (self.rd - EQ_FIRST_EVENT_OFFSET as u64)
+        }
+    }
+
     /// `cxi_eq_ack_events`: zero every consumed byte and give the device the read pointer
     /// (one 64-bit store to the software-state page).
     pub fn ack(&mut self) -> Result<()> {

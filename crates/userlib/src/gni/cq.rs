@@ -90,10 +90,32 @@ pub(crate) struct PostBook {
     pub(crate) next_seq: u64,
 }
 
+/// Events a polled CQ consumes before its read index is stored to `RD_INDEX` (an MMIO store
+/// to the alias page): the NIC needs the read index only to know how much of the ring is
+/// free. The ring is made [`RD_BATCH`] − 1 entries larger than asked for, so the NIC always
+/// has room for `entry_count` unread events, as when every event is stored at once: batching
+/// can never overrun a CQ. Blocking CQs (kgni compares the indices to decide whether to sleep)
+/// and CQs smaller than [`RD_BATCH_MIN_ENTRIES`] store every event.
+pub const RD_BATCH: u32 = 32;
+/// The smallest CQ whose read-index stores are batched.
+pub const RD_BATCH_MIN_ENTRIES: u32 = 512;
+
+/// The read-index batch of a CQ of `entry_count` entries in `mode`.
+fn rd_batch(entry_count: u32, mode: CqMode) -> u32 {
+    if mode.contains(CqMode::BLOCKING) || entry_count < RD_BATCH_MIN_ENTRIES {
+        1
+    } else {
+        RD_BATCH
+    }
+}
+
 struct CqState {
     rd: u32,
-    /// Events were consumed since `STATUS` was last read.
-    dirty: bool,
+    /// The read index last stored to `RD_INDEX`.
+    stored: u32,
+    /// Events consumed since `STATUS` was last read: an overrun since then needs a full
+    /// ring's worth of them (see [`Cq::get_event`]).
+    since_status: u32,
     /// The current overrun was reported.
     reported: bool,
     /// PUT/GET completions still to be reported as transaction errors
@@ -105,6 +127,8 @@ pub(crate) struct CqInner {
     pub(crate) nic: Arc<NicInner>,
     pub(crate) id: u32,
     entries: u32,
+    /// Read-index stores are made every this many events ([`RD_BATCH`]).
+    batch: u32,
     mode: CqMode,
     ring: MemWindow,
     alias: Arc<MmioWindow>,
@@ -155,7 +179,13 @@ impl Nic {
     /// (`BLOCKING` CQs). Handlers are not offered: poll with [`Cq::get_event`].
     pub fn cq_create(&self, entry_count: u32, delay_count: u32, mode: CqMode) -> Result<Cq> {
         let c = &self.inner.client;
-        let info: CqInfo = c.cq_create(self.inner.cdm_id(), entry_count, delay_count, mode)?;
+        let batch = rd_batch(entry_count, mode);
+        let info: CqInfo = c.cq_create(
+            self.inner.cdm_id(),
+            entry_count.saturating_add(batch - 1),
+            delay_count,
+            mode,
+        )?;
         let ring = match c.mmap(info.ring) {
             Ok(Mapping::Memory(w)) => w,
             Ok(Mapping::Mmio(_)) => {
@@ -182,12 +212,14 @@ impl Nic {
             nic: Arc::clone(&self.inner),
             id: info.cq.0,
             entries: info.ring_entries.max(1),
+            batch: batch.min(info.ring_entries.max(1)),
             mode,
             ring,
             alias,
             st: Mutex::new(CqState {
                 rd: 0,
-                dirty: false,
+                stored: 0,
+                since_status: 0,
                 reported: false,
                 inject: 0,
             }),
@@ -205,9 +237,12 @@ impl Cq {
         self.inner.id
     }
 
-    /// Events the CQ holds before it overruns.
+    /// Events the CQ holds before it overruns (what it was created with).
     pub fn capacity(&self) -> u32 {
-        self.inner.entries.saturating_sub(1)
+        self.inner
+            .entries
+            .saturating_sub(1)
+            .saturating_sub(self.inner.batch - 1)
     }
 
     /// The mode it was created with.
@@ -243,10 +278,15 @@ impl Cq {
         let at = 8 * u64::from(st.rd);
         let e = Cqe::from_u64(q.ring.load_u64_acquire(at)?);
         if !e.is_ready() {
-            if !st.dirty {
+            // An overrun with no marked entry behind it shows only in `STATUS`. The ring was
+            // full when it happened: `entries - 1` events past the stored read index, of
+            // which at most `batch - 1` were consumed before, and all the others since. So
+            // with fewer consumed since `STATUS` was last read, nothing was lost since, and
+            // the MMIO load is not needed.
+            if st.since_status == 0 || st.since_status < self.capacity() {
                 return Ok(None);
             }
-            st.dirty = false;
+            st.since_status = 0;
             let s = q.alias.read_u64(ALIAS_STATUS)?;
             if s & STATUS_OVERRUN != 0 && !st.reported {
                 st.reported = true;
@@ -263,9 +303,12 @@ impl Cq {
         }
         q.ring.store_u64_release(at, 0)?;
         st.rd = (st.rd + 1) % q.entries;
-        st.dirty = true;
-        q.alias
-            .write_u64(USER_READ_INDEX_OFFSET, u64::from(st.rd))?;
+        st.since_status = st.since_status.saturating_add(1);
+        if (st.rd + q.entries - st.stored) % q.entries >= q.batch {
+            st.stored = st.rd;
+            q.alias
+                .write_u64(USER_READ_INDEX_OFFSET, u64::from(st.rd))?;
+        }
         let rc = e.get_event_rc();
         if rc == ReturnCode::ErrorResource {
             st.reported = true;
@@ -341,7 +384,7 @@ impl Cq {
         let mut st = lock(&self.inner.st);
         self.inner.alias.write_u64(ALIAS_STATUS, STATUS_OVERRUN)?;
         st.reported = false;
-        st.dirty = false;
+        st.since_status = 0;
         Ok(())
     }
 

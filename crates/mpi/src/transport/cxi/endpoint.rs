@@ -34,8 +34,16 @@ pub const VNI: u32 = 10;
 pub const RX_INDEX: u32 = 0;
 /// PtlTE index of the RMA windows (libfabric's standard MR PtlTE, cassini.md §7).
 pub const RMA_INDEX: u32 = 117;
-/// Event queue size: 64 pages of 64 B slots.
-const EQ_BYTES: u64 = 64 * 4096;
+/// Event queue size: 64 pages of 64 B slots, and [`EQ_ACK_SLACK`] for what batched
+/// acknowledgements leave unacknowledged (`events`: the device sees at least 64 pages free
+/// when the transport has handled every event).
+const EQ_BYTES: u64 = 64 * 4096 + EQ_ACK_SLACK;
+/// Bytes of the EQ ring that cover batched acknowledgements (at least
+/// `events::ACK_MAX_UNACKED`, a whole page).
+pub(super) const EQ_ACK_SLACK: u64 = 4096;
+// The slack covers what batching leaves unacknowledged and keeps the ring whole pages.
+const _: () =
+    assert!(EQ_ACK_SLACK >= super::events::ACK_MAX_UNACKED && EQ_ACK_SLACK.is_multiple_of(PAGE));
 /// Staging buffers up to this size are powers of two (few sizes, good reuse from the pool);
 /// larger ones are rounded to a page only.
 pub const POW2_STAGING_MAX: u64 = 64 << 10;
@@ -43,6 +51,20 @@ pub const POW2_STAGING_MAX: u64 = 64 << 10;
 /// header still fits).
 const POOLED_STAGING_MAX: u64 = (4 << 20) + PAGE;
 const PAGE: u64 = 4096;
+/// Transmit-queue slots written without a doorbell ([`Endpoint::dma_more`]) after which
+/// the queue is rung anyway.
+pub const TX_MORE_SLOTS: u64 = 64;
+
+/// Released staging buffers of one size kept registered: [`POOLED_BYTES_PER_SIZE`] worth,
+/// and at least 8. A window of small messages (a receive or an eager send each holds a
+/// buffer) then reuses registered buffers instead of mapping and unmapping one per message
+/// (two driver calls), as libfabric's registration cache and request-buffer pools do.
+pub fn pooled_per_size(size: u64) -> usize {
+    (POOLED_BYTES_PER_SIZE / size.max(1)).max(8) as usize
+}
+
+/// Bytes of released staging buffers kept per size.
+const POOLED_BYTES_PER_SIZE: u64 = 1 << 20;
 
 /// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
 pub fn staging_size(len: usize) -> u64 {
@@ -373,10 +395,11 @@ impl Endpoint {
         Ok(Buf { mem, md })
     }
 
-    /// Give a staging buffer back (kept for reuse up to a few per size).
+    /// Give a staging buffer back (kept for reuse: [`pooled_per_size`] of its size).
     pub fn release(&mut self, b: Buf) {
-        let v = self.pool.entry(b.mem.len()).or_default();
-        if v.len() < 8 && b.mem.len() <= POOLED_STAGING_MAX {
+        let len = b.mem.len();
+        let v = self.pool.entry(len).or_default();
+        if v.len() < pooled_per_size(len) && len <= POOLED_STAGING_MAX {
             v.push(b);
         }
     }
@@ -417,7 +440,8 @@ impl Endpoint {
     }
 
     /// An IDC small message (payload ≤ 192 B) to PtlTE `index` of `to` (the receive PtlTE,
-    /// or the control LE on [`RMA_INDEX`]).
+    /// or the control LE on [`RMA_INDEX`]). With `more` its doorbell waits for
+    /// [`Endpoint::flush_tx`] ([`Endpoint::dma_more`]).
     #[allow(clippy::too_many_arguments)]
     pub fn idc_msg(
         &mut self,
@@ -427,6 +451,7 @@ impl Endpoint {
         header_data: u64,
         user_ptr: u64,
         data: &[u8],
+        more: bool,
     ) -> Result<()> {
         let (dfa, index_ext) = self.dfa(to, index);
         let cstate = CState {
@@ -448,13 +473,46 @@ impl Endpoint {
         // the library only writes it when it differs from the last one.
         self.cstate = Some(cstate);
         self.emit(false, |q| q.emit_idc_msg(&cstate, &msg))?;
-        self.ring_tx()
+        if more {
+            self.ring_tx_if_many()
+        } else {
+            self.ring_tx()
+        }
     }
 
     /// A full DMA command (PUT, GET, RENDEZVOUS_PUT).
     pub fn dma(&mut self, cmd: FullDma) -> Result<()> {
-        self.emit(false, |q| q.emit_dma(&cmd))?;
+        self.dma_more(cmd)?;
         self.ring_tx()
+    }
+
+    /// A full DMA command written to the transmit queue without its doorbell, which
+    /// [`Endpoint::flush_tx`] rings later (libfabric's `FI_MORE`): several sends issued back
+    /// to back share one doorbell. The queue is rung anyway once [`TX_MORE_SLOTS`] slots
+    /// wait, so the NIC is not kept idle behind a long run.
+    pub fn dma_more(&mut self, cmd: FullDma) -> Result<()> {
+        self.emit(false, |q| q.emit_dma(&cmd))?;
+        self.ring_tx_if_many()
+    }
+
+    /// Ring the transmit queue if commands were written since its last doorbell.
+    pub fn flush_tx(&mut self) -> Result<()> {
+        if self.tx_unrung() {
+            self.ring_tx()?;
+        }
+        Ok(())
+    }
+
+    /// Whether commands wait in the transmit queue for a doorbell.
+    pub fn tx_unrung(&self) -> bool {
+        self.txq.ring_state().pending_slots() > 0
+    }
+
+    fn ring_tx_if_many(&mut self) -> Result<()> {
+        if self.txq.ring_state().pending_slots() >= TX_MORE_SLOTS {
+            self.ring_tx()?;
+        }
+        Ok(())
     }
 
     /// Append an LE to `list` of `pte`.
@@ -579,6 +637,16 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_of_small_buffers_stays_registered_and_large_ones_are_few() {
+        // A window of 256 receives or eager sends of up to a page reuses its buffers.
+        assert_eq!(pooled_per_size(staging_size(8)), 256);
+        assert_eq!(pooled_per_size(staging_size(4096)), 256);
+        // At most 1 MiB per size, but never fewer than 8 buffers.
+        assert_eq!(pooled_per_size(staging_size(64 << 10)), 16);
+        assert_eq!(pooled_per_size(staging_size(4 << 20)), 8);
+    }
 
     #[test]
     fn small_staging_buffers_are_powers_of_two() {

@@ -12,8 +12,48 @@ use super::{CxiTransport, MatchMode};
 use crate::error::Result;
 use crate::transport::{Completion, OpId};
 
-/// Events handled per call before the EQ is acknowledged.
+/// Events handled per call at most.
 const BATCH: usize = 256;
+
+/// Events consumed before the EQ is acknowledged (libfabric's `FI_CXI_EQ_ACK_BATCH_SIZE`,
+/// default 32): each acknowledgement is an MMIO store of the read pointer, and the device
+/// needs the read pointer only to know how much of the ring is free.
+pub(super) const ACK_BATCH: u32 = 32;
+
+/// Bytes consumed (NULL padding included) before the EQ is acknowledged whatever the count.
+pub(super) const ACK_BYTES: u64 = 2048;
+
+/// The most bytes a batched acknowledgement leaves unacknowledged: just under
+/// [`ACK_BYTES`], plus one event of 64 bytes and the NULL padding in front of it. The EQ's
+/// ring is larger than the ring of an endpoint that acknowledges every drain by more than
+/// this ([`super::endpoint::EQ_ACK_SLACK`]), so the device always sees at least the free
+/// space it saw then: batching can never fill the EQ.
+pub(super) const ACK_MAX_UNACKED: u64 = ACK_BYTES + 64 + 48;
+
+/// When the EQ is acknowledged: after [`ACK_BATCH`] events or [`ACK_BYTES`] bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AckBatch {
+    /// Events consumed since the last acknowledgement.
+    events: u32,
+}
+
+impl AckBatch {
+    /// One more event was consumed and `unacked` bytes now are: whether to acknowledge now.
+    pub(super) fn consumed(&mut self, unacked: u64) -> bool {
+        self.events += 1;
+        self.events >= ACK_BATCH || unacked >= ACK_BYTES
+    }
+
+    /// The EQ was acknowledged.
+    pub(super) fn acked(&mut self) {
+        self.events = 0;
+    }
+
+    /// Events consumed and not acknowledged.
+    pub(super) fn pending(&self) -> u32 {
+        self.events
+    }
+}
 
 impl CxiTransport {
     /// Handle what the EQ holds; `true` if there was anything.
@@ -27,15 +67,26 @@ impl CxiTransport {
                 .map_err(cxi_err("reading the event queue"))?;
             let Some(ev) = ev else { break };
             any = true;
+            if self.ack_batch.consumed(self.ep.eq.unacked_bytes()) {
+                self.ack_events()?;
+            }
             if let Err(e) = self.handle(ev) {
                 self.fatal.get_or_insert_with(|| e.to_string());
                 break;
             }
         }
-        if any {
-            self.ep.eq.ack().map_err(cxi_err("acknowledging events"))?;
+        // While the receive PtlTE recovers from flow control (maybe from a full EQ) every
+        // slot counts: no batching.
+        if self.ack_batch.pending() > 0 && (self.fc_rx_active() || self.fatal.is_some()) {
+            self.ack_events()?;
         }
         Ok(any)
+    }
+
+    /// Acknowledge every event consumed so far.
+    pub(super) fn ack_events(&mut self) -> Result<()> {
+        self.ack_batch.acked();
+        self.ep.eq.ack().map_err(cxi_err("acknowledging events"))
     }
 
     fn handle(&mut self, ev: Event) -> Result<()> {
@@ -275,5 +326,45 @@ impl CxiTransport {
         }
         self.done.insert(OpId(id), c);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eq_is_acknowledged_every_batch_of_events() {
+        let mut a = AckBatch::default();
+        for round in 0..3 {
+            for k in 1..ACK_BATCH {
+                assert!(!a.consumed(u64::from(k) * 16), "round {round}, event {k}");
+                assert_eq!(a.pending(), k);
+            }
+            assert!(a.consumed(u64::from(ACK_BATCH) * 16));
+            a.acked();
+            assert_eq!(a.pending(), 0);
+        }
+    }
+
+    #[test]
+    fn large_events_are_acknowledged_by_bytes_before_the_count() {
+        let mut a = AckBatch::default();
+        // 64-byte events with 48 bytes of NULL padding in front of each: the worst case.
+        let mut unacked = 0;
+        let mut n = 0;
+        loop {
+            unacked += 112;
+            n += 1;
+            if a.consumed(unacked) {
+                break;
+            }
+        }
+        assert!(n < ACK_BATCH, "{n} events");
+        assert!(
+            unacked <= ACK_MAX_UNACKED,
+            "{unacked} bytes left unacknowledged"
+        );
+        assert!(unacked >= ACK_BYTES);
     }
 }

@@ -162,8 +162,15 @@ impl CxiTransport {
         m.retry_at = None;
         let (to, kind, value) = (m.to, m.kind, m.value);
         let addr = self.peers[to as usize];
-        self.ep
-            .idc_msg(addr, RMA_INDEX, proto::ctrl_bits(kind), value, id, &[])
+        self.ep.idc_msg(
+            addr,
+            RMA_INDEX,
+            proto::ctrl_bits(kind),
+            value,
+            id,
+            &[],
+            false,
+        )
     }
 
     /// The ACK of control message `id`; `true` if `id` was one.
@@ -401,6 +408,11 @@ impl CxiTransport {
     }
 
     /// Whether anything of flow control still needs this rank's progress.
+    /// The receive PtlTE is in flow control (disabled, being recovered).
+    pub(super) fn fc_rx_active(&self) -> bool {
+        self.fc.rx.active
+    }
+
     pub(super) fn fc_busy(&self) -> bool {
         self.fc.rx.active || !self.fc.ctrl.is_empty() || self.fc.peers.values().any(|p| p.held)
     }

@@ -60,7 +60,7 @@ struct SendOp {
     bits: u64,
     len: usize,
     /// The payload of an IDC send, kept for a replay after flow control.
-    idc: Option<Vec<u8>>,
+    idc: Option<IdcPayload>,
     /// The payload of an eager or rendezvous send.
     staging: Option<Buf>,
     /// Needs the receiver's match (synchronous mode).
@@ -70,6 +70,28 @@ struct SendOp {
     acked: bool,
     matched: bool,
     pulled: bool,
+}
+
+/// The payload of an IDC send, held inline (no allocation per small message).
+struct IdcPayload {
+    len: u8,
+    bytes: [u8; config::IDC_MAX],
+}
+
+impl IdcPayload {
+    /// `data.len() <= IDC_MAX`.
+    fn new(data: &[u8]) -> Self {
+        let mut p = IdcPayload {
+            len: data.len() as u8,
+            bytes: [0; config::IDC_MAX],
+        };
+        p.bytes[..data.len()].copy_from_slice(data);
+        p
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// A receive in flight (posted, claimed, or matched and waiting for its data).
@@ -176,6 +198,11 @@ pub struct CxiTransport {
     retries: retry::Retries,
     /// A fatal error seen by the event loop: every later call returns it.
     fatal: Option<String>,
+    /// Events consumed and not yet acknowledged (`events`).
+    ack_batch: events::AckBatch,
+    /// Idle progress calls left that only poll host memory before the device's progress
+    /// hook runs again (`userlib::cxi::wait`'s bounded spin).
+    idle_spins: u32,
     finalized: bool,
     /// `MPICH_OFI_CXI_COUNTER_REPORT`: the counters sampled at init.
     counters: Option<report::CounterReport>,
@@ -268,6 +295,8 @@ impl CxiTransport {
             fc: fc::FcState::default(),
             retries: retry::Retries::default(),
             fatal: None,
+            ack_batch: events::AckBatch::default(),
+            idle_spins: 0,
             finalized: false,
             counters,
             ep,
@@ -638,13 +667,25 @@ impl Transport for CxiTransport {
 
     fn progress(&mut self) -> Result<bool> {
         self.check()?;
+        // Sends issued since the last progress get their doorbell now: every wait goes
+        // through here, so none waits for a command that was never rung.
+        self.ep.flush_tx()?;
         let did = self.drain_events()?;
         self.check()?;
         if let Err(e) = self.fc_step().and_then(|()| self.retry_step()) {
             self.fatal.get_or_insert_with(|| e.to_string());
         }
-        if !did {
-            self.ep.dev.progress();
+        // Flow-control replays just issued.
+        self.ep.flush_tx()?;
+        if did {
+            self.idle_spins = 0;
+        } else if self.idle_spins > 0 {
+            // What the device produces lands in host memory: poll it a while before
+            // handing the CPU to the device (which yields when it has nothing to run).
+            self.idle_spins -= 1;
+            std::hint::spin_loop();
+        } else if !self.ep.dev.progress() {
+            self.idle_spins = userlib::cxi::wait::SPIN_POLLS;
         }
         self.check()?;
         Ok(did)
@@ -750,7 +791,8 @@ impl CxiTransport {
 
 impl Drop for CxiTransport {
     fn drop(&mut self) {
-        // Let commands already rung finish before the queues go away.
+        // Let the commands finish before the queues go away (ring those not rung yet).
+        let _ = self.ep.flush_tx();
         let _ = self
             .ep
             .txq

@@ -13,7 +13,7 @@ use firmware_spec::cassini::dma::FullDma;
 use super::config::IDC_MAX;
 use super::endpoint::RX_INDEX;
 use super::proto::{self, LAC_SHIFT, RDZV, RID_SHIFT, SYNC};
-use super::{CxiTransport, SendOp};
+use super::{CxiTransport, IdcPayload, SendOp};
 use crate::error::Result;
 use crate::transport::{Completion, OpId, Rank};
 
@@ -40,7 +40,7 @@ impl CxiTransport {
             pulled: false,
         };
         if data.len() <= IDC_MAX {
-            op.idc = Some(data.to_vec());
+            op.idc = Some(IdcPayload::new(data));
             self.bump("idc");
         } else if data.len() <= self.cfg.rdzv_threshold {
             let buf = self.ep.buf(data.len())?;
@@ -84,9 +84,11 @@ impl CxiTransport {
         let eq = self.ep.eq.eqn() as u16;
         let (dfa, index_ext) = self.ep.dfa(to, RX_INDEX);
         let dest = op.dest;
+        // Sends go without their doorbell: the next progress (every wait makes progress)
+        // rings once for all the sends issued since (`Endpoint::dma_more`).
         if let Some(data) = &op.idc {
-            let (bits, data) = (op.bits, data.clone());
-            self.ep.idc_msg(to, RX_INDEX, bits, id, id, &data)?;
+            self.ep
+                .idc_msg(to, RX_INDEX, op.bits, id, id, data.bytes(), true)?;
         } else if let (Some(buf), None) = (&op.staging, op.rdzv) {
             let cmd = FullDma {
                 opcode: DmaOp::Put,
@@ -106,7 +108,7 @@ impl CxiTransport {
                 user_ptr: id,
                 ..FullDma::default()
             };
-            self.ep.dma(cmd)?;
+            self.ep.dma_more(cmd)?;
         } else if let (Some(buf), Some(rid)) = (&op.staging, op.rdzv) {
             let lac = buf.md.lac();
             let eager = self.cfg.rdzv_eager.min(op.len) as u32;

@@ -313,13 +313,29 @@ impl GniTransport {
     /// Send an SMSG message to `dest` (in order behind any backlog; connecting first when
     /// there is no connection yet).
     pub(super) fn smsg(&mut self, dest: Rank, header: &Header, data: &[u8]) -> Result<()> {
+        let header = header.encode();
+        if dest == self.rank {
+            return self.handle(&header, data);
+        }
+        // Straight into the mailbox when nothing waits before it (no copy of the payload);
+        // queued in order otherwise.
+        let p = &mut self.peers[dest as usize];
+        if p.backlog.is_empty()
+            && let Some(ep) = p.eps.first()
+        {
+            match ep.smsg_send(&header, data, 0) {
+                Ok(()) => {
+                    self.smsg_out += 1;
+                    return Ok(());
+                }
+                Err(e) if matches!(e.rc(), ReturnCode::NotDone | ReturnCode::ErrorResource) => {}
+                Err(e) => return Err(tr(e)),
+            }
+        }
         let out = Outgoing {
-            header: header.encode(),
+            header,
             data: data.to_vec(),
         };
-        if dest == self.rank {
-            return self.handle(&out.header, &out.data);
-        }
         self.peers[dest as usize].backlog.push_back(out);
         self.flush_backlog(dest).map(|_| ())
     }

@@ -183,6 +183,9 @@ pub struct GniTransport {
     /// raises one), and idle progress calls since.
     rx_seen: bool,
     idle: u32,
+    /// Idle progress calls left that only poll host memory before the NIC's progress hook
+    /// runs again (`userlib::gni::wait`'s bounded spin).
+    idle_spins: u32,
     listen: Option<Listen>,
     mboxes: Mailboxes,
     /// Endpoints for posts, per peer, made on first use.
@@ -288,6 +291,7 @@ impl GniTransport {
             dial_retries: 0,
             rx_seen: false,
             idle: 0,
+            idle_spins: 0,
             listen: None,
             mboxes,
             post_eps: (0..size).map(|_| None).collect(),
@@ -726,8 +730,15 @@ impl Transport for GniTransport {
                 did |= self.poll_datagrams(wildcard)?;
             }
         }
-        if !did {
-            self.nic.progress();
+        if did {
+            self.idle_spins = 0;
+        } else if self.idle_spins > 0 {
+            // Completions and messages land in host memory: poll it a while before handing
+            // the CPU to the device (which yields when it has nothing to run).
+            self.idle_spins -= 1;
+            std::hint::spin_loop();
+        } else if !self.nic.progress() {
+            self.idle_spins = userlib::gni::wait::SPIN_POLLS;
         }
         Ok(did)
     }
