@@ -8,7 +8,9 @@
 #
 # Rows: MPI 8 B latency (osu_latency), MPI 4 MiB bandwidth (osu_bw, window 16), MPI 8 B message
 # rate (osu_mbw_mr, one pair, window 64); then the NIC tools under MPI (send-lat, write-bw,
-# send-bw -l 64 and their gni twins) against the same MPICH figures.
+# send-bw -l 64 and their gni twins) against the same MPICH figures. The NIC tools run as many
+# iterations as MPICH's side (20,000 round trips; 2,000 windows of 64), so both columns are
+# steady-state figures rather than the tools' short defaults (100 and 10).
 #
 # usage: bench/compare.sh [ROUNDS]          (default 3)
 # env:   NICEMU=path   use this nicemu binary instead of building one
@@ -97,12 +99,12 @@ for r in $(seq 1 "$rounds"); do
     run rate.mpich mpich mpi rate 8 2000 64
     run rate.cxi osu_rate osu mbw_mr --nic cassini -m 8:8 -W 64 -i 200
     run rate.gni osu_rate osu mbw_mr --nic gemini -m 8:8 -W 64 -i 200
-    run niclat.cxi lat "$NICEMU" send-lat -s 8
-    run niclat.gni lat "$NICEMU" gni-send-lat -s 8
+    run niclat.cxi lat "$NICEMU" send-lat -s 8 -n 20000
+    run niclat.gni lat "$NICEMU" gni-send-lat -s 8 -n 20000
     run nicbw.cxi bw "$NICEMU" write-bw -s 4M
     run nicbw.gni bw "$NICEMU" gni-write-bw -s 4M
-    run nicrate.cxi rate "$NICEMU" send-bw -s 8 -l 64
-    run nicrate.gni rate "$NICEMU" gni-send-bw -s 8 -l 64
+    run nicrate.cxi rate "$NICEMU" send-bw -s 8 -l 64 -n 2000
+    run nicrate.gni rate "$NICEMU" gni-send-bw -s 8 -l 64 -n 2000
 done
 
 median() { sort -g "$work/$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -374,6 +374,38 @@ impl Atu {
         Ok(self.segs.clone())
     }
 
+    /// The bus segments of `[iova, iova + n)` of AC `acid` for `need`, translated as the
+    /// accesses of `frame` bytes each that a frame-by-frame transfer makes one after another
+    /// (each translated and counted as such): appended to `out`, contiguous pieces merged.
+    /// For a train of REPLY frames, whose payload is copied in one go. `Err((done, rc))`
+    /// at the first access that fails: the `done` bytes before it are in `out`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn frames_segments(
+        &mut self,
+        dma: &DmaPort,
+        acid: u16,
+        iova: u64,
+        n: u64,
+        need: Perm,
+        frame: u64,
+        out: &mut Vec<Segment>,
+    ) -> Result<(), (u64, ReturnCode)> {
+        let mut at = 0u64;
+        while at < n {
+            let k = frame.max(1).min(n - at);
+            self.translate(dma, acid, iova + at, k, need)
+                .map_err(|rc| (at, rc))?;
+            for s in &self.segs {
+                match out.last_mut() {
+                    Some(l) if l.addr + l.len == s.addr => l.len += s.len,
+                    _ => out.push(*s),
+                }
+            }
+            at += k;
+        }
+        Ok(())
+    }
+
     /// Check that `[iova, iova + len)` is accessible with `need`, without accessing it.
     pub(crate) fn check(
         &mut self,

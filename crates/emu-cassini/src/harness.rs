@@ -465,6 +465,47 @@ impl Node {
         Ok(Md { iova, host, len })
     }
 
+    /// Change the access of the pages of `md` that `[offset, offset + len)` touches: `read`
+    /// and `write` as in [`Node::map`], or not present at all when `present` is false; then
+    /// invalidate the context's translations (an unmap or `mprotect` under a transfer).
+    pub fn protect(
+        &self,
+        md: &Md,
+        offset: u64,
+        len: u64,
+        present: bool,
+        read: bool,
+        write: bool,
+    ) -> Result<(), HarnessError> {
+        let first = offset / PAGE;
+        let end = offset.saturating_add(len).min(md.len).div_ceil(PAGE);
+        for p in first..end {
+            let (va, pa) = (md.iova + p * PAGE, md.host + p * PAGE);
+            self.map_page(va, pa, read, write)?;
+            if !present {
+                self.unmap_page(va)?;
+            }
+        }
+        self.atu_invalidate(AC_USER)
+    }
+
+    /// Clear the leaf page-table entry of IOVA `va` (mapped before).
+    fn unmap_page(&self, va: u64) -> Result<(), HarnessError> {
+        let mut table = self.root;
+        for level in (1..5u32).rev() {
+            let idx = (va >> (12 + 9 * level)) & 0x1FF;
+            let pte = self
+                .mem
+                .read_u64(GuestAddress(table + idx * 8))
+                .map_err(mem_err)?;
+            table = pte & 0x01FF_FFFF_FFFF_F000;
+        }
+        let idx = (va >> 12) & 0x1FF;
+        self.mem
+            .write_u64(GuestAddress(table + idx * 8), 0)
+            .map_err(mem_err)
+    }
+
     /// `C_ATU_INVALIDATE_PAGES` for a whole context.
     pub fn atu_invalidate(&self, acid: u16) -> Result<(), HarnessError> {
         let qw = (1u64 << 62) | u64::from(acid & 0x3FF);

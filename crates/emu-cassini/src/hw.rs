@@ -48,7 +48,7 @@
 //! scan; the `ixe` request timeout scan, which also expires partial target messages).
 
 use emu_core::engine::DeviceIo;
-use emu_core::fabric::{Packet, TrafficClass};
+use emu_core::fabric::{Packet, TrafficClass, Train};
 use emu_core::pci::MsixTable;
 use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
@@ -69,7 +69,7 @@ use crate::lpe::{CtUpdate, Lpe, RendezvousGet};
 use crate::pct::{Pct, PctCtx, PctOps};
 use crate::rmu::Rmu;
 use crate::tables::Tables;
-use crate::tgt::{Tgt, TgtCtx, TgtOps};
+use crate::tgt::{ReplyStream, Tgt, TgtCtx, TgtOps};
 use crate::tou::{TouCtx, TouOps};
 use crate::wire::{Fab, Response};
 
@@ -536,6 +536,12 @@ impl PctCtx for Hw {
     fn note_progress(&mut self, io: &mut DeviceIo<'_>) {
         IxeOps::note_progress(self, io);
     }
+    fn reply_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut ReplyStream, room: u32) -> Packet {
+        TgtOps::reply_next(self, io, stream, room)
+    }
+    fn reply_read(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        TgtOps::reply_read(self, io, token);
+    }
 }
 
 impl TgtCtx for Hw {
@@ -584,8 +590,14 @@ impl TgtCtx for Hw {
     ) -> bool {
         self.post(io, eq, event, class)
     }
-    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
-        IxeOps::response(self, io, rsp, payload);
+    fn response(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        rsp: &Response,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
+        IxeOps::response(self, io, rsp, payload, train);
     }
     fn launch_rendezvous_get(
         &mut self,
@@ -606,6 +618,9 @@ impl TgtCtx for Hw {
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         let _span = tracing::trace_span!("pct", dst = pkt.dst.0, len = pkt.data.len()).entered();
         PctOps::pct_send(self, io, pkt);
+    }
+    fn pct_reply(&mut self, io: &mut DeviceIo<'_>, stream: ReplyStream) {
+        PctOps::pct_reply(self, io, stream);
     }
     fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64) {
         TouOps::ct_event(self, io, ct, success, failure);

@@ -1303,9 +1303,15 @@ pub(crate) trait IxeOps: IxeCtx {
         }
     }
 
-    /// A response arrived for handle `rsp.handle`.
-    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]) {
-        self.counters().rx_ptl_response_pkt += 1;
+    /// A response arrived for handle `rsp.handle` (with `train`, the REPLY frames after it).
+    fn response(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        rsp: &Response,
+        payload: &[u8],
+        train: Option<&Train>,
+    ) {
+        self.counters().rx_ptl_response_pkt += 1 + train.map_or(0, |t| u64::from(t.frames));
         let Some(req) = self.ixe().get(rsp.handle).copied() else {
             return;
         };
@@ -1356,6 +1362,9 @@ pub(crate) trait IxeOps: IxeCtx {
                         x.data_rc = Some(e);
                     }
                 }
+                if let Some(t) = train {
+                    self.land_reply_train(io, rsp.handle, &req, end, t);
+                }
                 if rsp.eom {
                     let data_rc = self.ixe().get(rsp.handle).and_then(|r| r.data_rc);
                     let rc = data_rc.unwrap_or(ReturnCode::Ok);
@@ -1364,6 +1373,55 @@ pub(crate) trait IxeOps: IxeCtx {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Land the train `t` of REPLY frames of Get `handle` (`req`), whose payload starts at
+    /// offset `at` of the reply (a frame boundary): copied from the target's host memory
+    /// straight into the landing range, each frame translated (and counted) as its write
+    /// would have been. As frame by frame, the frames before the first that fails land and
+    /// that frame's error becomes the Get's (`ADDR_OUT_OF_RANGE` past the request's length,
+    /// the ATU's error, `PCIE_UNSUCCESS_CMPL` if the copy fails); nothing lands after an
+    /// earlier error.
+    fn land_reply_train(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        handle: u32,
+        req: &Req,
+        at: u64,
+        t: &Train,
+    ) {
+        if self.ixe().get(handle).is_none_or(|r| r.data_rc.is_some()) {
+            return;
+        }
+        let total = t.payload_len();
+        let room = u64::from(req.rlength).saturating_sub(at);
+        let (mut n, mut err) = if total <= room {
+            (total, None)
+        } else {
+            // Whole frames that fit: the one that runs past the end fails.
+            (room - room % MTU as u64, Some(ReturnCode::AddrOutOfRange))
+        };
+        let mut to = Vec::new();
+        let w = emu_core::dma::Perm::WRITE;
+        let addr = req.local_addr + at;
+        if let Err((done, rc)) =
+            self.atu()
+                .frames_segments(io.dma(), req.local_ac, addr, n, w, MTU as u64, &mut to)
+        {
+            n = done;
+            err = Some(rc);
+        }
+        if n > 0 {
+            let from = crate::tgt::cut_segments(&t.segments, n);
+            if t.source.copy_segments_to(&from, io.dma(), &to).is_err() {
+                err = Some(ReturnCode::PcieUnsuccessCmpl);
+            }
+        }
+        if let Some(e) = err
+            && let Some(x) = self.ixe().get_mut(handle)
+        {
+            x.data_rc = Some(e);
         }
     }
 

@@ -40,6 +40,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 use crate::block::Counters;
 use crate::csr::CsrFile;
 use crate::ixe::OutStream;
+use crate::tgt::ReplyStream;
 use crate::wire::{self, Parsed};
 use emu_core::hash::IntMap;
 
@@ -233,6 +234,13 @@ pub(crate) trait PctCtx {
     ) -> Option<Packet>;
     /// Packets were acknowledged: the initiator's requests are making progress.
     fn note_progress(&mut self, io: &mut DeviceIo<'_>);
+    /// The next REPLY frame of a Get answered as trains, or a frame carrying a train of at
+    /// most `room` frames in all.
+    fn reply_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut ReplyStream, room: u32) -> Packet;
+    /// The last packet of the reply stream owing `token` was acknowledged (its data has
+    /// been copied at the initiator), or its connection died: the target's events of that
+    /// Get are posted now.
+    fn reply_read(&mut self, io: &mut DeviceIo<'_>, token: u64);
 }
 
 impl<T: PctCtx + ?Sized> PctOps for T {}
@@ -247,6 +255,9 @@ struct SrbEntry {
     /// Last transmission (ps).
     sent_at: u64,
     tries: u8,
+    /// The last packet of a reply stream: the token of the target events its
+    /// acknowledgement releases ([`PctCtx::reply_read`]).
+    owed: Option<u64>,
 }
 
 /// Sending half of a connection.
@@ -269,6 +280,8 @@ enum Pending {
     Frame(Packet),
     /// The rest of a message, read from host memory a frame at a time.
     Stream(OutStream),
+    /// The REPLY frames of a Get, as trains while nothing needs their bytes.
+    Reply(ReplyStream),
 }
 
 /// Receiving half of a connection.
@@ -454,7 +467,18 @@ pub(crate) trait PctOps: PctCtx {
             s.backlog.push_back(Pending::Frame(pkt));
             return;
         }
-        self.pct_transmit(io, ci, pkt);
+        self.pct_transmit(io, ci, pkt, None);
+    }
+
+    /// Send the REPLY frames of a Get (sequenced responses) as the window to its initiator
+    /// opens, as trains of the window's room ([`PctCtx::reply_next`]).
+    fn pct_reply(&mut self, io: &mut DeviceIo<'_>, stream: ReplyStream) {
+        let ci = self.pct_open_sct(stream.conn_key());
+        self.pct().conns[ci]
+            .sct
+            .backlog
+            .push_back(Pending::Reply(stream));
+        self.pct_pump(io, ci);
     }
 
     /// Send the rest of a message (sequenced continuation frames) as the window to its
@@ -493,8 +517,20 @@ pub(crate) trait PctOps: PctCtx {
             let Some(next) = self.pct().conns[ci].sct.backlog.pop_front() else {
                 break;
             };
+            let mut owed = None;
             let pkt = match next {
                 Pending::Frame(p) => p,
+                Pending::Reply(mut stream) => {
+                    let p = self.reply_next(io, &mut stream, WINDOW - in_flight);
+                    if stream.done() {
+                        owed = Some(stream.token());
+                    } else {
+                        let s = &mut self.pct().conns[ci].sct;
+                        s.backlog.push_front(Pending::Reply(stream));
+                    }
+                    self.pct().counters.ptls_response += p.frames();
+                    p
+                }
                 Pending::Stream(mut stream) => {
                     let Some(p) = self.stream_next(io, &mut stream, WINDOW - in_flight) else {
                         continue;
@@ -507,12 +543,19 @@ pub(crate) trait PctOps: PctCtx {
                     p
                 }
             };
-            self.pct_transmit(io, ci, pkt);
+            self.pct_transmit(io, ci, pkt, owed);
         }
     }
 
-    /// First transmission of a sequenced frame on connection `ci`.
-    fn pct_transmit(&mut self, io: &mut DeviceIo<'_>, ci: usize, mut pkt: Packet) {
+    /// First transmission of a sequenced frame on connection `ci` (`owed`: see
+    /// [`SrbEntry::owed`]).
+    fn pct_transmit(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        ci: usize,
+        mut pkt: Packet,
+        owed: Option<u64>,
+    ) {
         let frames = pkt.frames() as u32;
         let s = &mut self.pct().conns[ci].sct;
         let seq = s.next_seq;
@@ -541,6 +584,7 @@ pub(crate) trait PctOps: PctCtx {
             pkt: retained,
             sent_at: io.now().as_ps(),
             tries: 1,
+            owed,
         });
         self.pct_count_tx(&pkt);
         io.send(pkt);
@@ -698,7 +742,7 @@ pub(crate) trait PctOps: PctCtx {
     /// Hand a frame to the target and response paths.
     fn pct_deliver(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         if !is_request(&pkt.data) {
-            self.pct().counters.responses_received += 1;
+            self.pct().counters.responses_received += pkt.frames();
         }
         self.receive(io, pkt);
     }
@@ -732,17 +776,22 @@ pub(crate) trait PctOps: PctCtx {
             return;
         }
         let mut acked = false;
+        let mut read = Vec::new();
         // An entry is acknowledged once its last sequence number is.
         let last = |e: &SrbEntry| e.seq.wrapping_add(e.pkt.frames() as u32 - 1);
         while s.srb.front().is_some_and(|e| before(last(e), tag.ack)) {
             if let Some(e) = s.srb.pop_front() {
                 s.in_flight -= e.pkt.frames() as u32;
+                read.extend(e.owed);
                 io.recycle(e.pkt.data);
                 acked = true;
             }
         }
         let nacked = tag.flags & F_NACK != 0 && s.srb.front().is_some_and(|e| e.seq == tag.ack);
         let exhausted = s.srb.front().is_some_and(|e| e.tries >= MAX_TRIES);
+        for token in read {
+            self.reply_read(io, token);
+        }
         if acked {
             self.note_progress(io);
         }
@@ -762,6 +811,9 @@ pub(crate) trait PctOps: PctCtx {
         self.pct().counters.sct_timeouts += 1;
         let s = std::mem::take(&mut self.pct().conns[ci].sct);
         let mut handles: Vec<u32> = Vec::new();
+        // Get replies whose target events wait for their acknowledgement: the frames would
+        // have been read (and the events posted) when the Get was served.
+        let mut read: Vec<u64> = s.srb.iter().filter_map(|e| e.owed).collect();
         let frames = s
             .srb
             .into_iter()
@@ -769,6 +821,10 @@ pub(crate) trait PctOps: PctCtx {
             .chain(s.backlog);
         for p in frames {
             let h = match p {
+                Pending::Reply(stream) => {
+                    read.push(stream.token());
+                    continue;
+                }
                 Pending::Stream(stream) => stream.handle(),
                 Pending::Frame(p) => match wire::parse(&p.data) {
                     Some(Parsed::Request(_, r, _)) => r.handle,
@@ -788,6 +844,9 @@ pub(crate) trait PctOps: PctCtx {
         );
         for h in handles {
             self.request_lost(io, h, ReturnCode::Undeliverable);
+        }
+        for token in read {
+            self.reply_read(io, token);
         }
     }
 

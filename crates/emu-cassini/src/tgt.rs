@@ -37,6 +37,7 @@ use crate::rmu::Rmu;
 use crate::tables::Tables;
 use crate::wire::{self, AmoPayload, Continuation, Fab, MTU, Parsed, Request, Response, RspKind};
 use emu_core::hash::IntMap;
+use std::sync::Arc;
 
 /// A put longer than one packet, between its first and last packet.
 #[derive(Debug, Clone)]
@@ -140,7 +141,7 @@ fn land_train(atu: &mut Atu, io: &DeviceIo<'_>, m: &mut InMsg, at: u64, t: &Trai
 }
 
 /// The first `n` bytes of a list of segments.
-fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
+pub(crate) fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
     let mut left = n;
     let mut out = Vec::with_capacity(segs.len());
     for s in segs {
@@ -152,6 +153,62 @@ fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
         left -= len;
     }
     out
+}
+
+/// The REPLY frames of a Get answered as trains ([`Train`]): on the threaded engine, when
+/// nothing on the way to a port of this process needs the frames' bytes
+/// ([`DeviceIo::train_ok`]). The PCT keeps it in the connection's backlog and asks for the
+/// next packet as the window opens ([`TgtOps::reply_next`]): a frame read from host memory
+/// carrying a train of as many following frames as the window's room allows, their payload
+/// left in this NIC's host memory for the initiator to copy when the train lands. The
+/// target events of the Get ([`OwedGet`]) are posted when the last packet is acknowledged,
+/// so they never come before the bytes were read.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplyStream {
+    /// The fabric header of the frames (from this NIC to the initiator).
+    back: Fab,
+    src: PortId,
+    dst: PortId,
+    tc: TrafficClass,
+    /// The frames' response header (handle, list, total length).
+    rsp: Response,
+    ac: u16,
+    start: u64,
+    /// Offset of the next frame's bytes in the reply.
+    off: u64,
+    length: u64,
+    /// The key of the owed target events in [`Tgt::owed`].
+    token: u64,
+    /// A train could not be made (a piece of the source would not read): the rest goes
+    /// frame by frame, each read when it leaves.
+    frames_only: bool,
+}
+
+impl ReplyStream {
+    /// The PCT connection the frames travel on: (fabric port, VNI, traffic class).
+    pub(crate) fn conn_key(&self) -> (u32, u16, u8) {
+        (self.dst.0, self.back.vni, self.tc.0)
+    }
+
+    /// Whether every frame has been made.
+    pub(crate) fn done(&self) -> bool {
+        self.off >= self.length
+    }
+
+    /// The key of the target events owed to the stream's end.
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+}
+
+/// The target events and counting event of a Get answered as trains, posted once its
+/// REPLY frames have been read ([`ReplyStream`]).
+#[derive(Debug, Clone)]
+pub(crate) struct OwedGet {
+    events: Vec<TargetEvent>,
+    ct: Option<CtUpdate>,
+    /// The return code of the read (a frame that would not read ends the reply with it).
+    rc: ReturnCode,
 }
 
 /// A Get that matched an overflow entry (DELAYED): answered when an append matches its
@@ -204,8 +261,15 @@ pub(crate) trait TgtCtx {
         event: &[u8],
         class: EventClass,
     ) -> bool;
-    /// A response arrived for one of this NIC's requests (the initiator).
-    fn response(&mut self, io: &mut DeviceIo<'_>, rsp: &Response, payload: &[u8]);
+    /// A response arrived for one of this NIC's requests (the initiator), with the train of
+    /// the REPLY frames that follow it, if any.
+    fn response(
+        &mut self,
+        io: &mut DeviceIo<'_>,
+        rsp: &Response,
+        payload: &[u8],
+        train: Option<&Train>,
+    );
     /// Issue the Get that pulls the rest of a rendezvous put (the initiator).
     fn launch_rendezvous_get(
         &mut self,
@@ -221,6 +285,8 @@ pub(crate) trait TgtCtx {
     fn arm_scan(&mut self, io: &mut DeviceIo<'_>);
     /// Send a frame through the PCT.
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet);
+    /// Send the REPLY frames of a Get through the PCT as the window opens.
+    fn pct_reply(&mut self, io: &mut DeviceIo<'_>, stream: ReplyStream);
     /// A counting event on CT `ct` (the TOU).
     fn ct_event(&mut self, io: &mut DeviceIo<'_>, ct: u16, success: u64, failure: u64);
 }
@@ -236,6 +302,10 @@ pub(crate) struct Tgt {
     /// they arrived with (for the Get an append will start).
     pending_rdzv: IntMap<u64, (Fab, TrafficClass)>,
     pub(crate) rdzv_get: GetCtrl,
+    /// Target events of Gets answered as trains, by [`ReplyStream::token`]: posted when
+    /// their last REPLY packet is acknowledged.
+    owed: IntMap<u64, OwedGet>,
+    next_token: u64,
 }
 
 /// The PtlTE options of a `c_lpe_cfg_ptl_table` entry as `cxi_pt_alloc_opts` bits.
@@ -555,7 +625,9 @@ pub(crate) trait TgtOps: TgtCtx {
             Some(Parsed::Continuation(fab, c, payload)) => {
                 self.continuation(io, &fab, &c, payload, pkt.train.as_deref())
             }
-            Some(Parsed::Response(_, r, payload)) => self.response(io, &r, payload),
+            Some(Parsed::Response(_, r, payload)) => {
+                self.response(io, &r, payload, pkt.train.as_deref())
+            }
             None => self.counters().rx_unrecognized_pkt += 1,
         }
         // The payload has been placed (or copied where it must wait): the frame's buffer
@@ -977,14 +1049,34 @@ pub(crate) trait TgtOps: TgtCtx {
         };
         let ac = self.tables().lac_ac(self.tables().ptlte_rgid(pt), d.lac);
         let list = outcome.list.map_or(0, u8::from);
-        let rc = self.send_reply(io, fab, tc, req.handle, ac, d.start, d.length, list);
-        let failed = rc != ReturnCode::Ok;
-        self.post_target_events(io, &outcome.events, failed.then_some(rc));
-        self.apply_ct(io, outcome.ct, failed);
+        let owed = OwedGet {
+            events: outcome.events,
+            ct: outcome.ct,
+            rc: ReturnCode::Ok,
+        };
+        let (rc, owed) = self.send_reply(
+            io,
+            fab,
+            tc,
+            req.handle,
+            ac,
+            d.start,
+            d.length,
+            list,
+            Some(owed),
+        );
+        // Events a reply sent as trains owes are posted when its frames have been read.
+        if let Some(o) = owed {
+            let failed = rc != ReturnCode::Ok;
+            self.post_target_events(io, &o.events, failed.then_some(rc));
+            self.apply_ct(io, o.ct, failed);
+        }
     }
 
     /// Send `length` bytes at `start` (AC `ac`) as REPLY segments; on a read error one
-    /// REPLY carrying the return code. Returns the return code.
+    /// REPLY carrying the return code. Returns the return code, and `owed` (the Get's
+    /// target events) unless the reply went to the PCT as a [`ReplyStream`] of trains,
+    /// which posts them once its frames have been read.
     #[allow(clippy::too_many_arguments)]
     fn send_reply(
         &mut self,
@@ -996,7 +1088,8 @@ pub(crate) trait TgtOps: TgtCtx {
         start: u64,
         length: u64,
         list: u8,
-    ) -> ReturnCode {
+        owed: Option<OwedGet>,
+    ) -> (ReturnCode, Option<OwedGet>) {
         let mut rsp = Response {
             kind: RspKind::Reply,
             rc: ReturnCode::Ok.into(),
@@ -1011,14 +1104,14 @@ pub(crate) trait TgtOps: TgtCtx {
             rsp.eom = true;
             rsp.mlength = 0;
             self.respond(io, fab, tc, &rsp, &[]);
-            return rc;
+            return (rc, owed);
         }
         if length == 0 {
             self.respond(io, fab, tc, &rsp, &[]);
-            return ReturnCode::Ok;
+            return (ReturnCode::Ok, owed);
         }
         let Some(port) = (fab.sfa >> 12).checked_sub(self.nid_base()) else {
-            return ReturnCode::Undeliverable;
+            return (ReturnCode::Undeliverable, owed);
         };
         let back = Fab {
             vni: fab.vni,
@@ -1026,6 +1119,32 @@ pub(crate) trait TgtOps: TgtCtx {
             dfa: fab.sfa,
         };
         let src = io.port().unwrap_or_default();
+        // Several frames to a port of this process, with nothing on the way that needs
+        // their bytes: trains, read by the initiator as they land; the events wait.
+        if length > MTU as u64
+            && io.train_ok(PortId(port))
+            && let Some(o) = owed
+        {
+            let tgt = self.tgt();
+            let token = tgt.next_token;
+            tgt.next_token = token.wrapping_add(1);
+            tgt.owed.insert(token, o);
+            let stream = ReplyStream {
+                back,
+                src,
+                dst: PortId(port),
+                tc,
+                rsp,
+                ac,
+                start,
+                off: 0,
+                length,
+                token,
+                frames_only: false,
+            };
+            self.pct_reply(io, stream);
+            return (ReturnCode::Ok, None);
+        }
         let mut off = 0u64;
         while off < length {
             let n = (length - off).min(MTU as u64) as usize;
@@ -1039,12 +1158,108 @@ pub(crate) trait TgtOps: TgtCtx {
                 rsp.rc = rc.into();
                 rsp.eom = true;
                 self.respond(io, fab, tc, &rsp, &[]);
-                return rc;
+                return (rc, owed);
             }
             self.pct_send(io, wire::packet(src, PortId(port), tc, b));
             off += n as u64;
         }
-        ReturnCode::Ok
+        (ReturnCode::Ok, owed)
+    }
+
+    /// The next packet of reply stream `s` ([`ReplyStream`]): its next frame, read from host
+    /// memory now, carrying a train of as many following frames as `room` (frames the
+    /// window lets out) allows, if nothing needs their bytes; a frame that does not read
+    /// becomes one REPLY carrying the return code, which ends the stream.
+    fn reply_next(&mut self, io: &mut DeviceIo<'_>, s: &mut ReplyStream, room: u32) -> Packet {
+        let n = (s.length - s.off).min(MTU as u64) as usize;
+        let mut rsp = s.rsp;
+        rsp.offset = s.off as u32;
+        let buf = io.packet_buffer(wire::FRAME_ROOM + n);
+        let mut b = wire::response_in(buf, &s.back, &rsp, n);
+        let at = b.len();
+        b.resize(at + n, 0);
+        if let Err(rc) = self
+            .atu()
+            .read(io.dma(), s.ac, s.start + s.off, &mut b[at..])
+        {
+            io.recycle(b);
+            s.off = s.length;
+            if let Some(o) = self.tgt().owed.get_mut(&s.token) {
+                o.rc = rc;
+            }
+            rsp.rc = rc.into();
+            rsp.eom = true;
+            let b = wire::response_in(io.packet_buffer(wire::FRAME_ROOM), &s.back, &rsp, 0);
+            return wire::packet(s.src, s.dst, s.tc, b);
+        }
+        s.off += n as u64;
+        let mut train = None;
+        if room > 1 && !s.done() && !s.frames_only && io.train_ok(s.dst) {
+            let end = s.length.min(s.off + u64::from(room - 1) * MTU as u64);
+            train = self.reply_train(io, s, end);
+        }
+        // The last frame the packet stands for ends the Get.
+        wire::set_response_eom(&mut b, s.done());
+        let mut pkt = wire::packet(s.src, s.dst, s.tc, b);
+        pkt.train = train;
+        pkt
+    }
+
+    /// The train of the frames of `s` from its offset up to `end`: their source segments,
+    /// each frame translated as its read would have been, and the frames and wire bytes
+    /// they stand for. Stops before a frame that does not translate (it then goes on its
+    /// own and ends the reply with the error); `None` (and frame by frame from here) if a
+    /// piece of the source would not read.
+    fn reply_train(
+        &mut self,
+        io: &DeviceIo<'_>,
+        s: &mut ReplyStream,
+        end: u64,
+    ) -> Option<Arc<Train>> {
+        let mut segments = Vec::new();
+        let n = match self.atu().frames_segments(
+            io.dma(),
+            s.ac,
+            s.start + s.off,
+            end - s.off,
+            Perm::READ,
+            MTU as u64,
+            &mut segments,
+        ) {
+            Ok(()) => end - s.off,
+            Err((done, _)) => done,
+        };
+        let readable = segments
+            .iter()
+            .all(|g| io.dma().check(g.addr, g.len, Perm::READ).is_ok());
+        if !readable {
+            s.frames_only = true;
+            return None;
+        }
+        if n == 0 {
+            return None;
+        }
+        let frames = n.div_ceil(MTU as u64);
+        let per_frame = (wire::FAB_HDR + wire::RESPONSE_HDR + wire::TAG_ROOM) as u64;
+        s.off += n;
+        Some(Arc::new(Train {
+            frames: u32::try_from(frames).ok()?,
+            bytes: frames * per_frame + n,
+            source: io.dma().clone(),
+            segments,
+        }))
+    }
+
+    /// The REPLY frames of the Get owing `token` have been read at its initiator (their
+    /// last packet was acknowledged), or their connection died: its target events and
+    /// counting event now.
+    fn reply_read(&mut self, io: &mut DeviceIo<'_>, token: u64) {
+        let Some(o) = self.tgt().owed.remove(&token) else {
+            return;
+        };
+        let failed = o.rc != ReturnCode::Ok;
+        self.post_target_events(io, &o.events, failed.then_some(o.rc));
+        self.apply_ct(io, o.ct, failed);
     }
 
     /// Execute one target command of target CQ `n`.
@@ -1129,7 +1344,9 @@ pub(crate) trait TgtOps: TgtCtx {
                     );
                 }
                 None => {
-                    self.send_reply(io, &g.fab, g.tc, g.handle, ac, d.start, d.mlength, list);
+                    // The append's events are out already: the reply goes frame by frame.
+                    let f = &g.fab;
+                    self.send_reply(io, f, g.tc, g.handle, ac, d.start, d.mlength, list, None);
                 }
             }
         }

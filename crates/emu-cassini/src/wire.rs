@@ -341,6 +341,14 @@ pub(crate) fn response_in(mut b: Vec<u8>, fab: &Fab, r: &Response, payload_len: 
     b
 }
 
+/// Set the `eom` flag of a response built by [`response_in`] (a REPLY frame carrying a
+/// train: whether the last frame it stands for ends the Get).
+pub(crate) fn set_response_eom(b: &mut [u8], eom: bool) {
+    if let Some(x) = b.get_mut(FAB_HDR + 6) {
+        *x = u8::from(eom);
+    }
+}
+
 /// Parse a packet; `None` if it is malformed (the receiver drops it).
 pub(crate) fn parse(b: &[u8]) -> Option<Parsed<'_>> {
     if b.len() < FAB_HDR + 1 || b[0] >> 4 != 4 {

@@ -23,7 +23,11 @@ const RID: u8 = 0x5A;
 /// PtlTE with one LE over the whole user IOVA space (`cxip_rdzv_pte.c`: start 0, length -1,
 /// OP_GET, any match bits), and the receive PtlTE.
 fn rdzv_net(mem: u64, get_en: bool) -> Net {
-    let mut net = Net::with_memory(2, mem);
+    rdzv_setup(Net::with_memory(2, mem), get_en)
+}
+
+/// [`rdzv_net`] on the nodes of `net`.
+fn rdzv_setup(mut net: Net, get_en: bool) -> Net {
     for i in [SRC, DST] {
         net.node(i).set_rendezvous_gets(get_en).unwrap();
     }
@@ -366,5 +370,40 @@ fn sixty_four_mib_rendezvous_with_no_software_in_between() {
     assert!(pkts >= u64::from(len) / 2048);
     let got = net.node(DST).read_host(dst.host, len as usize).unwrap();
     assert!(got == data, "every byte of 64 MiB landed");
+    check_events(&mut net, len, eager, 64, EventType::Put);
+}
+
+/// On the threaded engine, with nothing on the fabric that needs the frames' bytes, the
+/// REPLY frames of the Get the target NIC issues go as trains (emu_core::fabric::Train):
+/// every byte lands, the events are those of the frame-by-frame runs above, and the
+/// source's GET event (its send completion) is there once the bytes have been read. Fails
+/// if the reply went frame by frame (2,000-odd packets).
+#[test]
+fn on_the_threaded_engine_the_pull_goes_as_trains() {
+    let len: u32 = (4 << 20) + 123;
+    let mut net = rdzv_setup(Net::on(Cluster::threaded(2).unwrap()), true);
+    let src = net.c.nodes[SRC].map(u64::from(len), true, true).unwrap();
+    let data = pattern(len as usize, 0x3C);
+    net.node(SRC).write_host(src.host, &data).unwrap();
+    let dst = net.c.nodes[DST].map(u64::from(len), true, true).unwrap();
+    net.tgt_cmd(
+        DST,
+        &le(
+            PT_RECV,
+            64,
+            &dst,
+            LeFlags::OP_PUT
+                | LeFlags::USE_ONCE
+                | LeFlags::EVENT_LINK_DISABLE
+                | LeFlags::EVENT_UNLINK_DISABLE,
+            0x64,
+        ),
+    );
+    net.settle();
+    let eager = 16 * 1024;
+    let pkts = run_untouched(&mut net, &rdzv_put(&src, len, eager, 0x64));
+    assert!(pkts < 64, "{pkts} packets: the pull did not go as trains");
+    let got = net.node(DST).read_host(dst.host, len as usize).unwrap();
+    assert!(got == data, "every byte landed");
     check_events(&mut net, len, eager, 64, EventType::Put);
 }

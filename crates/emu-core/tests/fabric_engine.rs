@@ -1011,3 +1011,62 @@ fn dragonfly_routes_are_minimal() {
     }
     assert!(by_len[5] > 0 && by_len[4] > 0 && by_len[3] > 0);
 }
+
+/// An outlet that counts the engine's "settled" notifications.
+#[derive(Default)]
+struct SettleCounter(AtomicU64);
+
+impl emu_core::fabric::remote::Outlet for SettleCounter {
+    fn forward(&self, _delay: SimDuration, _pkt: Packet) {}
+    fn settled(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A packet from another process that the engine defers is not handled until the deferred
+/// work has run: the engine says it is not settled (the fabric between processes then holds
+/// the peer's credit back) and notifies the outlet once it is.
+#[test]
+fn threaded_arrivals_settle_after_their_deferred_work() {
+    let e = Threaded::new(
+        fabric(
+            Topology::SingleSwitch { ports: 2 },
+            LinkParams::default(),
+            FaultConfig::none(),
+        ),
+        ThreadedConfig {
+            workers: 0,
+            inline_budget: 0,
+            ..ThreadedConfig::default()
+        },
+    )
+    .unwrap();
+    let log = Log::default();
+    e.add_device(
+        Box::new(Recorder { log: log.clone() }),
+        dma(),
+        Some(PortId(0)),
+    )
+    .unwrap();
+    let outlet = Arc::new(SettleCounter::default());
+    e.set_outlet(outlet.clone()).unwrap();
+    let arrivals = e.arrivals();
+    assert!(arrivals.settled(), "an idle engine is settled");
+    let pkt = Packet::new(PortId(1), PortId(0), TrafficClass(0), vec![7; 16]);
+    arrivals.arrive(arrivals.now(), pkt);
+    assert!(log.lock().unwrap().is_empty(), "deferred, not run inline");
+    assert!(
+        !arrivals.settled(),
+        "a deferred delivery is not handled yet"
+    );
+    assert_eq!(outlet.0.load(Ordering::SeqCst), 0);
+    let p = Engine::progress_handle(&e);
+    let mut steps = 0;
+    while log.lock().unwrap().is_empty() && steps < 1000 {
+        p.progress();
+        steps += 1;
+    }
+    assert_eq!(log.lock().unwrap().len(), 1);
+    assert!(arrivals.settled());
+    assert_eq!(outlet.0.load(Ordering::SeqCst), 1, "notified once");
+}

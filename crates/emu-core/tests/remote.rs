@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,8 @@ use emu_core::time::{SimDuration, SimTime};
 struct Inbox {
     start: Mutex<Option<Instant>>,
     got: Mutex<Vec<(SimTime, SimTime, Packet)>>,
+    /// Plays an engine that still has deferred deliveries ([`Arrivals::settled`]).
+    busy: AtomicBool,
 }
 
 impl Arrivals for Inbox {
@@ -30,6 +33,9 @@ impl Arrivals for Inbox {
     fn arrive(&self, at: SimTime, pkt: Packet) {
         let now = self.now();
         self.got.lock().unwrap().push((now, at, pkt));
+    }
+    fn settled(&self) -> bool {
+        !self.busy.load(Ordering::SeqCst)
     }
 }
 
@@ -195,6 +201,64 @@ fn shm_frames_taken_by_a_waiting_thread_keep_their_order() {
 #[test]
 fn tcp_links_carry_every_packet_in_order() {
     exchange(LinkKind::Tcp);
+}
+
+/// Whether `cond` holds within `limit` (polled).
+fn within(limit: Duration, cond: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cond()
+}
+
+/// A packet the peer took stays in flight for the sender until the peer's engine has
+/// handled it: while the receiving engine still has deferred deliveries, the sender's
+/// timers must keep waiting (its slowness is not a lost packet).
+fn in_flight_until_handled(kind: LinkKind) {
+    let [(a, _ia), (b, ib)] = pair(kind, Duration::from_secs(10));
+    let send = |i: u32| {
+        let p = Packet::new(PortId(0), PortId(1), TrafficClass(0), payload(i));
+        a.send(SimDuration::ZERO, &p).unwrap();
+    };
+    // An idle engine: the packet stops being in flight once it was taken.
+    send(1);
+    assert_eq!(ib.wait_for(1, Duration::from_secs(30)).len(), 1);
+    assert!(
+        within(Duration::from_secs(30), || !a.in_flight()),
+        "{kind:?}: still in flight after an idle peer took it"
+    );
+    // A busy engine: taken, but not yet handled.
+    ib.busy.store(true, Ordering::SeqCst);
+    send(2);
+    assert_eq!(ib.wait_for(2, Duration::from_secs(30)).len(), 2);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        a.in_flight(),
+        "{kind:?}: credited before the peer handled it"
+    );
+    // The engine finishes its deferred work and says so.
+    ib.busy.store(false, Ordering::SeqCst);
+    b.settled();
+    assert!(
+        within(Duration::from_secs(30), || !a.in_flight()),
+        "{kind:?}: still in flight after the peer settled"
+    );
+    a.close();
+    b.close();
+}
+
+#[test]
+fn shm_packets_stay_in_flight_until_the_peer_handled_them() {
+    in_flight_until_handled(LinkKind::Shm);
+}
+
+#[test]
+fn tcp_packets_stay_in_flight_until_the_peer_handled_them() {
+    in_flight_until_handled(LinkKind::Tcp);
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub struct Side {
     pub eq_tgt: EqRing,
 }
 
-/// N nodes on one deterministic engine.
+/// N nodes on one engine (deterministic unless made by [`Net::on`]).
 pub struct Net {
     pub c: Cluster,
     pub s: Vec<Side>,
@@ -48,7 +48,12 @@ impl Net {
 
     /// `n` nodes with `mem` bytes of host memory each.
     pub fn with_memory(n: u32, mem: u64) -> Net {
-        let mut c = Cluster::deterministic_with_memory(n, 7, mem).unwrap();
+        Self::on(Cluster::deterministic_with_memory(n, 7, mem).unwrap())
+    }
+
+    /// The nodes of `c` (e.g. on the threaded engine), set up as [`Net::new`] sets them up.
+    pub fn on(mut c: Cluster) -> Net {
+        let n = c.nodes.len() as u32;
         let mut s = Vec::new();
         for i in 0..n as usize {
             let node = &mut c.nodes[i];

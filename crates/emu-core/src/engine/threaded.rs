@@ -70,7 +70,7 @@ impl Default for ThreadedConfig {
             workers: 1,
             seed: 0,
             timing: FabricTiming::Immediate,
-            inline_budget: 64,
+            inline_budget: 1024,
             spin: 0,
         }
     }
@@ -591,6 +591,23 @@ impl Shared {
         now
     }
 
+    /// Whether every packet handed to this engine has been handled: no deferred delivery
+    /// is queued or running (what a host thread runs inline has finished when the call
+    /// that delivered it returns). See [`Arrivals::settled`].
+    fn is_settled(&self) -> bool {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.backlog.load(Ordering::SeqCst) == 0
+    }
+
+    /// The deferred deliveries just ran out: tell the fabric between processes, which
+    /// credits the packets it took from peers only once their handling has finished.
+    fn settled(&self) {
+        if let Some(o) = self.outlet.get() {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            o.settled();
+        }
+    }
+
     /// Run the work taken from the scheduler into `sc.q` and what follows from it, then
     /// mark it done. A batch of deferred items runs item by item, each with its own budget
     /// (as if taken one at a time), checking for shutdown in between; then the next thread
@@ -611,7 +628,9 @@ impl Shared {
                     now = self.run(&mut sc, budget, inline, now);
                 }
                 sc.batch.clear();
-                self.backlog.fetch_sub(n, Ordering::AcqRel);
+                if self.backlog.fetch_sub(n, Ordering::AcqRel) == n {
+                    self.settled();
+                }
                 let mut s = lock(&self.sched);
                 s.draining = false;
                 if !s.deferred.is_empty() {
@@ -1086,6 +1105,10 @@ struct EngineArrivals(std::sync::Weak<Shared>);
 impl Arrivals for EngineArrivals {
     fn now(&self) -> SimTime {
         self.0.upgrade().map_or(SimTime::ZERO, |s| s.now())
+    }
+
+    fn settled(&self) -> bool {
+        self.0.upgrade().is_none_or(|s| s.is_settled())
     }
 
     fn arrive(&self, at: SimTime, pkt: Packet) {

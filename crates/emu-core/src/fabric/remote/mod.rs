@@ -93,6 +93,14 @@ pub trait Arrivals: Send + Sync {
     fn now(&self) -> SimTime;
     /// Deliver `pkt` to its destination port at `at` (now if `at` has passed).
     fn arrive(&self, at: SimTime, pkt: Packet);
+    /// Whether every packet delivered so far has been handled (nothing the engine took
+    /// waits for a thread to run it). A process credits the packets it took from a peer
+    /// only then, so the peer's timers wait for the answers as they do for packets in
+    /// flight inside one process (see [`Outlet::in_flight`]). When this returns false,
+    /// the engine calls [`Outlet::settled`] once it becomes true.
+    fn settled(&self) -> bool {
+        true
+    }
 }
 
 /// Where a process's engine sends packets whose destination port it does not host.
@@ -100,7 +108,8 @@ pub trait Outlet: Send + Sync {
     /// `pkt` is due at its destination `delay` from now (as the local fabric computed it).
     fn forward(&self, delay: SimDuration, pkt: Packet);
     /// Whether packets are on their way between this process and another: sent and not yet
-    /// taken by the peer, or arrived and not yet handed to the engine. The threaded engine
+    /// handled by the peer (taken and delivered, deferred work included: see
+    /// [`Arrivals::settled`]), or arrived and not yet handed to the engine. The threaded engine
     /// holds due timers back meanwhile, as it does for packets in flight inside one
     /// process: a request timeout that fires because the emulator (or another process)
     /// has not run yet would turn the emulator's slowness into a hardware error.
@@ -116,6 +125,9 @@ pub trait Outlet: Send + Sync {
     fn poll(&self) -> bool {
         false
     }
+    /// The engine has handled every packet delivered to it (see [`Arrivals::settled`]):
+    /// credits held back meanwhile may go to the peers now.
+    fn settled(&self) {}
 }
 
 /// One direction toward one peer process: a shared-memory ring or a TCP stream.
@@ -128,7 +140,7 @@ pub trait PeerLink: Send + Sync {
     fn close(&self);
     /// Which kind of link this is.
     fn kind(&self) -> LinkKind;
-    /// Whether frames sent on this link have not been taken by the peer yet (as far as
+    /// Whether frames sent on this link have not been handled by the peer yet (as far as
     /// this side can tell).
     fn pending(&self) -> bool;
 }
@@ -238,6 +250,9 @@ pub(crate) struct Core {
     pub(crate) stop: AtomicBool,
     /// Set by abandon: no goodbyes.
     pub(crate) crashed: AtomicBool,
+    /// Frames taken from the inbound rings are not declared handled yet (the engine still
+    /// had deferred deliveries when they were taken).
+    pub(crate) shm_owed: AtomicBool,
 }
 
 impl Core {
@@ -373,6 +388,7 @@ impl ProcessFabric {
             arrivals,
             stop: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
+            shm_owed: AtomicBool::new(false),
             cfg,
         });
         let shm = shm::ShmSide::new(&core)?;
@@ -537,6 +553,11 @@ impl Outlet for ProcessFabric {
 
     fn poll(&self) -> bool {
         !self.closed.load(Ordering::Acquire) && self.shm.poll(&self.core)
+    }
+
+    fn settled(&self) {
+        self.shm.settled(&self.core);
+        self.tcp.settled();
     }
 
     fn in_flight(&self) -> bool {

@@ -9,6 +9,7 @@
 //! | 72 | 4 | `producer_pid` | producer |
 //! | 76 | 4 | `producer_state` ([`RingState`]) | producer |
 //! | 128 | 8 | `head`: bytes ever consumed (release-stored after reading) | consumer |
+//! | 136 | 8 | `settled`: bytes consumed whose frames the consumer's engine has handled (`<= head`) | consumer |
 //! | 192 | `cap` | data | producer |
 //!
 //! `tail` and `head` live on their own cache lines and only grow; `tail - head` is the
@@ -44,6 +45,7 @@ const PRODUCER_BEAT: usize = 64;
 const PRODUCER_PID: usize = 72;
 const PRODUCER_STATE: usize = 76;
 const HEAD: usize = 128;
+const SETTLED: usize = 136;
 
 /// What the producer side of a ring is doing (its `producer_state` word).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -219,6 +221,12 @@ impl Producer {
         self.tail - self.head
     }
 
+    /// Whether bytes pushed have not been declared handled by the consumer yet (see
+    /// [`Consumer::settle`]): they are in the ring, or taken and still being handled.
+    pub fn unsettled(&self) -> bool {
+        self.raw.u64_at(SETTLED).load(Ordering::Acquire) != self.tail
+    }
+
     /// Bump this producer's heartbeat.
     pub fn beat(&self) {
         self.raw
@@ -284,6 +292,12 @@ impl Consumer {
         self.head += skipped + (LEN_WORD + padded(len)) as u64;
         self.raw.u64_at(HEAD).store(self.head, Ordering::Release);
         Some(r)
+    }
+
+    /// Declare every frame popped so far handled: the producer stops counting them as
+    /// in flight ([`Producer::unsettled`]).
+    pub fn settle(&self) {
+        self.raw.u64_at(SETTLED).store(self.head, Ordering::Release);
     }
 
     /// Whether frames wait to be popped.
@@ -380,6 +394,30 @@ mod tests {
         assert_eq!(c.pop(|b| b.len()), Some(16));
         assert!(p.try_push(&[&[2u8; 16]]));
         assert!(!p.try_push(&[&[2u8; 16]]));
+    }
+
+    #[test]
+    fn frames_stay_unsettled_until_the_consumer_settles_them() {
+        let cap = 256;
+        let mut mem = memory(cap);
+        let base = mem.as_mut_ptr().cast::<u8>();
+        // SAFETY: as above.
+        let (mut p, mut c) = unsafe {
+            init(base, cap);
+            (Producer::new(base, cap, 1), Consumer::new(base, cap))
+        };
+        assert!(!p.unsettled());
+        assert!(p.try_push(&[&[1u8; 16]]));
+        assert!(p.try_push(&[&[2u8; 16]]));
+        assert!(p.unsettled());
+        assert_eq!(c.pop(|b| b[0]), Some(1));
+        c.settle();
+        assert!(p.unsettled(), "one frame still in the ring");
+        assert_eq!(c.pop(|b| b[0]), Some(2));
+        assert_eq!(p.in_use(), 0);
+        assert!(p.unsettled(), "taken, not yet declared handled");
+        c.settle();
+        assert!(!p.unsettled());
     }
 
     #[test]

@@ -320,6 +320,29 @@ impl ShmSide {
         }
     }
 
+    /// The engine has handled what it was given: declare the frames taken so far handled,
+    /// if that was held back. Re-checks under the lock (another deferral may have begun
+    /// since); when the engine is busy again, its next notification does it.
+    pub(crate) fn settled(&self, core: &Core) {
+        loop {
+            if !core.shm_owed.swap(false, Ordering::SeqCst) {
+                return;
+            }
+            {
+                let inb = lock(&self.inbound);
+                if core.arrivals.settled() {
+                    settle(&inb);
+                    return;
+                }
+            }
+            core.shm_owed.store(true, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if !core.arrivals.settled() {
+                return;
+            }
+        }
+    }
+
     /// Drain the inbound rings in the calling thread, unless the poller is at it (then it
     /// hands the frames over itself). Returns whether any frame was taken.
     pub(crate) fn poll(&self, core: &Core) -> bool {
@@ -482,8 +505,8 @@ impl PeerLink for ShmLink {
     }
 
     fn pending(&self) -> bool {
-        let mut g = lock(&self.inner);
-        !g.backlog.is_empty() || g.producer.in_use() > 0
+        let g = lock(&self.inner);
+        !g.backlog.is_empty() || g.producer.unsettled()
     }
 }
 
@@ -547,9 +570,32 @@ fn poll_loop(
     }
 }
 
-/// Hand what the inbound rings hold to the engine (at most 256 frames a ring). Returns
-/// whether any frame was taken.
+/// Declare every frame taken from the inbound rings handled (see [`Consumer::settle`]).
+fn settle(inb: &[Inbound]) {
+    for r in inb {
+        r.ring.settle();
+    }
+}
+
+/// Hand what the inbound rings hold to the engine (at most 256 frames a ring), then
+/// declare them handled if the engine has finished with them, else leave that to its
+/// notification ([`ShmSide::settled`]): a producer counts its frames in flight until then,
+/// so its timers wait for the answers. Returns whether any frame was taken.
 fn drain(core: &Core, inb: &mut [Inbound]) -> bool {
+    let work = take(core, inb);
+    if work {
+        core.shm_owed.store(true, Ordering::SeqCst);
+        // Pairs with the fence of the engine's notification: either it sees the debt, or
+        // this sees the engine settled.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if core.arrivals.settled() && core.shm_owed.swap(false, Ordering::SeqCst) {
+            settle(inb);
+        }
+    }
+    work
+}
+
+fn take(core: &Core, inb: &mut [Inbound]) -> bool {
     let mut work = false;
     for r in inb.iter_mut() {
         for _ in 0..256 {

@@ -18,14 +18,14 @@
 
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::frame::{self, Header, Kind};
-use super::{Core, LinkKind, PeerLink, PeerState, RemoteError};
+use super::{Arrivals, Core, LinkKind, PeerLink, PeerState, RemoteError};
 use crate::fabric::Packet;
 use crate::time::{SimDuration, SimTime};
 
@@ -80,10 +80,27 @@ impl TcpSide {
         self.addr
     }
 
-    /// Whether a reader is handing frames to the engine or holds read-ahead bytes (what
-    /// still sits in the kernel's socket buffers is not seen).
+    /// The engine has handled what it was given: send the credits held back.
+    pub(crate) fn settled(&self) {
+        for l in lock(&self.links).iter() {
+            l.settle();
+        }
+    }
+
+    /// Whether a reader is handing frames to the engine or holds read-ahead bytes, or
+    /// bytes from a peer wait in the kernel's socket buffers for a reader that has not run
+    /// yet (a response the peer sent before our timer came due is on its way, not lost).
     pub(crate) fn receiving(&self) -> bool {
-        self.busy.load(Ordering::Acquire) > 0
+        self.busy.load(Ordering::Acquire) > 0 || self.unread()
+    }
+
+    /// Whether any stream has bytes the kernel holds for us (peeked, not taken: the
+    /// readers still get them). A stream list held by another thread counts as yes.
+    fn unread(&self) -> bool {
+        let Ok(streams) = self.streams.try_lock() else {
+            return true;
+        };
+        streams.iter().any(unread)
     }
 
     pub(crate) fn connect(
@@ -118,6 +135,8 @@ impl TcpSide {
             sent: AtomicU64::new(0),
             credited: AtomicU64::new(0),
             taken: Arc::clone(&taken),
+            took: AtomicU64::new(0),
+            owed: AtomicBool::new(false),
         });
         lock(&self.links).push(Arc::clone(&link));
         Ok(link)
@@ -158,8 +177,13 @@ pub(crate) struct TcpLink {
     /// Packet frames sent, and how many of them the peer credited.
     sent: AtomicU64,
     credited: AtomicU64,
-    /// Packet frames our reader took from the peer's stream (sent back as credits).
+    /// Packet frames our reader took from the peer's stream and our engine has handled:
+    /// the value the writer sends back as a credit.
     taken: Arc<AtomicU64>,
+    /// Packet frames our reader took, and whether a credit for them is owed (held back
+    /// while our engine still had deferred deliveries; see [`Arrivals::settled`]).
+    took: AtomicU64,
+    owed: AtomicBool,
 }
 
 impl TcpLink {
@@ -167,6 +191,30 @@ impl TcpLink {
     fn credit(&self) {
         if let Some(tx) = lock(&self.tx).as_ref() {
             let _ = tx.send(Vec::new());
+        }
+    }
+
+    /// Our reader took `took` packet frames from the peer so far: credit them now if the
+    /// engine has handled them, else once it has ([`TcpLink::settle`] from
+    /// [`TcpSide::settled`]). A credit tells the peer its packets are no longer in flight,
+    /// so it must not come before their handling (and the answers it sends) has run.
+    fn offer_credit(&self, took: u64, arrivals: &dyn Arrivals) {
+        self.took.store(took, Ordering::SeqCst);
+        self.owed.store(true, Ordering::SeqCst);
+        // Pairs with the fence in the engine's settle notification: either it sees the
+        // debt, or this sees the engine settled.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if arrivals.settled() {
+            self.settle();
+        }
+    }
+
+    /// Send the credit owed, if any.
+    fn settle(&self) {
+        if self.owed.swap(false, Ordering::SeqCst) {
+            self.taken
+                .store(self.took.load(Ordering::SeqCst), Ordering::Release);
+            self.credit();
         }
     }
 }
@@ -284,6 +332,14 @@ fn write_loop(
     }
 }
 
+/// Whether the kernel holds bytes received on `s` that nobody has read yet (a peek that
+/// neither blocks nor takes them).
+fn unread(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(s, &mut b[..], flags), Ok((got, _)) if got > 0)
+}
+
 fn me_of(core: &Core) -> u32 {
     core.cfg.port.0
 }
@@ -377,8 +433,7 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
                 link = ctx.link(port);
             }
             if let Some(l) = &link {
-                l.taken.store(taken, Ordering::Release);
-                l.credit();
+                l.offer_credit(taken, &*core.arrivals);
                 credited = taken;
             }
         }
@@ -436,5 +491,33 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unread_bytes_are_seen_without_being_taken() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = listener.accept().unwrap();
+        assert!(!unread(&rx), "nothing sent yet");
+        tx.write_all(&[1, 2, 3]).unwrap();
+        tx.flush().unwrap();
+        let t0 = std::time::Instant::now();
+        while !unread(&rx) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(unread(&rx), "sent bytes wait in the kernel");
+        // Peeking took nothing: the reader still gets every byte.
+        let mut got = [0u8; 3];
+        rx.read_exact(&mut got).unwrap();
+        assert_eq!(got, [1, 2, 3]);
+        assert!(!unread(&rx), "all read");
+        // A stream whose peer closed has nothing unread either.
+        drop(tx);
+        assert!(!unread(&rx));
     }
 }
