@@ -43,6 +43,12 @@ pub const POW2_STAGING_MAX: u64 = 64 << 10;
 /// header still fits).
 const POOLED_STAGING_MAX: u64 = (4 << 20) + PAGE;
 const PAGE: u64 = 4096;
+/// Released staging buffers kept per size: a window of 16 messages in flight (osu_bw's) finds
+/// all of its buffers in the pool, instead of allocating, zeroing and registering half of
+/// them for every window.
+pub const POOLED_PER_SIZE: usize = 16;
+/// Bytes of released staging buffers kept in all (16 buffers of a 4 MiB message each way).
+pub const POOLED_BYTES_MAX: u64 = 2 * POOLED_PER_SIZE as u64 * POOLED_STAGING_MAX;
 
 /// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
 pub fn staging_size(len: usize) -> u64 {
@@ -373,10 +379,16 @@ impl Endpoint {
         Ok(Buf { mem, md })
     }
 
-    /// Give a staging buffer back (kept for reuse up to a few per size).
+    /// Give a staging buffer back (kept for reuse up to [`POOLED_PER_SIZE`] per size and
+    /// [`POOLED_BYTES_MAX`] in all).
     pub fn release(&mut self, b: Buf) {
-        let v = self.pool.entry(b.mem.len()).or_default();
-        if v.len() < 8 && b.mem.len() <= POOLED_STAGING_MAX {
+        let size = b.mem.len();
+        if size > POOLED_STAGING_MAX {
+            return;
+        }
+        let pooled: u64 = self.pool.iter().map(|(s, v)| s * v.len() as u64).sum();
+        let v = self.pool.entry(size).or_default();
+        if v.len() < POOLED_PER_SIZE && pooled + size <= POOLED_BYTES_MAX {
             v.push(b);
         }
     }
