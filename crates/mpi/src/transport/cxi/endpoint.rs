@@ -56,15 +56,21 @@ const PAGE: u64 = 4096;
 pub const TX_MORE_SLOTS: u64 = 64;
 
 /// Released staging buffers of one size kept registered: [`POOLED_BYTES_PER_SIZE`] worth,
-/// and at least 8. A window of small messages (a receive or an eager send each holds a
-/// buffer) then reuses registered buffers instead of mapping and unmapping one per message
-/// (two driver calls), as libfabric's registration cache and request-buffer pools do.
+/// and at least [`POOLED_MIN_PER_SIZE`]. A window of small messages (a receive or an eager
+/// send each holds a buffer) then reuses registered buffers instead of mapping and
+/// unmapping one per message (two driver calls), as libfabric's registration cache and
+/// request-buffer pools do; a window of 16 large messages (osu_bw's) finds all of its
+/// buffers in the pool instead of allocating, zeroing and registering half of them.
 pub fn pooled_per_size(size: u64) -> usize {
-    (POOLED_BYTES_PER_SIZE / size.max(1)).max(8) as usize
+    (POOLED_BYTES_PER_SIZE / size.max(1)).max(POOLED_MIN_PER_SIZE as u64) as usize
 }
 
 /// Bytes of released staging buffers kept per size.
 const POOLED_BYTES_PER_SIZE: u64 = 1 << 20;
+/// Released staging buffers kept per size at least.
+pub const POOLED_MIN_PER_SIZE: usize = 16;
+/// Bytes of released staging buffers kept in all (16 buffers of a 4 MiB message each way).
+pub const POOLED_BYTES_MAX: u64 = 2 * POOLED_MIN_PER_SIZE as u64 * POOLED_STAGING_MAX;
 
 /// The size of the staging buffer that holds `len` bytes ([`Endpoint::buf`]).
 pub fn staging_size(len: usize) -> u64 {
@@ -395,11 +401,16 @@ impl Endpoint {
         Ok(Buf { mem, md })
     }
 
-    /// Give a staging buffer back (kept for reuse: [`pooled_per_size`] of its size).
+    /// Give a staging buffer back (kept for reuse: [`pooled_per_size`] of its size, and
+    /// [`POOLED_BYTES_MAX`] in all).
     pub fn release(&mut self, b: Buf) {
-        let len = b.mem.len();
-        let v = self.pool.entry(len).or_default();
-        if v.len() < pooled_per_size(len) && len <= POOLED_STAGING_MAX {
+        let size = b.mem.len();
+        if size > POOLED_STAGING_MAX {
+            return;
+        }
+        let pooled: u64 = self.pool.iter().map(|(s, v)| s * v.len() as u64).sum();
+        let v = self.pool.entry(size).or_default();
+        if v.len() < pooled_per_size(size) && pooled + size <= POOLED_BYTES_MAX {
             v.push(b);
         }
     }
@@ -643,9 +654,10 @@ mod tests {
         // A window of 256 receives or eager sends of up to a page reuses its buffers.
         assert_eq!(pooled_per_size(staging_size(8)), 256);
         assert_eq!(pooled_per_size(staging_size(4096)), 256);
-        // At most 1 MiB per size, but never fewer than 8 buffers.
+        // At most 1 MiB per size, but never fewer than 16 buffers (osu_bw's window).
+        assert_eq!(pooled_per_size(staging_size(32 << 10)), 32);
         assert_eq!(pooled_per_size(staging_size(64 << 10)), 16);
-        assert_eq!(pooled_per_size(staging_size(4 << 20)), 8);
+        assert_eq!(pooled_per_size(staging_size(4 << 20)), 16);
     }
 
     #[test]

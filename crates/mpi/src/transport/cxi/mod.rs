@@ -170,6 +170,8 @@ pub struct CxiTransport {
     done: BTreeMap<OpId, Completion>,
     sends: HashMap<u64, SendOp>,
     recvs: HashMap<u64, RecvOp>,
+    /// Receives whose bytes are all there, until tested (`rx::Arrived`).
+    arrived: HashMap<OpId, rx::Arrived>,
     rma_ops: HashMap<u64, RmaOp>,
     bids: HashMap<u16, u64>,
     next_bid: u16,
@@ -277,6 +279,7 @@ impl CxiTransport {
             done: BTreeMap::new(),
             sends: HashMap::new(),
             recvs: HashMap::new(),
+            arrived: HashMap::new(),
             rma_ops: HashMap::new(),
             bids: HashMap::new(),
             next_bid: proto::RECV_BID,
@@ -658,11 +661,11 @@ impl Transport for CxiTransport {
     }
 
     fn test(&mut self, op: OpId) -> Result<Option<Completion>> {
-        if let Some(c) = self.done.remove(&op) {
-            return Ok(Some(c));
-        }
-        self.progress()?;
-        Ok(self.done.remove(&op))
+        self.test_maybe_into(op, None)
+    }
+
+    fn test_into(&mut self, op: OpId, out: &mut [u8]) -> Result<Option<Completion>> {
+        self.test_maybe_into(op, Some(out))
     }
 
     fn progress(&mut self) -> Result<bool> {

@@ -16,11 +16,37 @@ use firmware_spec::cassini::event::TargetLong;
 use firmware_spec::cassini::le::{LeFlags, PtlList};
 use firmware_spec::cassini::rc::ReturnCode;
 
+use super::endpoint::Buf;
 use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
 use super::retry::RdzvSource;
 use super::{CxiTransport, RecvOp, UxKey};
 use crate::error::{Error, Result};
-use crate::transport::{Completion, Envelope, MatchSpec, OpId};
+use crate::transport::{Completion, Envelope, MatchSpec, OpId, Transport};
+
+/// A receive whose bytes are all there, not yet tested: the first `keep` bytes of the
+/// message are `eager` followed by `buf` from offset `eager.len()` (all of them in `buf` when
+/// the message landed in the receive's LE, `eager` empty).
+pub(super) struct Arrived {
+    envelope: Envelope,
+    keep: usize,
+    eager: Vec<u8>,
+    buf: Option<Buf>,
+}
+
+/// Fill `out` with the bytes of an arrived receive: `eager` first, then `buf` from offset
+/// `eager.len()`.
+fn copy_arrived(eager: &[u8], buf: Option<&Buf>, out: &mut [u8]) -> Result<()> {
+    let n = eager.len().min(out.len());
+    out[..n].copy_from_slice(&eager[..n]);
+    let rest = &mut out[n..];
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let b = buf.ok_or_else(|| Error::Transport("cxi: a receive's bytes went missing".into()))?;
+    b.mem
+        .read(n as u64, rest)
+        .map_err(|e| Error::Transport(format!("cxi: reading a receive buffer: {e}")))
+}
 
 /// Take what is kept for the unexpected message `key` at IOVA `start` (its eager bytes, or
 /// the receive waiting for them), forgetting the IOVA once nothing else is kept there: an
@@ -196,10 +222,7 @@ impl CxiTransport {
         // The PUT_OVERFLOW of the removed header came before the SEARCH event.
         let env = match self.recvs.get(&id) {
             Some(r) => r.env,
-            None => self.done.get(&OpId(id)).and_then(|c| match c {
-                Completion::Received { envelope, .. } => Some(*envelope),
-                _ => None,
-            }),
+            None => self.arrived_envelope(OpId(id)),
         };
         let env = env.ok_or_else(|| {
             Error::Transport("cxi: SEARCH_AND_DELETE matched but reported no header".into())
@@ -376,7 +399,10 @@ impl CxiTransport {
         Ok(())
     }
 
-    /// Complete receive `id` once its envelope and every byte are there.
+    /// Complete receive `id` once its envelope and every byte are there. The bytes stay where
+    /// the NIC put them (the receive's buffer, and the eager part taken from an overflow or
+    /// request buffer) until the receive is tested: [`CxiTransport::take_arrived`] then copies
+    /// them once, into the caller's buffer when there is one.
     pub(super) fn finish_recv(&mut self, id: u64) -> Result<()> {
         let Some(r) = self.recvs.get(&id) else {
             return Ok(());
@@ -389,32 +415,102 @@ impl CxiTransport {
         }
         let mut r = self.drop_recv_keep_buf(id);
         let keep = env.len.min(r.capacity);
-        let data = if r.expected {
-            match &r.buf {
-                Some(b) => b.read(0, keep)?,
-                None => Vec::new(),
-            }
+        // The eager part: the front of the message when it did not land in the LE.
+        let eager = if r.expected {
+            Vec::new()
         } else {
             let mut e = r.eager.take().unwrap_or_default();
-            if e.len() >= keep {
-                e.truncate(keep);
-            } else if let Some(b) = &r.buf {
-                let rest = b.read(e.len() as u64, keep - e.len())?;
-                e.extend_from_slice(&rest);
-            }
+            e.truncate(keep);
             e
         };
-        if let Some(b) = r.buf.take() {
-            self.ep.release(b);
+        let buf = r.buf.take();
+        if eager.len() < keep && buf.is_none() {
+            return Err(Error::Transport(format!(
+                "cxi: receive {id} completed with {} of {keep} bytes and no buffer for the rest",
+                eager.len()
+            )));
         }
-        self.done.insert(
+        self.arrived.insert(
             OpId(id),
-            Completion::Received {
+            Arrived {
                 envelope: env,
-                data,
+                keep,
+                eager,
+                buf,
             },
         );
         Ok(())
+    }
+
+    /// The envelope of receive `op` if it completed and was not tested yet.
+    pub(super) fn arrived_envelope(&self, op: OpId) -> Option<Envelope> {
+        self.arrived.get(&op).map(|a| a.envelope)
+    }
+
+    /// Complete receive `op` if its bytes arrived: copied straight into `out` when it is given
+    /// and has room for them ([`Completion::Landed`], counted `recv_landed`), else into a new
+    /// vector ([`Completion::Received`], counted `recv_copied`: owned receives, claimed
+    /// messages received into a shorter buffer).
+    pub(super) fn take_arrived(
+        &mut self,
+        op: OpId,
+        out: Option<&mut [u8]>,
+    ) -> Result<Option<Completion>> {
+        let Some(a) = self.arrived.remove(&op) else {
+            return Ok(None);
+        };
+        let Arrived {
+            envelope,
+            keep,
+            eager,
+            buf,
+        } = a;
+        let c = match out {
+            Some(out) if out.len() >= keep => {
+                copy_arrived(&eager, buf.as_ref(), &mut out[..keep])?;
+                self.bump("recv_landed");
+                Completion::Landed {
+                    envelope,
+                    len: keep,
+                }
+            }
+            _ => {
+                let data = if buf.is_none() {
+                    eager
+                } else {
+                    let mut v = vec![0u8; keep];
+                    copy_arrived(&eager, buf.as_ref(), &mut v)?;
+                    v
+                };
+                self.bump("recv_copied");
+                Completion::Received { envelope, data }
+            }
+        };
+        if let Some(b) = buf {
+            self.ep.release(b);
+        }
+        Ok(Some(c))
+    }
+
+    /// `test` (`out` = `None`) and `test_into`: a completion already recorded, or a receive
+    /// whose bytes arrived, before and after one round of progress.
+    pub(super) fn test_maybe_into(
+        &mut self,
+        op: OpId,
+        mut out: Option<&mut [u8]>,
+    ) -> Result<Option<Completion>> {
+        for round in 0..2 {
+            if round == 1 {
+                self.progress()?;
+            }
+            if let Some(c) = self.done.remove(&op) {
+                return Ok(Some(c));
+            }
+            if let Some(c) = self.take_arrived(op, out.as_deref_mut())? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
     }
 
     fn drop_recv_keep_buf(&mut self, id: u64) -> RecvOp {
