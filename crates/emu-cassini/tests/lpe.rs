@@ -1021,6 +1021,42 @@ fn rendezvous_put_hooks() {
     let g = out.rendezvous[0];
     assert_eq!(g.ule_id, Some(id));
     assert_eq!((g.length, g.dest_start), (9000, 0x20_0000 + 1000));
+
+    // Receive entries no longer than the eager part (truncating receives): nothing is left
+    // to pull, so the NIC issues no Get and the RENDEZVOUS event says so (software then
+    // pulls what lets the source complete), expected and unexpected alike.
+    append_ok(
+        &mut lpe,
+        pt,
+        PtlList::Priority,
+        Le::new(3, 0x30_0000, 600, recv).with_match(3, 0),
+    );
+    let out = lpe.incoming(pt, rdzv(3));
+    assert_eq!(out.delivery.unwrap().length, 600);
+    assert_eq!(
+        types(&out.events),
+        vec![EventType::Put, EventType::Rendezvous]
+    );
+    assert!(
+        !out.events[1].get_issued,
+        "no Get for an entry the eager part filled"
+    );
+    assert!(!out.rendezvous.unwrap().get_issued);
+    let ux = lpe.incoming(pt, rdzv(4));
+    assert!(ux.rendezvous.is_none());
+    let out = lpe
+        .append(
+            pt,
+            PtlList::Priority,
+            Le::new(4, 0x40_0000, 600, recv).with_match(4, 0),
+        )
+        .unwrap();
+    assert_eq!(
+        types(&out.events),
+        vec![EventType::PutOverflow, EventType::Rendezvous]
+    );
+    assert!(!out.events[1].get_issued);
+    assert!(!out.rendezvous[0].get_issued);
 }
 
 #[test]

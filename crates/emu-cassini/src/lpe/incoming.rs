@@ -599,6 +599,9 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
     }
 
     let rdzv_offload = req.op == NetOp::RendezvousPut && plan.list == PtlList::Priority;
+    // Nothing left to pull (the LE is no longer than the eager part): the NIC issues no Get
+    // and says so in the RENDEZVOUS event, and software pulls what lets the source complete.
+    let get_issued = cx.config.rdzv_get_en && plan.matched > plan.placed;
     let mut events = Vec::new();
     if pte.has_eq() {
         let base = request_event(pte, cx.pt, req, plan);
@@ -613,7 +616,7 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
             if rdzv_offload {
                 events.push(TargetEvent {
                     event_type: EventType::Rendezvous,
-                    get_issued: cx.config.rdzv_get_en,
+                    get_issued,
                     initiator: rendezvous_dfa(
                         req.source_nid,
                         match_id_pid(cx.config.pid_bits, req.initiator),
@@ -636,7 +639,7 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
         },
     });
     let rendezvous = rdzv_offload.then(|| {
-        if cx.config.rdzv_get_en {
+        if get_issued {
             bump(&mut cx.counters.rndzv_puts_offloaded, pool);
         }
         RendezvousGet {
@@ -655,7 +658,7 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
                 .wrapping_add(plan.placed),
             dest_start: plan.start.wrapping_add(plan.placed),
             dest_lac: le.lac,
-            get_issued: cx.config.rdzv_get_en,
+            get_issued,
         }
     });
     IncomingOutcome {

@@ -533,7 +533,10 @@ fn consume_unexpected(
         }
         if let Some(r) = ule.rendezvous {
             let eager = ule.mlength.min(total);
-            if cx.config.rdzv_get_en {
+            // Nothing left to pull (the LE is no longer than the eager part): the NIC
+            // issues no Get and says so, and software pulls what lets the source complete.
+            let issued = cx.config.rdzv_get_en && total > eager;
+            if issued {
                 bump(&mut cx.counters.rndzv_puts_offloaded, pte.config.cntr_pool);
             }
             out.rendezvous.push(RendezvousGet {
@@ -552,12 +555,12 @@ fn consume_unexpected(
                     .wrapping_add(eager),
                 dest_start: dest.wrapping_add(eager),
                 dest_lac: le.lac,
-                get_issued: cx.config.rdzv_get_en,
+                get_issued: issued,
             });
             if comm_on && pte.has_eq() {
                 out.events.push(TargetEvent {
                     event_type: EventType::Rendezvous,
-                    get_issued: cx.config.rdzv_get_en,
+                    get_issued: issued,
                     initiator: rendezvous_dfa(
                         r.source_nid,
                         match_id_pid(cx.config.pid_bits, ule.initiator),
