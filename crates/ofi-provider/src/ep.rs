@@ -265,6 +265,9 @@ impl Ep {
                     .map_err(crate::error::posting)?
             }
         };
+        // The send goes out now, as libfabric's sends do without FI_MORE: the application
+        // may next wait on another endpoint, which makes no progress on this one.
+        s.t.flush().map_err(crate::error::posting)?;
         let report = op
             .completion
             .unwrap_or(!s.tx_selective || self.defaults.tx_completion);

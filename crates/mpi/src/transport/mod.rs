@@ -264,6 +264,14 @@ pub trait Transport {
     /// Make progress on everything in flight; `true` if anything happened.
     fn progress(&mut self) -> Result<bool>;
 
+    /// Put on the wire what a transport holds back for the next [`progress`](Self::progress)
+    /// (sends written without their doorbell, like libfabric's `FI_MORE`). A caller that may
+    /// not make progress on this transport soon (a libfabric application waiting on another
+    /// endpoint) calls it after posting. The default holds nothing back.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Per-protocol statistics since init.
     fn stats(&self) -> Stats;
 

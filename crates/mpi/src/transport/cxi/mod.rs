@@ -668,6 +668,11 @@ impl Transport for CxiTransport {
         self.test_maybe_into(op, Some(out))
     }
 
+    fn flush(&mut self) -> Result<()> {
+        self.check()?;
+        self.ep.flush_tx()
+    }
+
     fn progress(&mut self) -> Result<bool> {
         self.check()?;
         // Sends issued since the last progress get their doorbell now: every wait goes
