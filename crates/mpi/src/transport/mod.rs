@@ -217,6 +217,19 @@ pub struct Atomic {
 /// `rendezvous` on cxi; `E0`, `E1`, `R0`, `R1` on gni), and anything else a transport counts.
 pub type Stats = BTreeMap<&'static str, u64>;
 
+/// What `test` and `test_into` do on every transport: `look` for the completion of an
+/// operation, and if there is none yet, make one round of progress and look again.
+pub(crate) fn look_around_progress<T: Transport + ?Sized>(
+    t: &mut T,
+    mut look: impl FnMut(&mut T) -> Result<Option<Completion>>,
+) -> Result<Option<Completion>> {
+    if let Some(c) = look(t)? {
+        return Ok(Some(c));
+    }
+    t.progress()?;
+    look(t)
+}
+
 /// A NIC as the MPI layer sees it. One per rank; not shared between threads.
 pub trait Transport {
     /// `cxi` or `gni`.

@@ -21,7 +21,7 @@ use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
 use super::retry::RdzvSource;
 use super::{CxiTransport, RecvOp, UxKey};
 use crate::error::{Error, Result};
-use crate::transport::{Completion, Envelope, MatchSpec, OpId, Transport};
+use crate::transport::{Completion, Envelope, MatchSpec, OpId};
 
 /// A receive whose bytes are all there, not yet tested: the first `keep` bytes of the
 /// message are `eager` followed by `buf` from offset `eager.len()` (all of them in `buf` when
@@ -499,18 +499,10 @@ impl CxiTransport {
         op: OpId,
         mut out: Option<&mut [u8]>,
     ) -> Result<Option<Completion>> {
-        for round in 0..2 {
-            if round == 1 {
-                self.progress()?;
-            }
-            if let Some(c) = self.done.remove(&op) {
-                return Ok(Some(c));
-            }
-            if let Some(c) = self.take_arrived(op, out.as_deref_mut())? {
-                return Ok(Some(c));
-            }
-        }
-        Ok(None)
+        crate::transport::look_around_progress(self, |t| match t.done.remove(&op) {
+            Some(c) => Ok(Some(c)),
+            None => t.take_arrived(op, out.as_deref_mut()),
+        })
     }
 
     fn drop_recv_keep_buf(&mut self, id: u64) -> RecvOp {

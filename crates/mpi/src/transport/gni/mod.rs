@@ -334,18 +334,10 @@ impl GniTransport {
         op: OpId,
         mut out: Option<&mut [u8]>,
     ) -> Result<Option<Completion>> {
-        for round in 0..2 {
-            if round == 1 {
-                self.progress()?;
-            }
-            if let Some(c) = self.done.remove(&op) {
-                return Ok(Some(c));
-            }
-            if let Some(c) = self.take_landed(op, out.as_deref_mut())? {
-                return Ok(Some(c));
-            }
-        }
-        Ok(None)
+        crate::transport::look_around_progress(self, |t| match t.done.remove(&op) {
+            Some(c) => Ok(Some(c)),
+            None => t.take_landed(op, out.as_deref_mut()),
+        })
     }
 
     fn op(&mut self) -> OpId {
