@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::hosts::{self, Host, Launcher};
-use crate::server::{Event, Limits, Server};
+use pmi::server::{Event, Limits, Server};
 
 /// Where forwarded output goes (the launcher's stdout or stderr, or a buffer in tests).
 pub type Sink = Arc<Mutex<dyn Write + Send>>;

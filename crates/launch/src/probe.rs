@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::Duration;
 
-use mpi::pmi::Pmi;
+use pmi::Pmi;
 
 /// How the failing rank fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,12 +118,12 @@ fn fail(pmi: &dyn Pmi, how: How) -> ! {
 
 /// Run the probe; the line to print, or what went wrong.
 pub fn run(args: &ProbeArgs) -> Result<String, String> {
-    let mut pmi = mpi::pmi::from_env()
+    let mut pmi = pmi::from_env()
         .map_err(|e| e.to_string())?
         .ok_or("not started by a PMI launcher (neither PMI_FD nor PMI_PORT is set)")?;
     let (rank, size) = (pmi.rank(), pmi.size());
     let (local_size, local_index) = pmi.local();
-    let err = |e: mpi::Error| format!("rank {rank}: {e}");
+    let err = |e: pmi::Error| format!("rank {rank}: {e}");
     if let Some(f) = args.fail
         && f.rank == rank
     {

@@ -1,4 +1,4 @@
-//! Jobs of the PMI probe (`pmi-probe`, which uses only `mpi::pmi`'s client) started by this
+//! Jobs of the PMI probe (`pmi-probe`, which uses only the `pmi` crate's client) started by this
 //! crate's launcher (what `nicemu run` runs) and by hydra's `mpiexec`; failing ranks; bad
 //! launch variables.
 //!

@@ -8,7 +8,7 @@
 //!   in-process runtime's pieces (platform cluster on the threaded engine, in-process PMI),
 //!   the NIC's transport opened as rank 0 of 1, the machine kept alive until `MPI_Finalize`;
 //! - **process manager** (`nicemu run`, hydra's `mpiexec`: the PMI variables `PMI_RANK`,
-//!   `PMI_FD` or `PMI_PORT` are set): the PMI-1 client (`mpi::pmi::from_env`) and this rank's
+//!   `PMI_FD` or `PMI_PORT` are set): the PMI-1 client (`pmi::from_env`) and this rank's
 //!   own node on the fabric between processes (`runtime::process::init`, configured by
 //!   `NICEMU_NIC` and the `NICEMU_FABRIC*` variables, docs/fabric-between-processes.md).
 
@@ -16,13 +16,13 @@
 
 use std::sync::Arc;
 
-use mpi::transport::Transport;
-use mpi::transport::cxi::CxiTransport;
-use mpi::transport::gni::GniTransport;
 use mpi::{Env, Universe};
 use platform::{Cluster, EngineKind, GeminiCluster};
 use runtime::process::{self, ProcessConfig, ProcessGuard};
 use runtime::{InProcessPmi, Nic, Shared};
+use transport::Transport;
+use transport::cxi::CxiTransport;
+use transport::gni::GniTransport;
 
 use crate::consts::MPI_ERR_OTHER;
 use crate::error::{AResult, AbiError};
@@ -134,8 +134,8 @@ pub(crate) fn start_world() -> AResult<World> {
 /// (named in the error when the launcher's variables are unusable).
 fn process_manager(nic: Nic, env: Env, vars: &[&str]) -> AResult<World> {
     let mut cfg = ProcessConfig::from_env(&env).map_err(|e| other("the job's settings", e))?;
-    cfg.nic = nic;
-    let pmi = mpi::pmi::from_env()
+    cfg.node.nic = nic;
+    let pmi = pmi::from_env()
         .map_err(|e| other("connecting to the process manager", e))?
         .ok_or_else(|| {
             other(

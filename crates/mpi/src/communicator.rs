@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::datatype::vec_from_bytes;
-use crate::error::{Error, Result};
-use crate::transport::{MatchBits, Rank};
 use crate::universe::CoreRef;
+use transport::error::{Error, Result};
+use transport::{MatchBits, Rank};
 
 /// A rank within a communicator (`int` in MPI).
 pub type CommRank = i32;

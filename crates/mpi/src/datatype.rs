@@ -5,7 +5,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::error::{Error, Result};
+use transport::error::{Error, Result};
 
 /// The element kinds reductions and NIC atomics understand. User types are [`Kind::Bytes`]:
 /// they move, but predefined reduction operations do not apply to them.

@@ -1,31 +1,25 @@
-//! An MPI layer over the user libraries: communicators, point-to-point, collectives and
-//! one-sided RMA written once over a [`transport::Transport`], with a transport for each NIC
-//! family doing what the real stacks do on it (CXI provider on Cassini, GNI netmod on Gemini).
+//! The MPI layer: communicators, point-to-point, collectives and one-sided RMA written once
+//! over a [`transport::Transport`] (the `transport` crate: a transport for each NIC family
+//! doing what the real stacks do on it, CXI provider on Cassini, GNI netmod on Gemini), as
+//! MPICH's MPI layer sits on its netmods. Processes bootstrap through `pmi`.
 //!
-//! The crate depends on `userlib` (and `driver`, `firmware-spec`) only, never on an emulator:
-//! the same code runs on an emulated NIC or on a real one bound through vfio.
+//! The crate depends on `transport` (and through it on `userlib`, `driver`, `firmware-spec`,
+//! `pmi`) only, never on an emulator: the same code runs on an emulated NIC or on a real one
+//! bound through vfio.
 
-// `deny`, not `forbid`: `pmi::fd` adopts the launcher's inherited socket, the crate's only
-// unsafe block.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod collective;
 pub mod communicator;
 pub mod datatype;
-pub mod env;
-pub mod error;
-pub mod matching;
 pub mod op;
-pub mod pmi;
 pub mod point_to_point;
 pub mod request;
-pub mod transport;
 pub mod typemap;
 pub mod universe;
 pub mod window;
 
-pub use env::Env;
-pub use error::{Error, Result};
+pub use transport::{Env, Error, Result};
 pub use universe::Universe;
 
 /// What `use mpi::traits::*;` brings in, as in rsmpi.

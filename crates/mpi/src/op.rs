@@ -2,7 +2,7 @@
 //! a [`Kind`].
 
 use crate::datatype::Kind;
-use crate::error::{Error, Result};
+use transport::error::{Error, Result};
 
 /// The predefined operations of MPI reductions (rsmpi's `SystemOperation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

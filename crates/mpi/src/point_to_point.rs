@@ -6,10 +6,10 @@
 
 use crate::communicator::{CommRank, SimpleCommunicator, Tag};
 use crate::datatype::{Buffer, BufferMut, Equivalence, value_from_bytes, vec_from_bytes};
-use crate::error::{Error, Result};
 use crate::request::{Request, Scope, Target};
-use crate::transport::{Envelope, MatchBits, MatchSpec, OpId, SendMode};
 use crate::universe::{Waiter, wait_op};
+use transport::error::{Error, Result};
+use transport::{Envelope, MatchBits, MatchSpec, OpId, SendMode};
 
 /// What a receive learned (`MPI_Status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use std::rc::Rc;
 
 use crate::collective::exec::{CollFuture, Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;
-use crate::error::{Error, Result};
 use crate::point_to_point::Status;
-use crate::transport::{Completion, OpId};
 use crate::universe::{wait_op, wait_op_into};
+use transport::error::{Error, Result};
+use transport::{Completion, OpId};
 
 /// The lifetime of buffers lent to immediate operations (rsmpi's `scope`): requests made in
 /// the scope borrow their buffers for it. Here the borrow checker does all the work: a

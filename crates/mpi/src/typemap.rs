@@ -9,7 +9,7 @@
 //! negative; a byte slice covering [`Layout::span`] stands for the buffer.
 
 use crate::datatype::Kind;
-use crate::error::{Error, Result};
+use transport::error::{Error, Result};
 
 /// The bytes one element of a datatype selects, and its bounds.
 #[derive(Clone, Debug, PartialEq, Eq)]

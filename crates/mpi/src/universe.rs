@@ -9,8 +9,8 @@ use driver::clock::Instant;
 
 use crate::collective::exec::{Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;
-use crate::error::{Error, Result};
-use crate::transport::{Completion, OpId, Transport};
+use transport::error::{Error, Result};
+use transport::{Completion, OpId, Transport};
 
 /// How long one operation may wait before the job is declared hung (the transports have
 /// their own, shorter, network timeouts; this catches a peer that never answers).

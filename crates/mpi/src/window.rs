@@ -21,10 +21,10 @@ use zerocopy::IntoBytes;
 
 use crate::communicator::{CommRank, SimpleCommunicator};
 use crate::datatype::{Equivalence, Kind, value_from_bytes, vec_from_bytes};
-use crate::error::{Error, Result};
 use crate::op::SystemOperation;
-use crate::transport::{AmoOp, AmoType, Atomic, Completion, OpId, WinId};
 use crate::universe::wait_op;
+use transport::error::{Error, Result};
+use transport::{AmoOp, AmoType, Atomic, Completion, OpId, WinId};
 
 /// Bytes before the user's part of each rank's window: the lock word, then padding, so that
 /// the user's part starts 64-byte aligned (window memory is page aligned) for a program that

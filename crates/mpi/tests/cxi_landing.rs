@@ -8,10 +8,10 @@
 //! these tests fail if a landed receive loses, shifts or truncates bytes, writes past the
 //! message, or if receives into buffers stop taking the one-copy path.
 
+use mpi::Error;
 use mpi::Universe;
-use mpi::error::Error;
-use mpi::transport::Stats;
 use runtime::{Job, Nic};
+use transport::Stats;
 
 /// IDC ≤ 192 B, eager ≤ 16 KiB (`FI_CXI_RDZV_THRESHOLD`), rendezvous above with 2 KiB of
 /// eager bytes (`FI_CXI_RDZV_EAGER_SIZE`): the defaults.

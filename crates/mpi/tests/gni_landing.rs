@@ -5,10 +5,10 @@
 //! Payloads are patterned and checked byte by byte; these tests fail if a landed receive
 //! loses, shifts or truncates bytes, or if receives into buffers stop taking the one-copy path.
 
+use mpi::Error;
 use mpi::Universe;
-use mpi::error::Error;
-use mpi::transport::Stats;
 use runtime::{Job, Nic};
+use transport::Stats;
 
 /// Thresholds small enough to cross cheaply: E0 ≤ 256, E1 ≤ 4096, R0 ≤ 64 KiB, R1 above.
 const KNOBS: [(&str, &str); 4] = [

@@ -60,7 +60,7 @@ fn sizes(max: usize) -> Vec<usize> {
 pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
     let env = mpi::Env::from_process();
     let cfg = ProcessConfig::from_env(&env)?;
-    let pmi = mpi::pmi::from_env()?.context(
+    let pmi = pmi::from_env()?.context(
         "nicemu mpi-check runs one rank per process: start it with `nicemu run -n N -- nicemu mpi-check` or `mpiexec -n N nicemu mpi-check`",
     )?;
     let (universe, guard) = process::init(pmi, &cfg)?;
@@ -129,7 +129,7 @@ pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
     let counters: Vec<String> = nic.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
         "rank {rank}/{size} {:?}: {} messages 0..{} B ok, allreduce of {} u64 ok; fabric sent {} packets / {} B, received {} / {} B; NIC {}",
-        cfg.nic,
+        cfg.node.nic,
         sizes.len(),
         args.max,
         args.reduce,

@@ -113,7 +113,7 @@ pub struct OsuArgs {
 
 fn parse_range(s: &str) -> Result<(usize, usize), String> {
     let size = |t: &str| {
-        mpi::env::parse_size(t).ok_or_else(|| format!("bad size '{t}' (bytes, K, M or G)"))
+        transport::env::parse_size(t).ok_or_else(|| format!("bad size '{t}' (bytes, K, M or G)"))
     };
     let (lo, hi) = match s.split_once(':') {
         Some((a, b)) => (size(a)?, size(b)?),

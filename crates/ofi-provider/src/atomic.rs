@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use firmware_spec::cassini::amo::{AmoOp as CxiOp, AmoType as CxiType, CswapOp};
-use mpi::transport::cxi::KeyedAmo;
+use transport::cxi::KeyedAmo;
 
 use crate::ffi::rma_types::*;
 

@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use mpi::Env;
-use mpi::pmi::Pmi;
-use mpi::transport::cxi::CxiTransport;
-use mpi::transport::{Completion, MatchSpec, OpId, Rank, SendMode, Transport};
+use pmi::Pmi;
+use transport::Env;
+use transport::cxi::CxiTransport;
+use transport::{Completion, MatchSpec, OpId, Rank, SendMode, Transport};
 
 use crate::av::{ADDR_LEN, Av};
 use crate::cq::{Cq, Entry, ErrEntry};
@@ -51,19 +51,17 @@ impl Pmi for Solo {
     fn local(&self) -> (u32, u32) {
         (1, 0)
     }
-    fn put(&mut self, key: &str, value: &[u8]) -> mpi::Result<()> {
+    fn put(&mut self, key: &str, value: &[u8]) -> pmi::Result<()> {
         self.0.insert(key.to_owned(), value.to_vec());
         Ok(())
     }
-    fn fence(&mut self) -> mpi::Result<()> {
+    fn fence(&mut self) -> pmi::Result<()> {
         Ok(())
     }
-    fn get(&mut self, rank: u32, key: &str) -> mpi::Result<Vec<u8>> {
+    fn get(&mut self, rank: u32, key: &str) -> pmi::Result<Vec<u8>> {
         match (rank, self.0.get(key)) {
             (0, Some(v)) => Ok(v.clone()),
-            _ => Err(mpi::Error::Transport(format!(
-                "no value {key} of rank {rank}"
-            ))),
+            _ => Err(pmi::Error::Failed(format!("no value {key} of rank {rank}"))),
         }
     }
     fn abort(&self, _why: &str) {}
@@ -358,7 +356,9 @@ impl Ep {
                 let message = e.to_string();
                 // Applications often print only the error number of the completions below;
                 // the cause goes to standard error once (as providers log with FI_LOG).
-                mpi::env::eprint_line(&format!("libfabric nicemu: endpoint failed: {message}"));
+                transport::env::eprint_line(&format!(
+                    "libfabric nicemu: endpoint failed: {message}"
+                ));
                 crate::rma::fail_all(&mut s, &message, &mut done);
                 let pending = std::mem::take(&mut s.ops);
                 for op in pending.values() {

@@ -12,7 +12,7 @@ pub enum Error {
     Nic(String),
     /// The cxi transport failed.
     #[error("nicemu: {0}")]
-    Transport(#[from] mpi::Error),
+    Transport(#[from] transport::Error),
     /// A bad argument (unknown address, bad flags, ...).
     #[error("nicemu: {0}")]
     Invalid(String),
@@ -54,7 +54,7 @@ impl Error {
 
 /// A transport error of posting a message: out of node memory when a staging buffer could
 /// not be allocated.
-pub fn posting(e: mpi::Error) -> Error {
+pub fn posting(e: transport::Error) -> Error {
     let text = e.to_string();
     if text.contains("staging buffer") {
         Error::OutOfMemory(text)

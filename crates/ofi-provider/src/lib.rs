@@ -1,5 +1,5 @@
 //! `libnicemu-fi.so`: a libfabric provider named `nicemu` over the cxi transport
-//! (`mpi::transport::cxi`, itself over `userlib::cxi`) on an emulated Cassini hosted in the
+//! (`transport::cxi`, itself over `userlib::cxi`) on an emulated Cassini hosted in the
 //! process; each process of a launched job hosts its own NIC on the fabric between
 //! processes ([`nic`], [`rendezvous`]). `FI_EP_RDM` endpoints with tagged and untagged
 //! messages, address vectors, and completion queues with manual progress. See

@@ -5,7 +5,7 @@
 //! one persistent LE on the endpoint's RMA PtlTE (index 117) matching on the region's key,
 //! allowing Puts and AMOs (`FI_REMOTE_WRITE`) and Gets (`FI_REMOTE_READ`), with
 //! `NO_TRUNCATE` so that an access beyond the region matches nothing
-//! (`mpi::transport::cxi::CxiTransport::region_expose`). Keys are chosen by the provider
+//! (`transport::cxi::CxiTransport::region_expose`). Keys are chosen by the provider
 //! (`FI_MR_PROV_KEY`: 1, 2, ...) or by the application (`requested_key`, below
 //! [`KEY_LIMIT`]); addresses in RMA calls are offsets into the region (`FI_MR_VIRT_ADDR`
 //! is not offered).

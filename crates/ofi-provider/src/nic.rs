@@ -4,7 +4,7 @@
 //! Cassini machine inside itself (one NIC, threaded engine): all its endpoints live on that
 //! NIC. A process that a launcher started as one rank of several ([`Launch::from_env`])
 //! hosts its rank's node of the job's machine and joins the fabric between processes
-//! ([`runtime::process::join`]: shared memory with ranks on this host, TCP with others), so
+//! ([`platform::process::join`]: shared memory with ranks on this host, TCP with others), so
 //! its endpoints reach the endpoints of every other rank. The ranks find each other's fabric
 //! addresses through the [`crate::rendezvous`] directory; endpoint names (the NIC address
 //! `fi_getname` returns) are exchanged by the application, as with any provider.
@@ -18,9 +18,9 @@
 use std::sync::{Arc, OnceLock};
 
 use driver::cassini::CxiDevice;
-use mpi::Env;
+use platform::process::{HostConfig, HostedNode};
 use platform::{Cluster, EngineKind};
-use runtime::process::{ProcessConfig, ProcessGuard};
+use transport::Env;
 
 use crate::error::{Error, Result};
 use crate::rendezvous::{Launch, Rendezvous};
@@ -40,10 +40,11 @@ pub fn node_memory() -> u64 {
     NODE_MEMORY.get().copied().unwrap_or(NODE_MEMORY_DEFAULT)
 }
 
-/// The node memory `env` asks for (`NICEMU_NODE_MEMORY_MIB`, checked as the runtime checks
+/// The node memory `env` asks for (`NICEMU_NODE_MEMORY_MIB`, checked as `platform::process` checks
 /// it), else [`NODE_MEMORY_DEFAULT`].
-fn node_memory_of(env: &Env) -> Result<ProcessConfig> {
-    let mut cfg = ProcessConfig::from_env(env).map_err(|e| Error::Nic(e.to_string()))?;
+fn node_memory_of(env: &Env) -> Result<HostConfig> {
+    let mut cfg = HostConfig::from_lookup(|v| env.get(v).map(str::to_string))
+        .map_err(|e| Error::Nic(e.to_string()))?;
     if env.get("NICEMU_NODE_MEMORY_MIB").is_none() {
         cfg.memory = NODE_MEMORY_DEFAULT;
     }
@@ -59,7 +60,7 @@ enum Host {
     /// A one-node machine in this process.
     Alone(Cluster),
     /// This rank's node of the job's machine, linked to the other processes.
-    Process(ProcessGuard),
+    Process(HostedNode),
 }
 
 /// This process's NIC: the devices endpoints open, and what keeps them alive.
@@ -87,7 +88,7 @@ impl Nic {
     /// processes (none when alone).
     pub fn counters(&self) -> Vec<(String, u64)> {
         match &self.host {
-            Host::Alone(c) => runtime::process::cassini_counters(c, 0),
+            Host::Alone(c) => platform::process::cassini_counters(c, 0),
             Host::Process(g) => {
                 let f = g.fabric_counters();
                 let mut v = g.nic_counters();
@@ -118,7 +119,7 @@ impl Nic {
 impl Drop for Nic {
     fn drop(&mut self) {
         if self.report {
-            mpi::env::eprint_line(&self.report_line());
+            transport::env::eprint_line(&self.report_line());
         }
     }
 }
@@ -173,13 +174,13 @@ fn open_alone(memory: u64, report: bool) -> Result<Nic> {
 fn open_in_job(env: &Env, launch: Launch, report: bool) -> Result<Nic> {
     let (rank, size) = (launch.rank, launch.size);
     let cfg = node_memory_of(env)?;
-    if cfg.nic != runtime::Nic::Cassini {
+    if cfg.nic != platform::Nic::Cassini {
         return Err(Error::Nic(
             "NICEMU_NIC: the libfabric provider drives a Cassini (cxi) only".into(),
         ));
     }
     let mut rdv = Rendezvous::new(launch)?;
-    let joined = runtime::process::join(&mut rdv, &cfg);
+    let joined = platform::process::join(&mut rdv, &cfg);
     rdv.leave();
     let guard = joined.map_err(|e| Error::Nic(format!("rank {rank} of {size}: {e}")))?;
     let devices = guard.cxi_devices();

@@ -1,6 +1,6 @@
 //! How the processes of a job find each other's NICs: a key-value exchange through files in a
 //! rendezvous directory, good for exactly what joining the fabric between processes needs
-//! (each rank's host name, shared-memory segment and TCP address, [`runtime::process::join`]).
+//! (each rank's host name, shared-memory segment and TCP address, [`platform::process::join`]).
 //!
 //! Why files: Open MPI's `mpirun` (4.1: ORTE with PMIx 4) gives its ranks no PMI-1 server,
 //! and PMIx is Open MPI's own connection to its daemon. The endpoint names themselves are
@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mpi::Env;
-use mpi::pmi::Pmi;
+use pmi::Pmi;
+use transport::Env;
 
 use crate::error::{Error, Result};
 
@@ -168,7 +168,7 @@ impl Launch {
     }
 }
 
-/// The exchange of one rank (a [`Pmi`] for [`runtime::process::join`]).
+/// The exchange of one rank (a [`Pmi`] for [`platform::process::join`]).
 pub struct Rendezvous {
     launch: Launch,
     /// Everything this rank put (each fence publishes all of it).
@@ -179,8 +179,8 @@ pub struct Rendezvous {
     theirs: HashMap<u32, HashMap<String, Vec<u8>>>,
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> mpi::Error {
-    mpi::Error::Transport(format!("rendezvous: {what} {}: {e}", path.display()))
+fn io(what: &str, path: &Path, e: std::io::Error) -> pmi::Error {
+    pmi::Error::Failed(format!("rendezvous: {what} {}: {e}", path.display()))
 }
 
 fn hex(v: &[u8]) -> String {
@@ -248,17 +248,15 @@ impl Pmi for Rendezvous {
     fn local(&self) -> (u32, u32) {
         self.launch.local
     }
-    fn put(&mut self, key: &str, value: &[u8]) -> mpi::Result<()> {
+    fn put(&mut self, key: &str, value: &[u8]) -> pmi::Result<()> {
         if key.is_empty() || key.contains(['=', '\n']) {
-            return Err(mpi::Error::Transport(format!(
-                "rendezvous: bad key {key:?}"
-            )));
+            return Err(pmi::Error::Failed(format!("rendezvous: bad key {key:?}")));
         }
         self.mine.retain(|(k, _)| k != key);
         self.mine.push((key.to_owned(), value.to_vec()));
         Ok(())
     }
-    fn fence(&mut self) -> mpi::Result<()> {
+    fn fence(&mut self) -> pmi::Result<()> {
         self.epoch += 1;
         let text: String = self
             .mine
@@ -279,10 +277,10 @@ impl Pmi for Rendezvous {
                 break;
             }
             if let Some(why) = self.aborted() {
-                return Err(mpi::Error::Transport(format!("the job was aborted: {why}")));
+                return Err(pmi::Error::Failed(format!("the job was aborted: {why}")));
             }
             if start.elapsed() > self.launch.timeout {
-                return Err(mpi::Error::Transport(format!(
+                return Err(pmi::Error::Failed(format!(
                     "rendezvous in {}: ranks {missing:?} did not arrive within {:?} (do all \
                      ranks open the nicemu provider? NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS)",
                     self.launch.dir.display(),
@@ -295,17 +293,17 @@ impl Pmi for Rendezvous {
         self.theirs.clear();
         Ok(())
     }
-    fn get(&mut self, rank: u32, key: &str) -> mpi::Result<Vec<u8>> {
+    fn get(&mut self, rank: u32, key: &str) -> pmi::Result<Vec<u8>> {
         if !self.theirs.contains_key(&rank) {
             if rank >= self.launch.size || self.epoch == 0 {
-                return Err(mpi::Error::Transport(format!(
+                return Err(pmi::Error::Failed(format!(
                     "rendezvous: no value {key} of rank {rank}"
                 )));
             }
             let path = self.file(self.epoch, rank);
             let text = std::fs::read_to_string(&path).map_err(|e| io("reading", &path, e))?;
             let kv = parse(&text).ok_or_else(|| {
-                mpi::Error::Transport(format!("rendezvous: {} is malformed", path.display()))
+                pmi::Error::Failed(format!("rendezvous: {} is malformed", path.display()))
             })?;
             self.theirs.insert(rank, kv);
         }
@@ -314,7 +312,7 @@ impl Pmi for Rendezvous {
             .and_then(|kv| kv.get(key))
             .cloned()
             .ok_or_else(|| {
-                mpi::Error::Transport(format!("rendezvous: rank {rank} published no {key}"))
+                pmi::Error::Failed(format!("rendezvous: rank {rank} published no {key}"))
             })
     }
     fn abort(&self, why: &str) {

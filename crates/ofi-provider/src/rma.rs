@@ -1,6 +1,6 @@
 //! RMA and atomics on an endpoint: `fi_write`/`fi_read`/`fi_atomic` and friends as puts,
 //! gets and AMOs by key on the target's RMA PtlTE
-//! (`mpi::transport::cxi::CxiTransport::put_keyed` & co., the CXI provider's design on
+//! (`transport::cxi::CxiTransport::put_keyed` & co., the CXI provider's design on
 //! Cassini, cassini.md §2.1), and the target side of the domain's memory regions
 //! ([`crate::mr`]): each region open to remote access is exposed on this endpoint's NIC,
 //! mirrored to and from the application's buffer.
@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use firmware_spec::cassini::rc::ReturnCode;
-use mpi::transport::cxi::KeyedAmo;
-use mpi::transport::{Completion, OpId};
+use transport::cxi::KeyedAmo;
+use transport::{Completion, OpId};
 
 use crate::cq::{Entry, ErrEntry};
 use crate::ep::{Done, Ep, INJECT_SIZE, MAX_MSG_SIZE, State};
@@ -139,7 +139,7 @@ impl Ep {
             return Ok(());
         }
         // Whatever failed here shows at the next progress.
-        let _ = mpi::transport::Transport::progress(&mut s.t);
+        let _ = transport::Transport::progress(&mut s.t);
         arrivals(&mut s, &mut Vec::new())?;
         s.rma.exposed.remove(&key);
         s.t.region_withdraw(key)?;

@@ -1,5 +1,5 @@
 //! How libfabric tags and message kinds are carried in the cxi transport's 48 user match
-//! bits ([`mpi::transport::MatchBits`]; the transport keeps bits 48..64 for itself).
+//! bits ([`transport::MatchBits`]; the transport keeps bits 48..64 for itself).
 //!
 //! | bits | use |
 //! |---|---|

@@ -562,3 +562,13 @@ impl Drop for GeminiCluster {
         }
     }
 }
+
+/// The torus of `nodes` nodes: two NICs per router along x when the count is even, one
+/// otherwise.
+pub fn torus_of(nodes: u32) -> ([u32; 3], u32) {
+    if nodes.is_multiple_of(2) {
+        ([nodes / 2, 1, 1], 2)
+    } else {
+        ([nodes, 1, 1], 1)
+    }
+}

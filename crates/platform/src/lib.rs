@@ -13,6 +13,8 @@
 //!   configured as a launcher would.
 //! - [`engine`]: which engine drives a cluster ([`EngineKind`]).
 //! - [`devices`]: the listing behind `nicemu devices`.
+//! - [`process`]: one node of a job's machine hosted in this process, linked to the other
+//!   processes' nodes ([`process::join`]).
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +23,7 @@ pub mod devices;
 pub mod engine;
 mod function;
 pub mod gemini;
+pub mod process;
 
 pub use cassini::{BuildProgress, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};
@@ -35,3 +38,23 @@ pub use emu_core::time::{SimDuration, SimTime};
 pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;
 pub use gemini::{GeminiCluster, GeminiClusterBuilder, GeminiClusterError, GeminiNode};
+
+/// Which NIC a machine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nic {
+    /// HPE Slingshot-11 Cassini (the cxi transport).
+    Cassini,
+    /// Cray Gemini (the gni transport).
+    Gemini,
+}
+
+impl std::str::FromStr for Nic {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "cassini" | "cxi" => Ok(Nic::Cassini),
+            "gemini" | "gni" => Ok(Nic::Gemini),
+            _ => Err(format!("unknown NIC {s:?} (expected cassini or gemini)")),
+        }
+    }
+}

@@ -79,8 +79,8 @@ fn main() {
             .next(),
         "shm" | "tcp" => {
             let mut cfg = ProcessConfig::new(nic);
-            cfg.force_tcp = mode == "tcp";
-            cfg.tcp_bind = "127.0.0.1".parse().unwrap();
+            cfg.node.force_tcp = mode == "tcp";
+            cfg.node.tcp_bind = "127.0.0.1".parse().unwrap();
             let shared = Shared::new();
             std::thread::scope(|s| {
                 let hs: Vec<_> = (0..2)

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use mpi::Universe;
-use mpi::transport::cxi::CxiTransport;
 use platform::{Cluster, EngineKind};
+use transport::cxi::CxiTransport;
 
 use crate::sched::{self, Machine};
 use crate::{Job, JobError, JobReport, run_ranks, threaded_report};

@@ -7,21 +7,11 @@
 use std::sync::Arc;
 
 use mpi::Universe;
-use mpi::transport::gni::GniTransport;
 use platform::{EngineKind, GeminiCluster};
+use transport::gni::GniTransport;
 
 use crate::sched::{self, Machine};
 use crate::{Job, JobError, JobReport, run_ranks, threaded_report};
-
-/// The torus of `nodes` nodes: two NICs per router along x when the count is even, one
-/// otherwise.
-pub(crate) fn torus_of(nodes: u32) -> ([u32; 3], u32) {
-    if nodes.is_multiple_of(2) {
-        ([nodes / 2, 1, 1], 2)
-    } else {
-        ([nodes, 1, 1], 1)
-    }
-}
 
 /// Run `f` as every rank of `job` on an emulated Gemini machine.
 pub fn run_gemini<R: Send>(
@@ -40,7 +30,7 @@ pub fn run_gemini_report<R: Send>(
     if job.nodes == 0 || job.ranks_per_node == 0 {
         return Err(JobError::Shape("a job needs at least one node".into()));
     }
-    let (dims, per_router) = torus_of(job.nodes);
+    let (dims, per_router) = platform::gemini::torus_of(job.nodes);
     let mut builder = GeminiCluster::builder()
         .dims(dims)
         .nics_per_router(per_router)

@@ -14,42 +14,24 @@
 pub mod cassini;
 mod coop;
 pub mod gemini;
-pub mod pmi;
+pub mod inproc_pmi;
 pub mod process;
 pub mod sched;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpi::pmi::Pmi;
-use mpi::transport::Transport;
 use mpi::{Env, Universe};
 use platform::{
     CaptureSink, DriverFaults, EngineKind, FabricCounters, FaultConfig, NicFaultCounters, NicFaults,
 };
+use pmi::Pmi;
 use thiserror::Error;
+use transport::Transport;
 
-pub use pmi::{InProcessPmi, Shared};
+pub use inproc_pmi::{InProcessPmi, Shared};
 
-/// Which NIC the machine has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nic {
-    /// HPE Slingshot-11 Cassini (the cxi transport).
-    Cassini,
-    /// Cray Gemini (the gni transport).
-    Gemini,
-}
-
-impl std::str::FromStr for Nic {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "cassini" | "cxi" => Ok(Nic::Cassini),
-            "gemini" | "gni" => Ok(Nic::Gemini),
-            _ => Err(format!("unknown NIC {s:?} (expected cassini or gemini)")),
-        }
-    }
-}
+pub use platform::Nic;
 
 /// Why a job failed.
 #[derive(Debug, Error)]

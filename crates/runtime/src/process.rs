@@ -1,606 +1,131 @@
-//! One rank per process: this process hosts one node of the job's machine (its Cassini or
-//! Gemini on a threaded engine), connected to the other ranks' nodes through the fabric
-//! between processes ([`platform::remote`]): shared memory with ranks on this host, TCP with
-//! the others. [`init`] is what `MPI_Init` does in a process started by a launcher, once the
-//! PMI client is up:
-//!
-//! 1. build this rank's node (node = fabric port = rank) in a fabric of `size` ports;
-//! 2. publish through PMI its host name, fabric port, shared-memory segment and TCP
-//!    address (`nicemu-fabric-*` keys), like the real stacks publish endpoint names; fence;
-//! 3. link to every peer: shared memory when it published the same host name (unless
-//!    `NICEMU_FABRIC=tcp`), TCP otherwise; fence, then seal the segment (nothing can open it
-//!    any more);
-//! 4. open the transport (cxi or gni), which publishes its NIC address through the same
-//!    PMI, and hand back the rank's [`Universe`] and a [`ProcessGuard`] that tears the node
-//!    down after finalize.
+//! One rank per process: this process hosts one node of the job's machine
+//! ([`platform::process`]: its Cassini or Gemini on a threaded engine, linked to the other
+//! ranks' nodes through the fabric between processes) and runs its MPI on it. [`init`] is
+//! what `MPI_Init` does in a process started by a launcher, once the PMI client is up: join
+//! the job's fabric ([`platform::process::join`]), then open the transport (cxi or gni),
+//! which publishes its NIC address through the same PMI, and hand back the rank's
+//! [`Universe`] and a [`ProcessGuard`] that tears the node down after finalize.
 //!
 //! A peer that dies is noticed by the fabric within `NICEMU_FABRIC_TIMEOUT_MS`; from then
 //! on the transport's PMI reports the job aborted with the reason, so every wait of the MPI
 //! layer fails with a clear error instead of hanging, and the packets that could not reach
 //! it are counted as network timeouts ([`ProcessGuard::network_summary`]).
 //!
-//! Environment: `NICEMU_NIC` (`cassini`/`cxi` or `gemini`/`gni`, default cassini),
-//! `NICEMU_FABRIC` (`auto` or `tcp`), `NICEMU_FABRIC_TIMEOUT_MS` (default 10000),
-//! `NICEMU_FABRIC_RING_KIB` (inbound ring per peer, default 1024), `NICEMU_FABRIC_IP` (the
-//! address published for TCP; default this host's address on the route to the PMI server
-//! when that is on another host, else the first address the host name resolves to that is
-//! not loopback, else 127.0.0.1), `NICEMU_HOST` (the host name published: ranks with the
-//! same one link through shared memory; default the kernel's host name; `nicemu run
-//! --hosts` sets it), `NICEMU_NODE_MEMORY_MIB` (the node's RAM, default 1024: committed only
-//! as it is touched; the OSU one-sided bandwidth tests allocate a 256 MiB window).
+//! Environment: the `NICEMU_*` variables of [`platform::process`], and the transports'
+//! knobs (`FI_CXI_*`, `MPICH_GNI_*`, ...).
 
 #![forbid(unsafe_code)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
-use std::time::Duration;
+use std::ops::Deref;
 
-use mpi::pmi::Pmi;
-use mpi::transport::cxi::CxiTransport;
-use mpi::transport::gni::GniTransport;
 use mpi::{Env, Universe};
-use platform::remote::{ProcessFabric, RemoteConfig, RemoteCounters};
-use platform::{Cluster, EngineKind, GeminiCluster};
+use platform::process::{HostConfig, HostError, HostedNode};
+use pmi::Pmi;
 use thiserror::Error;
+use transport::cxi::CxiTransport;
+use transport::gni::GniTransport;
 
 use crate::Nic;
 
 /// Why a process could not join the job.
 #[derive(Debug, Error)]
 pub enum ProcessError {
-    /// A bad environment variable.
-    #[error("{var}={value:?}: {reason}")]
-    Config {
-        /// The variable.
-        var: String,
-        /// Its value.
-        value: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The node could not be built.
-    #[error("building this rank's node: {0}")]
-    Machine(String),
-    /// The fabric between processes failed.
-    #[error("fabric between processes: {0}")]
-    Fabric(#[from] platform::remote::RemoteError),
-    /// PMI or the transport failed.
+    /// Hosting the node or linking it to the job failed.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The transport failed.
     #[error(transparent)]
     Mpi(#[from] mpi::Error),
 }
 
-/// How this process joins the job (see the module doc for the variables).
+/// How this process joins the job.
 #[derive(Clone, Debug)]
 pub struct ProcessConfig {
-    /// The NIC family (every rank must agree).
-    pub nic: Nic,
+    /// The node and its links ([`platform::process`]'s variables).
+    pub node: HostConfig,
     /// The environment the transport reads its knobs from.
     pub env: Env,
-    /// Host memory of the node, bytes.
-    pub memory: u64,
-    /// Always TCP, even to peers on this host.
-    pub force_tcp: bool,
-    /// Dead-peer timeout.
-    pub timeout: Duration,
-    /// Data bytes of each inbound ring.
-    pub ring_bytes: usize,
-    /// The address the TCP listener binds to (all interfaces by default).
-    pub tcp_bind: IpAddr,
-    /// The address published for TCP (`None`: found from the host name).
-    pub tcp_advertise: Option<IpAddr>,
-    /// This host's name as compared between ranks (`None`: the kernel's host name).
-    pub host: Option<String>,
 }
 
 impl ProcessConfig {
     /// Defaults for `nic`, with an empty environment.
     pub fn new(nic: Nic) -> Self {
         ProcessConfig {
-            nic,
+            node: HostConfig::new(nic),
             env: Env::new(),
-            memory: 1 << 30,
-            force_tcp: false,
-            timeout: Duration::from_secs(10),
-            ring_bytes: 1 << 20,
-            tcp_bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            tcp_advertise: None,
-            host: None,
         }
     }
 
     /// The configuration the variables of `env` ask for.
     pub fn from_env(env: &Env) -> Result<Self, ProcessError> {
-        let bad = |var: &str, value: &str, reason: &str| ProcessError::Config {
-            var: var.into(),
-            value: value.into(),
-            reason: reason.into(),
-        };
-        let nic = match env.get("NICEMU_NIC") {
-            None => Nic::Cassini,
-            Some(v) => v.parse().map_err(|e: String| bad("NICEMU_NIC", v, &e))?,
-        };
-        let mut cfg = ProcessConfig::new(nic);
-        cfg.env = env.clone();
-        match env
-            .get("NICEMU_FABRIC")
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("auto") => {}
-            Some("tcp") => cfg.force_tcp = true,
-            Some(_) => {
-                let v = env.get("NICEMU_FABRIC").unwrap_or_default();
-                return Err(bad("NICEMU_FABRIC", v, "expected auto or tcp"));
-            }
-        }
-        if let Some(v) = env.get("NICEMU_FABRIC_TIMEOUT_MS") {
-            let ms: u64 =
-                v.trim().parse().ok().filter(|&ms| ms > 0).ok_or_else(|| {
-                    bad("NICEMU_FABRIC_TIMEOUT_MS", v, "expected milliseconds > 0")
-                })?;
-            cfg.timeout = Duration::from_millis(ms);
-        }
-        if let Some(v) = env.get("NICEMU_FABRIC_RING_KIB") {
-            let kib: usize = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&k: &usize| k >= 4 && k.is_power_of_two())
-                .ok_or_else(|| bad("NICEMU_FABRIC_RING_KIB", v, "expected a power of two >= 4"))?;
-            cfg.ring_bytes = kib << 10;
-        }
-        if let Some(v) = env.get("NICEMU_NODE_MEMORY_MIB") {
-            let mib: u64 = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|m| (16..=1 << 20).contains(m))
-                .ok_or_else(|| {
-                    bad(
-                        "NICEMU_NODE_MEMORY_MIB",
-                        v,
-                        "expected MiB between 16 and 1048576",
-                    )
-                })?;
-            cfg.memory = mib << 20;
-        }
-        if let Some(v) = env.get("NICEMU_HOST") {
-            let v = v.trim();
-            if v.is_empty() || v.contains(char::is_whitespace) {
-                return Err(bad("NICEMU_HOST", v, "expected a host name"));
-            }
-            cfg.host = Some(v.to_string());
-        }
-        if let Some(v) = env.get("NICEMU_FABRIC_IP") {
-            cfg.tcp_advertise = Some(
-                v.trim()
-                    .parse()
-                    .map_err(|_| bad("NICEMU_FABRIC_IP", v, "expected an IP address"))?,
-            );
-        }
-        Ok(cfg)
+        Ok(ProcessConfig {
+            node: HostConfig::from_lookup(|v| env.get(v).map(str::to_string))?,
+            env: env.clone(),
+        })
     }
 }
 
 /// The NIC `NICEMU_NIC` names in `env` (cassini when unset); a bad value is an error that
 /// names the variable.
 pub fn nic_from_env(env: &Env) -> Result<Nic, ProcessError> {
-    ProcessConfig::from_env(env).map(|c| c.nic)
+    ProcessConfig::from_env(env).map(|c| c.node.nic)
 }
 
-/// Gemini's request watchdog in a multi-process job. Inside one process the threaded engine
-/// holds due timers while a request's answer is still being worked on by any node, so the
-/// model's 100 ms only ever measures modelled time. Across processes this process cannot
-/// see whether the peer has handled a request it already took from its ring: a peer that
-/// the host has not scheduled for 100 ms (four ranks on two loaded cores do that) would
-/// make a BTE transfer fail with `REQUEST_TIMEOUT`, turning the emulator's slowness into a
-/// hardware error. So the watchdog waits as long as the dead-peer timeout: a lost peer is
-/// still reported, by the fabric, within that timeout.
-fn gemini_request_timeout(dead_peer: Duration) -> platform::SimDuration {
-    let ns = u64::try_from(dead_peer.as_nanos()).unwrap_or(u64::MAX);
-    platform::SimDuration::from_ns(ns).max(platform::SimDuration::from_us(100_000))
-}
-
-const KEY_HOST: &str = "nicemu-fabric-host";
-const KEY_PORT: &str = "nicemu-fabric-port";
-const KEY_SHM: &str = "nicemu-fabric-shm";
-const KEY_TCP: &str = "nicemu-fabric-tcp";
-
-/// This rank's node (either NIC).
-enum Machine {
-    Cassini(Cluster),
-    Gemini(GeminiCluster),
-}
-
-/// What [`init`] leaves running besides the [`Universe`]: the node and the fabric links.
-/// [`ProcessGuard::finish`] finalizes the universe and tears both down; dropping the guard
-/// tears them down (finalize the universe first).
+/// What [`init`] leaves running besides the [`Universe`]: the hosted node and its links
+/// (see [`HostedNode`] for the counters). [`ProcessGuard::finish`] finalizes the universe and
+/// tears the node down; dropping the guard tears it down (finalize the universe first).
+#[derive(Debug)]
 pub struct ProcessGuard {
-    rank: u32,
-    fabric: Arc<ProcessFabric>,
-    machine: Option<Machine>,
+    node: HostedNode,
 }
 
-impl std::fmt::Debug for ProcessGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProcessGuard")
-            .field("rank", &self.rank)
-            .field("fabric", &self.fabric)
-            .finish_non_exhaustive()
+impl Deref for ProcessGuard {
+    type Target = HostedNode;
+    fn deref(&self) -> &HostedNode {
+        &self.node
     }
 }
 
-/// The transport's PMI: the launcher's, plus the fabric's view of dead peers, so that a
-/// peer that died aborts every wait of the MPI layer with the reason.
-struct FabricPmi {
-    inner: Box<dyn Pmi>,
-    fabric: Arc<ProcessFabric>,
-}
-
-impl Pmi for FabricPmi {
-    fn rank(&self) -> u32 {
-        self.inner.rank()
-    }
-    fn size(&self) -> u32 {
-        self.inner.size()
-    }
-    fn local(&self) -> (u32, u32) {
-        self.inner.local()
-    }
-    fn put(&mut self, key: &str, value: &[u8]) -> mpi::Result<()> {
-        self.inner.put(key, value)
-    }
-    fn fence(&mut self) -> mpi::Result<()> {
-        self.fabric
-            .check()
-            .map_err(|e| mpi::Error::Transport(e.to_string()))?;
-        self.inner.fence()
-    }
-    fn get(&mut self, rank: u32, key: &str) -> mpi::Result<Vec<u8>> {
-        self.inner.get(rank, key)
-    }
-    fn abort(&self, why: &str) {
-        self.inner.abort(why);
-    }
-    fn aborted(&self) -> Option<String> {
-        self.inner
-            .aborted()
-            .or_else(|| self.fabric.check().err().map(|e| e.to_string()))
-    }
-    fn finalize(&mut self) {
-        self.inner.finalize();
-    }
-}
-
-fn host_name(cfg: &ProcessConfig) -> String {
-    cfg.host.clone().unwrap_or_else(|| {
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|s| s.trim().to_string())
-            .ok()
-            .filter(|s| !s.is_empty())
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .unwrap_or_else(|| "localhost".into())
-    })
-}
-
-/// The address peers on other hosts reach this one at.
-fn advertise(cfg: &ProcessConfig, host: &str) -> IpAddr {
-    if let Some(ip) = cfg.tcp_advertise {
-        return ip;
-    }
-    if !cfg.tcp_bind.is_unspecified() {
-        return cfg.tcp_bind;
-    }
-    route_to_pmi(cfg)
-        .or_else(|| {
-            (host, 0)
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut a| a.find(|a| !a.ip().is_loopback()).map(|a| a.ip()))
-        })
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-}
-
-/// When the PMI server is on another host (`PMI_PORT` not a loopback address): this host's
-/// address on the route to it, which the launcher's other hosts can reach too. No packet is
-/// sent; a UDP socket is only connected.
-fn route_to_pmi(cfg: &ProcessConfig) -> Option<IpAddr> {
-    let server: SocketAddr = cfg
-        .env
-        .get("PMI_PORT")?
-        .trim()
-        .to_socket_addrs()
-        .ok()?
-        .next()?;
-    if server.ip().is_loopback() {
-        return None;
-    }
-    let sock = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
-    sock.connect(server).ok()?;
-    let ip = sock.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
-}
-
-fn utf8(rank: u32, key: &str, v: Vec<u8>) -> Result<String, ProcessError> {
-    String::from_utf8(v).map_err(|_| {
-        ProcessError::Mpi(mpi::Error::Transport(format!(
-            "PMI: rank {rank} published a bad {key}"
-        )))
-    })
-}
-
-/// Join the job as the rank `pmi` says: build the node, link the fabric to every peer, open
+/// Join the job as the rank `pmi` says: host the node, link the fabric to every peer, open
 /// the transport. Returns the rank's MPI world and the guard of its node. On failure the
 /// job is aborted through `pmi`, so no peer waits forever for this one.
 pub fn init(
     mut pmi: Box<dyn Pmi>,
     cfg: &ProcessConfig,
 ) -> Result<(Universe, ProcessGuard), ProcessError> {
-    match init_inner(pmi.as_mut(), cfg) {
-        Ok((fabric, machine)) => open(pmi, cfg, fabric, machine),
-        Err(e) => {
-            pmi.abort(&e.to_string());
-            Err(e)
+    let node = platform::process::join(pmi.as_mut(), &cfg.node)?;
+    let rank = node.rank();
+    let pmi = node.watch_peers(pmi);
+    let transport: Box<dyn transport::Transport> = if let Some((g, n)) = node.gemini() {
+        let mut env = cfg.env.clone();
+        env.set("PMI_GNI_PTAG", &g.job().ptag.to_string());
+        env.set("PMI_GNI_COOKIE", &format!("{:#x}", g.job().cookie));
+        Box::new(GniTransport::new(n.kgni(), pmi, &env)?)
+    } else {
+        let devices = node.cxi_devices();
+        if devices.is_empty() {
+            let why = format!("rank {rank}: the node has no cxi device");
+            return Err(HostError::Machine(why).into());
         }
-    }
-}
-
-fn init_inner(
-    pmi: &mut dyn Pmi,
-    cfg: &ProcessConfig,
-) -> Result<(Arc<ProcessFabric>, Machine), ProcessError> {
-    let (rank, size) = (pmi.rank(), pmi.size());
-    let engine = EngineKind::Threaded;
-    let machine = match cfg.nic {
-        Nic::Cassini => Machine::Cassini(
-            Cluster::builder()
-                .nics(size as usize)
-                .engine(engine)
-                .memory_per_node(cfg.memory)
-                .hosted_node(rank as usize)
-                .build()
-                .map_err(|e| ProcessError::Machine(e.to_string()))?,
-        ),
-        Nic::Gemini => {
-            let (dims, per_router) = crate::gemini::torus_of(size);
-            Machine::Gemini(
-                GeminiCluster::builder()
-                    .dims(dims)
-                    .nics_per_router(per_router)
-                    .engine(engine)
-                    .memory_per_node(cfg.memory)
-                    .hosted_node(rank)
-                    .request_timeout(gemini_request_timeout(cfg.timeout))
-                    .build()
-                    .map_err(|e| ProcessError::Machine(e.to_string()))?,
-            )
-        }
+        Box::new(CxiTransport::new(&devices, pmi, &cfg.env)?)
     };
-    let threaded = match &machine {
-        Machine::Cassini(c) => c.threaded(),
-        Machine::Gemini(g) => g.threaded(),
-    }
-    .ok_or_else(|| ProcessError::Machine("the node has no threaded engine".into()))?;
-    let port = platform::remote::RemoteConfig::new(emu_port(rank), size);
-    let rcfg = RemoteConfig {
-        timeout: cfg.timeout,
-        ring_bytes: cfg.ring_bytes,
-        tcp_bind: cfg.tcp_bind,
-        ..port
-    };
-    let fabric = Arc::new(ProcessFabric::new(rcfg, threaded.arrivals())?);
-    threaded
-        .set_outlet(Arc::clone(&fabric) as Arc<dyn platform::remote::Outlet>)
-        .map_err(|e| ProcessError::Machine(e.to_string()))?;
-
-    let host = host_name(cfg);
-    let tcp = SocketAddr::new(advertise(cfg, &host), fabric.tcp_address().port());
-    pmi.put(KEY_HOST, host.as_bytes())?;
-    pmi.put(KEY_PORT, &rank.to_le_bytes())?;
-    pmi.put(KEY_SHM, fabric.shm_address().as_bytes())?;
-    pmi.put(KEY_TCP, tcp.to_string().as_bytes())?;
-    pmi.fence()?;
-    for r in (0..size).filter(|&r| r != rank) {
-        let port = pmi.get(r, KEY_PORT)?;
-        let port = <[u8; 4]>::try_from(port.as_slice())
-            .map(u32::from_le_bytes)
-            .ok()
-            .filter(|&p| p < size)
-            .ok_or_else(|| {
-                mpi::Error::Transport(format!("PMI: rank {r} published a bad fabric port"))
-            })?;
-        let peer_host = utf8(r, KEY_HOST, pmi.get(r, KEY_HOST)?)?;
-        if !cfg.force_tcp && peer_host == host {
-            let shm = utf8(r, KEY_SHM, pmi.get(r, KEY_SHM)?)?;
-            fabric.connect_shm(emu_port(port), &shm)?;
-        } else {
-            let addr = utf8(r, KEY_TCP, pmi.get(r, KEY_TCP)?)?;
-            let addr: SocketAddr = addr.parse().map_err(|_| {
-                mpi::Error::Transport(format!("PMI: rank {r} published a bad TCP address"))
-            })?;
-            fabric.connect_tcp(emu_port(port), addr)?;
-        }
-    }
-    // Every peer has mapped our segment (and connected): nothing may open it any more.
-    pmi.fence()?;
-    fabric.seal();
-    Ok((fabric, machine))
-}
-
-/// Join the job's fabric as the rank `pmi` says (steps 1 to 3 of [`init`]) without opening a
-/// transport: for a library that opens its own endpoints on the node's devices, such as the
-/// libfabric provider ([`ProcessGuard::cxi_devices`]). Only `pmi`'s put, fence and get are
-/// used; on failure the job is aborted through it.
-pub fn join(pmi: &mut dyn Pmi, cfg: &ProcessConfig) -> Result<ProcessGuard, ProcessError> {
-    match init_inner(pmi, cfg) {
-        Ok((fabric, machine)) => Ok(ProcessGuard {
-            rank: pmi.rank(),
-            fabric,
-            machine: Some(machine),
-        }),
-        Err(e) => {
-            pmi.abort(&e.to_string());
-            Err(e)
-        }
-    }
-}
-
-fn emu_port(p: u32) -> platform::remote::PortId {
-    platform::remote::PortId(p)
-}
-
-fn open(
-    pmi: Box<dyn Pmi>,
-    cfg: &ProcessConfig,
-    fabric: Arc<ProcessFabric>,
-    machine: Machine,
-) -> Result<(Universe, ProcessGuard), ProcessError> {
-    let rank = pmi.rank();
-    let guard = ProcessGuard {
-        rank,
-        fabric: Arc::clone(&fabric),
-        machine: Some(machine),
-    };
-    let pmi: Box<dyn Pmi> = Box::new(FabricPmi { inner: pmi, fabric });
-    let transport: Box<dyn mpi::transport::Transport> = match guard.machine.as_ref() {
-        Some(Machine::Cassini(c)) => {
-            let devices = c
-                .node(rank as usize)
-                .map(|n| n.cxi_devices())
-                .unwrap_or_default();
-            Box::new(CxiTransport::new(&devices, pmi, &cfg.env)?)
-        }
-        Some(Machine::Gemini(g)) => {
-            let node = g
-                .node(rank as usize)
-                .ok_or_else(|| ProcessError::Machine(format!("rank {rank}: no node")))?;
-            let mut env = cfg.env.clone();
-            env.set("PMI_GNI_PTAG", &g.job().ptag.to_string());
-            env.set("PMI_GNI_COOKIE", &format!("{:#x}", g.job().cookie));
-            Box::new(GniTransport::new(node.kgni(), pmi, &env)?)
-        }
-        None => unreachable!("the guard was just built with its machine"),
-    };
-    Ok((Universe::new(transport), guard))
+    Ok((Universe::new(transport), ProcessGuard { node }))
 }
 
 impl ProcessGuard {
-    /// This process's rank.
-    pub fn rank(&self) -> u32 {
-        self.rank
-    }
-
-    /// The fabric's counters (packets and bytes to and from other processes, network
-    /// timeouts, dead peers).
-    pub fn fabric_counters(&self) -> RemoteCounters {
-        self.fabric.counters()
-    }
-
-    /// The cxi devices of this rank's node (none on a Gemini node).
-    pub fn cxi_devices(&self) -> Vec<Arc<driver::cassini::CxiDevice>> {
-        match self.machine.as_ref() {
-            Some(Machine::Cassini(c)) => c
-                .node(self.rank as usize)
-                .map(|n| n.cxi_devices())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The fabric between processes.
-    pub fn fabric(&self) -> &Arc<ProcessFabric> {
-        &self.fabric
-    }
-
-    /// `Network Summary: N network timeouts` (packets that could not reach a peer that died
-    /// or stopped answering).
-    pub fn network_summary(&self) -> String {
-        let c = self.fabric.counters();
-        format!(
-            "Network Summary: {} network timeouts{}",
-            c.network_timeouts,
-            if c.dead_peers > 0 {
-                format!(" ({} peers lost)", c.dead_peers)
-            } else {
-                String::new()
-            }
-        )
-    }
-
-    /// The NIC's traffic counters, by name (Cassini: the non-zero hardware counters read
-    /// through the CSR window, `c_cq_cntrs.success_tx_cntr`, ...; Gemini: the model's
-    /// packet and byte counters).
-    pub fn nic_counters(&self) -> Vec<(String, u64)> {
-        match self.machine.as_ref() {
-            Some(Machine::Cassini(c)) => cassini_counters(c, self.rank as usize),
-            Some(Machine::Gemini(g)) => gemini_counters(g, self.rank as usize),
-            None => Vec::new(),
-        }
-    }
-
     /// `MPI_Finalize`, then tear the node down. Prints the network summary to stderr when
     /// packets were lost to dead peers.
-    pub fn finish(self, universe: Universe) -> Result<RemoteCounters, ProcessError> {
+    pub fn finish(
+        self,
+        universe: Universe,
+    ) -> Result<platform::remote::RemoteCounters, ProcessError> {
         let r = universe.finalize();
-        let c = self.fabric.counters();
+        let c = self.node.fabric_counters();
         if c.network_timeouts > 0 {
-            eprintln!("rank {}: {}", self.rank, self.network_summary());
+            eprintln!("rank {}: {}", self.node.rank(), self.node.network_summary());
         }
         drop(self);
         r?;
         Ok(c)
     }
-}
-
-impl Drop for ProcessGuard {
-    fn drop(&mut self) {
-        // Stop the links first (no arrival into a node being torn down), then the node.
-        self.fabric.close();
-        self.machine = None;
-    }
-}
-
-/// The non-zero hardware counters of `node`'s Cassini in `c`, by name (read through the CSR
-/// window, as [`ProcessGuard::nic_counters`]).
-pub fn cassini_counters(c: &Cluster, node: usize) -> Vec<(String, u64)> {
-    let Some(devs) = c.node(node).map(|n| n.cxi_devices()) else {
-        return Vec::new();
-    };
-    let opts = userlib::cxi::OpenOptions {
-        admin: true,
-        space: None,
-    };
-    let Ok(dev) = userlib::cxi::open_device_with(&devs, 0, opts) else {
-        return Vec::new();
-    };
-    let Ok(csrs) = dev.map_csr() else {
-        return Vec::new();
-    };
-    userlib::cxi::csr::counters(csrs.generation())
-        .into_iter()
-        .filter_map(|k| {
-            let v = csrs.read_counter(&k).ok()?;
-            (v != 0).then(|| (format!("{}.{}", k.view, k.name), v))
-        })
-        .collect()
-}
-
-/// The Gemini model's counter registers (`COUNTERS_BASE + 8 * index`, the model's register
-/// contract): the traffic ones.
-const GEMINI_COUNTERS: &[(u32, &str)] = &[
-    (0, "packets_tx"),
-    (1, "packets_rx"),
-    (2, "bytes_tx"),
-    (3, "bytes_rx"),
-    (12, "timeouts"),
-];
-
-fn gemini_counters(g: &GeminiCluster, node: usize) -> Vec<(String, u64)> {
-    let Some(n) = g.node(node) else {
-        return Vec::new();
-    };
-    GEMINI_COUNTERS
-        .iter()
-        .filter_map(|&(i, name)| Some((name.to_string(), n.kgni().hw().counter(i).ok()?)))
-        .collect()
 }

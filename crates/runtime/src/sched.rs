@@ -39,9 +39,9 @@ use corosensei::stack::DefaultStack;
 use corosensei::{CoroutineResult, ScopedCoroutine, ScopedCoroutineRef};
 use driver::clock;
 use mpi::Universe;
-use mpi::pmi::Pmi;
-use mpi::transport::Transport;
 use platform::{Deterministic, Progress, ProgressWrap, SimTime};
+use pmi::Pmi;
+use transport::Transport;
 
 use crate::coop::{self, RankAborted, RankYielder, Resume, Suspend};
 use crate::{InProcessPmi, Job, JobError, JobReport, Shared, panic_message};

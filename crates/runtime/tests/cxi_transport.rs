@@ -6,13 +6,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mpi::transport::{
-    AmoOp, AmoType, Atomic, Completion, Envelope, MatchBits, MatchSpec, OpId, SendMode, Transport,
-};
 use mpi::{Error, Universe};
 use platform::EngineKind;
 use runtime::cassini::run_cassini;
 use runtime::{Job, JobError, Nic};
+use transport::{
+    AmoOp, AmoType, Atomic, Completion, Envelope, MatchBits, MatchSpec, OpId, SendMode, Transport,
+};
 
 const SIZES: [usize; 8] = [0, 8, 192, 193, 4096, 16384, 16385, 1 << 20];
 /// Context of the tests' messages, and of their barriers.
@@ -380,7 +380,7 @@ fn synchronous_send_with_software_matching() {
 }
 
 /// Sends `sizes` from rank 0 to rank 1 and returns both ranks' statistics.
-fn stats_of(job: &Job, sizes: &'static [usize]) -> Vec<mpi::transport::Stats> {
+fn stats_of(job: &Job, sizes: &'static [usize]) -> Vec<transport::Stats> {
     run(job, |t| {
         if t.rank() == 0 {
             for &n in sizes {
@@ -717,7 +717,7 @@ fn flood_payload(sender: u32, seq: u32) -> Vec<u8> {
 /// closing message. Then rank 0 receives the flood and checks every payload and its order,
 /// and that nothing is left over. Returns rank 0's statistics. Threaded engine only (rank 0
 /// waits for the other ranks' threads without yielding).
-fn flood(job: &Job) -> mpi::transport::Stats {
+fn flood(job: &Job) -> transport::Stats {
     let dropped = AtomicBool::new(false);
     let out = run(job, |t| {
         let n = t.size();

@@ -16,10 +16,10 @@ const SIZES: [usize; 7] = [0, 1, 8, 4096, 65536, 1 << 20, 4 << 20];
 
 fn config(nic: Nic, tcp: bool) -> ProcessConfig {
     let mut cfg = ProcessConfig::new(nic);
-    cfg.memory = 96 << 20;
-    cfg.force_tcp = tcp;
-    cfg.tcp_bind = "127.0.0.1".parse().unwrap();
-    cfg.timeout = Duration::from_secs(30);
+    cfg.node.memory = 96 << 20;
+    cfg.node.force_tcp = tcp;
+    cfg.node.tcp_bind = "127.0.0.1".parse().unwrap();
+    cfg.node.timeout = Duration::from_secs(30);
     cfg
 }
 
@@ -171,7 +171,7 @@ fn gemini_ranks_in_separate_processes_over_tcp() {
 fn dead_peer(tcp: bool) {
     let before = shm_names();
     let mut cfg = config(Nic::Cassini, tcp);
-    cfg.timeout = Duration::from_millis(500);
+    cfg.node.timeout = Duration::from_millis(500);
     let shared = Shared::new();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let rx = std::sync::Mutex::new(rx);
@@ -268,8 +268,8 @@ fn bad_nic_and_fabric_settings_are_clear_errors() {
             .with("NICEMU_NODE_MEMORY_MIB", "512"),
     )
     .unwrap();
-    assert!(c.force_tcp);
-    assert_eq!(c.memory, 512 << 20);
-    assert_eq!(c.timeout, Duration::from_millis(250));
-    assert_eq!(c.ring_bytes, 64 << 10);
+    assert!(c.node.force_tcp);
+    assert_eq!(c.node.memory, 512 << 20);
+    assert_eq!(c.node.timeout, Duration::from_millis(250));
+    assert_eq!(c.node.ring_bytes, 64 << 10);
 }

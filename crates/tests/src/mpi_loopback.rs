@@ -1,5 +1,5 @@
 //! A reference transport: ranks of one process exchanging messages through shared queues, with
-//! software matching. It is the executable form of the `mpi::transport::Transport` contract
+//! software matching. It is the executable form of the `transport::Transport` contract
 //! (ordering, wildcards, claim, cancel, truncation, synchronous sends, RMA) with no NIC in the
 //! way, so the MPI layer's semantics suite can be checked against it and then, unchanged,
 //! against the NIC transports.
@@ -7,13 +7,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mpi::matching::Matcher;
 use mpi::op::{SystemOperation, apply};
-use mpi::transport::{
+use mpi::{Error, Kind, Result};
+use transport::matching::Matcher;
+use transport::{
     AmoOp, AmoType, Atomic, Completion, Envelope, MatchSpec, OpId, Rank, SendMode, Stats,
     Transport, WinId,
 };
-use mpi::{Error, Kind, Result};
 
 enum Wire {
     Msg {

@@ -64,11 +64,11 @@ fn the_default_traffic_class_is_the_class_of_every_packet() {
     use std::sync::Arc;
 
     use firmware_spec::cassini::csr;
-    use mpi::env::Env;
-    use mpi::transport::cxi::CxiTransport;
-    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
     use platform::{Cluster, EngineKind};
     use runtime::{InProcessPmi, Shared};
+    use transport::cxi::CxiTransport;
+    use transport::env::Env;
+    use transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
     use userlib::cxi::{OpenOptions, open_device_with};
 
     let by_tc = |devs: &[Arc<driver::cassini::CxiDevice>]| -> Vec<u64> {
@@ -160,11 +160,11 @@ fn a_failed_append_switches_a_hybrid_endpoint_to_software_matching() {
     use std::sync::{Arc, Barrier};
 
     use firmware_spec::cassini::csr::{self, fields as f};
-    use mpi::env::Env;
-    use mpi::transport::cxi::CxiTransport;
-    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
     use platform::{Cluster, EngineKind};
     use runtime::{InProcessPmi, Shared};
+    use transport::cxi::CxiTransport;
+    use transport::env::Env;
+    use transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
     use userlib::cxi::{OpenOptions, open_device_with};
 
     const POSTED: u32 = 40;
@@ -289,15 +289,15 @@ fn a_failed_append_switches_a_hybrid_endpoint_to_software_matching() {
 /// Two ranks on two emulated Cassini nodes, each running `f(rank, transport)` in a thread of
 /// its own; their results in rank order.
 fn two_ranks<R: Send>(
-    env: &mpi::env::Env,
-    f: impl Fn(u32, &mut mpi::transport::cxi::CxiTransport) -> R + Sync,
+    env: &transport::env::Env,
+    f: impl Fn(u32, &mut transport::cxi::CxiTransport) -> R + Sync,
 ) -> Vec<R> {
     use std::sync::Arc;
 
-    use mpi::transport::Transport;
-    use mpi::transport::cxi::CxiTransport;
     use platform::{Cluster, EngineKind};
     use runtime::{InProcessPmi, Shared};
+    use transport::Transport;
+    use transport::cxi::CxiTransport;
 
     let cluster = Cluster::builder()
         .nics(2)
@@ -339,9 +339,9 @@ fn batched_eq_acknowledgements_never_let_a_burst_fill_the_eq() {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::{Duration, Instant};
 
-    use mpi::env::Env;
-    use mpi::transport::cxi::CxiTransport;
-    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use transport::cxi::CxiTransport;
+    use transport::env::Env;
+    use transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
 
     const WARM_UP: u32 = 31;
     const BURST: u32 = (64 * 4096 - 64) / 64 - 1 - 1024;
@@ -462,8 +462,8 @@ fn every_wait_rings_the_sends_issued_before_it() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
 
-    use mpi::env::Env;
-    use mpi::transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
+    use transport::env::Env;
+    use transport::{Completion, MatchBits, MatchSpec, SendMode, Transport};
 
     let data = |k: u32| -> Vec<u8> {
         let len = if k.is_multiple_of(2) { 8 } else { 3000 };
@@ -480,7 +480,7 @@ fn every_wait_rings_the_sends_issued_before_it() {
                 bits: MatchBits::of(5, tag),
                 ignore: 0,
             };
-            let wait = |t: &mut mpi::transport::cxi::CxiTransport, op| loop {
+            let wait = |t: &mut transport::cxi::CxiTransport, op| loop {
                 if let Some(c) = t.test(op).expect("test") {
                     break Some(c);
                 }

@@ -4,8 +4,8 @@
 //! Payloads are patterned and checked byte by byte.
 
 use mpi::Universe;
-use mpi::transport::Stats;
 use runtime::{Job, JobError, Nic};
+use transport::Stats;
 
 fn job(ranks: u32) -> Job {
     Job::new(Nic::Gemini, ranks)
@@ -137,7 +137,7 @@ fn the_semantics_suite_passes_when_puts_and_gets_fail_and_are_reposted() {
 fn a_post_that_keeps_failing_ends_the_job_after_its_retry_budget() {
     // One eager-GET message; its GET fails 17 times: 16 re-posts, then the job fails with
     // the transport's reason instead of retrying forever.
-    let n = mpi::transport::gni::POST_RETRIES + 1;
+    let n = transport::gni::POST_RETRIES + 1;
     let err = job(2)
         .env("MPICH_GNI_MAX_VSHORT_MSG_SIZE", "256")
         .env("NICEMU_GNI_INJECT_POST_ERRORS", &n.to_string())

@@ -3,8 +3,8 @@
 
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::Kind;
-use crate::error::Result;
 use crate::op::{SystemOperation, apply};
+use transport::error::Result;
 
 /// Allreduce switches from recursive doubling to the ring at this many bytes.
 pub(crate) const ALLREDUCE_RING_MIN: usize = 64 << 10;

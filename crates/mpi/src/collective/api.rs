@@ -8,10 +8,10 @@ use zerocopy::IntoBytes;
 use super::{immediate, tag};
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence, Kind};
-use crate::error::{Error, Result};
 use crate::op::SystemOperation;
 use crate::point_to_point::Process;
 use crate::request::{Request, Scope};
+use transport::error::{Error, Result};
 
 pub(super) fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
     if a != b {

@@ -20,9 +20,9 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::communicator::SimpleCommunicator;
-use crate::error::{Error, Result};
-use crate::transport::{Completion, MatchSpec, OpId, SendMode};
 use crate::universe::{CoreRef, Waiter, fatal};
+use transport::error::{Error, Result};
+use transport::{Completion, MatchSpec, OpId, SendMode};
 
 /// The future of an immediate collective: it owns everything it touches and yields its
 /// output bytes (empty when the calling rank gets none).

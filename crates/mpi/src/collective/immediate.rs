@@ -41,10 +41,10 @@ use super::api::{packed_bounds, same_len};
 use super::tag;
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
-use crate::error::{Error, Result};
 use crate::op::SystemOperation;
 use crate::point_to_point::Process;
 use crate::request::{Request, Scope};
+use transport::error::{Error, Result};
 
 impl SimpleCommunicator {
     /// `MPI_Ibarrier`: completes once every rank has entered it.

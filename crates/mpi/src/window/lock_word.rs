@@ -10,8 +10,8 @@
 //! A store of 0 lands between a reader's add and its back-out, which then turns the word to
 //! all ones: a writer bit no one holds, and the lock is never free again.
 
-use crate::transport::AmoOp;
 use crate::window::LockType;
+use transport::AmoOp;
 
 /// The writer bit of the lock word.
 pub(crate) const WRITER: u64 = 1 << 63;

@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use mpi::transport::{Envelope, MatchSpec, OpId, Transport};
+use transport::{Envelope, MatchSpec, OpId, Transport};
 
 use super::{Ep, Op};
 use crate::cq::{Entry, ErrEntry};

@@ -10,7 +10,7 @@ use super::proto;
 use super::retry::RdzvSource;
 use super::{CxiTransport, MatchMode};
 use crate::error::Result;
-use crate::transport::{Completion, OpId};
+use crate::{Completion, OpId};
 
 /// Events handled per call at most.
 const BATCH: usize = 256;

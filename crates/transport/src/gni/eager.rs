@@ -14,7 +14,7 @@
 use super::wire::{Header, Kind};
 use super::{Arrived, GetFor, GniTransport, Staged, mem_err};
 use crate::error::Result;
-use crate::transport::{Completion, Envelope, OpId, Rank};
+use crate::{Completion, Envelope, OpId, Rank};
 
 /// A bounce-buffer message on the receiving side, from its header to its delivery.
 pub(super) struct BounceIn {

@@ -12,7 +12,7 @@ use firmware_spec::cassini::event::TargetLong;
 use super::proto::{self, CTRL, DMA_WIRE_HDR, RDZV, SYNC};
 use super::{CxiTransport, SwMsg};
 use crate::error::Result;
-use crate::transport::{Completion, Envelope, MatchSpec, OpId};
+use crate::{Completion, Envelope, MatchSpec, OpId};
 
 impl CxiTransport {
     pub(super) fn sw_recv(&mut self, spec: MatchSpec, capacity: usize) -> Result<OpId> {

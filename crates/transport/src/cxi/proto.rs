@@ -1,5 +1,5 @@
 //! What the cxi transport puts on the wire besides the payload: the transport's 16 bits of
-//! the match bits ([`crate::transport::MatchBits::TRANSPORT_MASK`]), header data, buffer ids.
+//! the match bits ([`crate::MatchBits::TRANSPORT_MASK`]), header data, buffer ids.
 //!
 //! | bits | use |
 //! |---|---|
@@ -19,7 +19,7 @@
 //! [`FC_NOTIFY`] (flow-control recovery: how many of the sender's messages the receiver's
 //! PtlTE dropped) and [`FC_RESUME`] (recovered: replay them).
 
-use crate::transport::MatchBits;
+use crate::MatchBits;
 
 /// Shift of the rendezvous source LAC.
 pub const LAC_SHIFT: u32 = 48;

@@ -1,4 +1,5 @@
-//! MPI error classes (MPI 4.1 §9.4) and the errors of this implementation.
+//! MPI error classes (MPI 4.1 §9.4) and the errors of this implementation, shared by the
+//! transports and the MPI layer above them (as an MPICH netmod returns MPI error codes).
 
 use thiserror::Error;
 
@@ -57,3 +58,13 @@ pub enum Error {
 
 /// Results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<pmi::Error> for Error {
+    fn from(e: pmi::Error) -> Self {
+        match e {
+            pmi::Error::Config { var, value, reason } => Error::Config { var, value, reason },
+            pmi::Error::Rank { rank, size } => Error::Rank { rank, size },
+            pmi::Error::Failed(why) => Error::Transport(why),
+        }
+    }
+}

@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use mpi::pmi::Pmi;
-use mpi::{Error, Result};
+use pmi::Pmi;
+use pmi::{Error, Result};
 
 use crate::coop::{self, Suspend};
 
@@ -120,7 +120,7 @@ impl Pmi for InProcessPmi {
             st.kvs.insert((self.rank, k), v);
         }
         if let Some(why) = &st.aborted {
-            return Err(Error::Transport(format!("PMI fence: job aborted: {why}")));
+            return Err(Error::Failed(format!("PMI fence: job aborted: {why}")));
         }
         let generation = st.generation;
         st.arrived += 1;
@@ -133,13 +133,13 @@ impl Pmi for InProcessPmi {
         }
         while st.generation == generation {
             if let Some(why) = &st.aborted {
-                return Err(Error::Transport(format!("PMI fence: job aborted: {why}")));
+                return Err(Error::Failed(format!("PMI fence: job aborted: {why}")));
             }
             if coop::in_rank() {
                 // A coroutine: let the other ranks run instead of blocking the thread.
                 drop(st);
                 if !coop::suspend(Suspend::Pmi) {
-                    return Err(Error::Transport(
+                    return Err(Error::Failed(
                         "PMI fence: the rank is unwinding".to_string(),
                     ));
                 }
@@ -181,7 +181,7 @@ impl Pmi for InProcessPmi {
         st.kvs
             .get(&(rank, key.to_string()))
             .cloned()
-            .ok_or_else(|| Error::Transport(format!("PMI: rank {rank} published no {key:?}")))
+            .ok_or_else(|| Error::Failed(format!("PMI: rank {rank} published no {key:?}")))
     }
 }
 

@@ -16,7 +16,7 @@ use userlib::gni::post::put_desc;
 
 use super::{Staged, mem_err};
 use crate::error::{Error, Result};
-use crate::transport::{AmoOp, AmoType, Atomic, Completion, OpId, Rank, WinId};
+use crate::{AmoOp, AmoType, Atomic, Completion, OpId, Rank, WinId};
 
 /// How a tracked post completes.
 pub(super) enum Finish {

@@ -27,7 +27,7 @@ use userlib::gni::post::put_desc;
 use super::wire::{Header, Kind};
 use super::{GetFor, GniTransport, Staged, mem_err};
 use crate::error::{Error, Result};
-use crate::transport::{Completion, Envelope, OpId, Rank};
+use crate::{Completion, Envelope, OpId, Rank};
 
 /// R1 chunks granted at once per message.
 pub(super) const R1_WINDOW: usize = 2;

@@ -1,28 +1,39 @@
-//! The one interface between the MPI layer and a NIC. Everything above it — communicators,
-//! protocol-independent point-to-point semantics, collectives, windows — is written once; below
+//! The network modules below the MPI layer (MPICH's netmods): the one interface between the
+//! MPI layer and a NIC. Everything above it — communicators, protocol-independent
+//! point-to-point semantics, collectives, windows — is written once, in the `mpi` crate; below
 //! it each NIC family does what its real stack does:
 //!
 //! - [`cxi`]: the Cray MPICH / Open MPI path over libfabric's CXI provider on Cassini —
 //!   hardware tag matching on a PtlTE (priority and overflow lists, unexpected headers), IDC for
 //!   small payloads, eager DMA, hardware rendezvous offload; software and hybrid matching by
-//!   `FI_CXI_RX_MATCH_MODE`.
+//!   `FI_CXI_RX_MATCH_MODE`. The libfabric provider (`ofi-provider`) sits beside the MPI layer
+//!   on this transport, as libfabric sits below MPI in the real stack.
 //! - [`gni`]: the Cray MPICH GNI netmod / Open MPI ugni path on Gemini — SMSG mailboxes with
 //!   credits, eager bounce buffers, GET rendezvous and pipelined PUT, FMA/BTE by size, lazy
 //!   connections through datagrams.
 //!
 //! The MPI layer speaks in world ranks and 64-bit match bits ([`MatchBits`]: tag, context id,
 //! and bits the transport keeps for itself); a transport matches receives to messages (in the
-//! NIC or in software with [`crate::matching`]) and moves the bytes. Buffers cross this
+//! NIC or in software with [`matching`]) and moves the bytes. Buffers cross this
 //! interface by value: on an emulated node, as under a real NIC, the NIC reaches only the
 //! node's registered host memory, so a transport stages data in memory it registered.
+//!
+//! Transports learn their peers through [`pmi::Pmi`] and read their knobs (`FI_CXI_*`,
+//! `MPICH_GNI_*`, ...) from an [`Env`]. The crate depends on `userlib` (and `driver`,
+//! `firmware-spec`, `pmi`) only, never on an emulator.
+
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 
-pub mod gni;
-
-use crate::error::Result;
-
 pub mod cxi;
+pub mod env;
+pub mod error;
+pub mod gni;
+pub mod matching;
+
+pub use env::Env;
+pub use error::{Error, Result};
 
 /// A rank of the whole job (`MPI_COMM_WORLD` numbering).
 pub type Rank = u32;

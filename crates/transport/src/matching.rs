@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use crate::transport::{Envelope, MatchSpec, OpId};
+use crate::{Envelope, MatchSpec, OpId};
 
 /// A posted receive waiting for a message.
 #[derive(Debug)]
@@ -122,7 +122,7 @@ impl<R, U> Matcher<R, U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::MatchBits;
+    use crate::MatchBits;
 
     fn env(source: u32, tag: u32) -> Envelope {
         Envelope {

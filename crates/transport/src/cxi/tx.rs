@@ -15,7 +15,7 @@ use super::endpoint::RX_INDEX;
 use super::proto::{self, LAC_SHIFT, RDZV, RID_SHIFT, SYNC};
 use super::{CxiTransport, IdcPayload, SendOp};
 use crate::error::Result;
-use crate::transport::{Completion, OpId, Rank};
+use crate::{Completion, OpId, Rank};
 
 impl CxiTransport {
     pub(super) fn start_send(

@@ -64,10 +64,10 @@ use self::wire::{Header, Kind};
 use crate::env::{Env, GniKnobs};
 use crate::error::{Error, Result};
 use crate::matching::Matcher;
-use crate::pmi::Pmi;
-use crate::transport::{
+use crate::{
     Atomic, Completion, Envelope, MatchSpec, OpId, Rank, SendMode, Stats, Transport, WinId,
 };
+use pmi::Pmi;
 
 /// Registered staging buffers kept per size class.
 const CACHE_PER_CLASS: usize = 64;
@@ -334,7 +334,7 @@ impl GniTransport {
         op: OpId,
         mut out: Option<&mut [u8]>,
     ) -> Result<Option<Completion>> {
-        crate::transport::look_around_progress(self, |t| match t.done.remove(&op) {
+        crate::look_around_progress(self, |t| match t.done.remove(&op) {
             Some(c) => Ok(Some(c)),
             None => t.take_landed(op, out.as_deref_mut()),
         })

@@ -25,7 +25,7 @@ use firmware_spec::cassini::rc::ReturnCode;
 use super::CxiTransport;
 use super::endpoint::Buf;
 use crate::error::{Error, Result};
-use crate::transport::{Completion, OpId, Rank};
+use crate::{Completion, OpId, Rank};
 
 /// The match bit of a put carrying remote CQ data.
 pub const KEYED_DATA: u64 = 1 << 62;

@@ -1,15 +1,29 @@
 //! The process-management interface a transport uses to learn its peers' addresses, modelled on
 //! PMI-1 (`PMI_Get_rank`, `PMI_Get_size`, `PMI_KVS_Put`, `PMI_KVS_Commit` + `PMI_Barrier`,
 //! `PMI_KVS_Get`). An in-process job implements it over shared memory; a multi-process launch
-//! over the launcher's PMI wire protocol ([`WireClient`], found by [`from_env`]).
+//! over the launcher's PMI wire protocol ([`WireClient`], found by [`from_env`]), served by a
+//! launcher's [`server::Server`].
+//!
+//! As in MPICH, PMI is apart from the MPI library and from its network modules: the
+//! transports bootstrap through the [`Pmi`] trait, and a launcher needs only this crate.
 
-use crate::error::Result;
+// `deny`, not `forbid`: `fd` adopts the launcher's inherited socket, the crate's only unsafe
+// block.
+#![deny(unsafe_code)]
 
 mod client;
+mod error;
 mod fd;
+mod launch;
+mod mapping;
+pub mod server;
 pub mod wire;
 
-pub use client::{Endpoint, Launch, WireClient, from_env, local_of};
+pub use error::{Error, Result};
+
+pub use client::{WireClient, from_env};
+pub use launch::{Endpoint, Launch};
+pub use mapping::local_of;
 
 /// One process's view of the job's key-value space.
 pub trait Pmi: Send {

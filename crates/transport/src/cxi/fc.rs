@@ -52,7 +52,7 @@ use super::endpoint::{Buf, RMA_INDEX};
 use super::proto::{self, FC_NOTIFY, FC_RESUME, NOTICE};
 use super::{CxiTransport, LandingBuf, MatchMode, SwMsg};
 use crate::error::{Error, Result};
-use crate::transport::{Envelope, OpId, Rank};
+use crate::{Envelope, OpId, Rank};
 
 /// How long a control message the peer could not take waits before it is sent again.
 const CTRL_RETRY: Duration = Duration::from_millis(1);

@@ -28,9 +28,9 @@ use userlib::gni::{Ep, Nic};
 
 use super::wire::{HEADER_LEN, Header};
 use super::{GniTransport, Staged, mem_err, tr};
+use crate::Rank;
 use crate::error::{Error, Result};
-use crate::pmi::Pmi;
-use crate::transport::Rank;
+use pmi::Pmi;
 
 /// SMSG credits per mailbox.
 pub(super) const CREDITS: u16 = 16;

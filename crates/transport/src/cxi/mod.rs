@@ -44,10 +44,10 @@ use firmware_spec::cassini::le::{LeFlags, PtlList, PtlteState};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::matching::Matcher;
-use crate::pmi::Pmi;
-use crate::transport::{
+use crate::{
     Atomic, Completion, Envelope, MatchSpec, OpId, Rank, SendMode, Stats, Transport, WinId,
 };
+use pmi::Pmi;
 
 pub use config::{Config, MatchMode};
 use endpoint::{Addr, Buf, Endpoint};
@@ -543,14 +543,14 @@ impl Pmi for NoPmi {
     fn local(&self) -> (u32, u32) {
         (0, 0)
     }
-    fn put(&mut self, _: &str, _: &[u8]) -> Result<()> {
+    fn put(&mut self, _: &str, _: &[u8]) -> pmi::Result<()> {
         Ok(())
     }
-    fn fence(&mut self) -> Result<()> {
+    fn fence(&mut self) -> pmi::Result<()> {
         Ok(())
     }
-    fn get(&mut self, _: u32, key: &str) -> Result<Vec<u8>> {
-        Err(Error::Transport(format!("cxi: PMI key {key} after init")))
+    fn get(&mut self, _: u32, key: &str) -> pmi::Result<Vec<u8>> {
+        Err(pmi::Error::Failed(format!("cxi: PMI key {key} after init")))
     }
     fn abort(&self, _: &str) {}
     fn aborted(&self) -> Option<String> {
@@ -755,7 +755,7 @@ impl CxiTransport {
     fn counter_report(&mut self) -> Result<()> {
         const KEY: &str = "cxi-counter-report";
         let Some(rep) = &self.counters else {
-            return self._pmi.fence();
+            return Ok(self._pmi.fence()?);
         };
         let level = rep.level();
         let deltas = rep.deltas()?;

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mpi::pmi::wire::{self, Message};
+use crate::wire::{self, Message};
 
 /// The server's limits, published by `get_maxes` (hydra 4.0.2's values by default).
 #[derive(Clone, Copy, Debug)]

@@ -21,7 +21,7 @@ use super::proto::{self, RDZV, RECV_IGNORE, SYNC};
 use super::retry::RdzvSource;
 use super::{CxiTransport, RecvOp, UxKey};
 use crate::error::{Error, Result};
-use crate::transport::{Completion, Envelope, MatchSpec, OpId};
+use crate::{Completion, Envelope, MatchSpec, OpId};
 
 /// A receive whose bytes are all there, not yet tested: the first `keep` bytes of the
 /// message are `eager` followed by `buf` from offset `eager.len()` (all of them in `buf` when
@@ -499,7 +499,7 @@ impl CxiTransport {
         op: OpId,
         mut out: Option<&mut [u8]>,
     ) -> Result<Option<Completion>> {
-        crate::transport::look_around_progress(self, |t| match t.done.remove(&op) {
+        crate::look_around_progress(self, |t| match t.done.remove(&op) {
             Some(c) => Ok(Some(c)),
             None => t.take_arrived(op, out.as_deref_mut()),
         })

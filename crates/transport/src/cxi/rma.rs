@@ -16,7 +16,7 @@ use super::proto;
 use super::retry::RmaCmd;
 use super::{CxiTransport, KeyedAmo, RmaOp, Window};
 use crate::error::{Error, Result};
-use crate::transport::{AmoOp, AmoType, Atomic, OpId, Rank, WinId};
+use crate::{AmoOp, AmoType, Atomic, OpId, Rank, WinId};
 
 impl CxiTransport {
     pub(super) fn window(&self, win: WinId) -> Result<&Window> {

@@ -22,9 +22,11 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use super::Pmi;
-use super::wire::{self, MAX_REQUEST_LINE, Message};
-use crate::error::{Error, Result};
+use crate::Pmi;
+use crate::launch::{Endpoint, Launch};
+use crate::mapping::local_of;
+use crate::wire::{self, MAX_REQUEST_LINE, Message};
+use crate::{Error, Result};
 
 /// How long connecting to `PMI_PORT` may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,144 +34,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const FINALIZE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most chunks one value may be split into (a bound on what a `get` will fetch).
 const MAX_CHUNKS: usize = 1 << 16;
-
-/// Where the launcher is, and what the environment says about this process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Launch {
-    /// How to reach the PMI server.
-    pub endpoint: Endpoint,
-    /// `PMI_RANK`.
-    pub rank: Option<u32>,
-    /// `PMI_SIZE`.
-    pub size: Option<u32>,
-    /// `PMI_ID` (with `PMI_PORT`: the id sent in `initack`).
-    pub id: Option<u32>,
-    /// `MPI_LOCALNRANKS` and `MPI_LOCALRANKID` (hydra sets them), the fallback of
-    /// [`Pmi::local`] when the launcher publishes no `PMI_process_mapping`.
-    pub local: Option<(u32, u32)>,
-}
-
-/// How to reach the PMI server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `PMI_FD`: an inherited socket.
-    Fd(i32),
-    /// `PMI_PORT`: `host:port` to connect to over TCP.
-    Port(String),
-}
-
-fn config(var: &str, value: &str, reason: impl Into<String>) -> Error {
-    Error::Config {
-        var: var.to_string(),
-        value: value.to_string(),
-        reason: reason.into(),
-    }
-}
-
-fn number(lookup: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<u32>> {
-    match lookup(var) {
-        None => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| config(var, &v, "expected a non-negative integer")),
-    }
-}
-
-impl Launch {
-    /// Read the launch variables through `lookup` (`std::env::var` in a real process).
-    /// `Ok(None)` when none of `PMI_FD`, `PMI_PORT`, `PMI_RANK`, `PMI_SIZE`, `PMI_ID` is set
-    /// (a singleton); a value that cannot be right is an [`Error::Config`] naming it.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>> {
-        let vars = ["PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE", "PMI_ID"];
-        if vars.iter().all(|v| lookup(v).is_none()) {
-            return Ok(None);
-        }
-        let rank = number(&lookup, "PMI_RANK")?;
-        let size = number(&lookup, "PMI_SIZE")?;
-        let id = number(&lookup, "PMI_ID")?;
-        if let Some(s) = size
-            && s == 0
-        {
-            return Err(config("PMI_SIZE", "0", "a job has at least one process"));
-        }
-        if let (Some(r), Some(s)) = (rank, size)
-            && r >= s
-        {
-            return Err(config(
-                "PMI_RANK",
-                &r.to_string(),
-                format!("must be below PMI_SIZE={s}"),
-            ));
-        }
-        // hydra's simple PMI client looks at PMI_FD first.
-        let endpoint = if let Some(v) = lookup("PMI_FD") {
-            let fd: i32 = v
-                .trim()
-                .parse()
-                .map_err(|_| config("PMI_FD", &v, "expected the number of an inherited socket"))?;
-            if fd < 0 {
-                return Err(config("PMI_FD", &v, "a descriptor number is not negative"));
-            }
-            Endpoint::Fd(fd)
-        } else if let Some(v) = lookup("PMI_PORT") {
-            match v.trim().rsplit_once(':') {
-                Some((host, port))
-                    if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) =>
-                {
-                    Endpoint::Port(v.trim().to_string())
-                }
-                _ => return Err(config("PMI_PORT", &v, "expected host:port")),
-            }
-        } else {
-            let set: Vec<&str> = vars
-                .iter()
-                .copied()
-                .filter(|v| lookup(v).is_some())
-                .collect();
-            return Err(config(
-                set[0],
-                &lookup(set[0]).unwrap_or_default(),
-                "is set, but neither PMI_FD nor PMI_PORT says how to reach the launcher",
-            ));
-        };
-        let needs_rank = !matches!(endpoint, Endpoint::Port(_)) || id.is_none();
-        if needs_rank && (rank.is_none() || size.is_none()) {
-            let missing = if rank.is_none() {
-                "PMI_RANK"
-            } else {
-                "PMI_SIZE"
-            };
-            return Err(config(
-                missing,
-                "",
-                "must be set by the launcher (with PMI_FD, or with PMI_PORT but no PMI_ID)",
-            ));
-        }
-        let local = match (
-            number(&lookup, "MPI_LOCALNRANKS")?,
-            number(&lookup, "MPI_LOCALRANKID")?,
-        ) {
-            (Some(n), Some(i)) if i < n => Some((n, i)),
-            (Some(n), Some(i)) => {
-                return Err(config(
-                    "MPI_LOCALRANKID",
-                    &i.to_string(),
-                    format!("must be below MPI_LOCALNRANKS={n}"),
-                ));
-            }
-            _ => None,
-        };
-        Ok(Some(Launch {
-            endpoint,
-            rank,
-            size,
-            id,
-            local,
-        }))
-    }
-}
 
 /// The PMI of this process: `Some` when a PMI launcher started it (see [`Launch`]), `None`
 /// for a singleton. Connects and runs the init handshake.
@@ -232,7 +96,7 @@ struct Conn {
 }
 
 fn pmi_err(what: impl std::fmt::Display) -> Error {
-    Error::Transport(format!("PMI: {what}"))
+    Error::Failed(format!("PMI: {what}"))
 }
 
 impl Conn {
@@ -326,7 +190,7 @@ impl WireClient {
     /// Connect to the launcher described by `launch` and run the init handshake.
     pub fn connect(launch: &Launch) -> Result<WireClient> {
         let stream = match &launch.endpoint {
-            Endpoint::Fd(fd) => Stream::Unix(super::fd::adopt_socket(*fd).map_err(pmi_err)?),
+            Endpoint::Fd(fd) => Stream::Unix(crate::fd::adopt_socket(*fd).map_err(pmi_err)?),
             Endpoint::Port(addr) => Stream::Tcp(connect_tcp(addr)?),
         };
         Self::handshake(stream, launch)
@@ -530,71 +394,6 @@ fn initack(conn: &mut Conn, id: u32) -> Result<(u32, u32)> {
         }
     }
     Ok((rank.unwrap_or_default(), size.unwrap_or_default()))
-}
-
-/// This rank's `(local size, local index)` from a `PMI_process_mapping` value, or `None` if
-/// the value does not parse or does not place the job's ranks.
-///
-/// The format (MPICH's): `(vector,(start,nodes,ranks_per_node),…)`: each block puts
-/// `ranks_per_node` consecutive ranks on each of the nodes `start .. start+nodes`; the blocks
-/// repeat until every rank is placed. `(vector,(0,1,4))` is four ranks on one node.
-pub fn local_of(mapping: &str, rank: u32, size: u32) -> Option<(u32, u32)> {
-    let s: String = mapping.chars().filter(|c| !c.is_whitespace()).collect();
-    let inner = s.strip_prefix("(vector,")?.strip_suffix(')')?;
-    let mut blocks = Vec::new();
-    for part in inner.split("),") {
-        let part = part.strip_prefix('(')?;
-        let part = part.strip_suffix(')').unwrap_or(part);
-        let nums: Vec<u32> = part
-            .split(',')
-            .map(|n| n.parse().ok())
-            .collect::<Option<_>>()?;
-        let [start, nodes, per] = nums[..] else {
-            return None;
-        };
-        // The last node of a block must be a node number.
-        if per != 0 {
-            start.checked_add(nodes)?;
-        }
-        blocks.push((u64::from(start), u64::from(nodes), u64::from(per)));
-    }
-    // Ranks one round of the blocks places; the rounds repeat until `size` are placed. Counted
-    // rather than laid out rank by rank: `size` comes from the launcher and may be huge.
-    let round = blocks
-        .iter()
-        .try_fold(0u64, |sum, &(_, n, p)| sum.checked_add(n * p))?;
-    if round == 0 || rank >= size {
-        return None;
-    }
-    let within = u64::from(rank) % round;
-    let mut first = 0u64;
-    let mut mine = None;
-    for &(start, nodes, per) in &blocks {
-        if within < first + nodes * per {
-            mine = Some(start + (within - first) / per);
-            break;
-        }
-        first += nodes * per;
-    }
-    let mine = mine?;
-    // Ranks below `end` that sit on `mine`.
-    let on_mine = |end: u64| -> u64 {
-        let (full, rest) = (end / round, end % round);
-        let mut count = 0u64;
-        let mut first = 0u64;
-        for &(start, nodes, per) in &blocks {
-            if (start..start + nodes).contains(&mine) {
-                let at = first + (mine - start) * per;
-                count += full * per + rest.saturating_sub(at).min(per);
-            }
-            first += nodes * per;
-        }
-        count
-    };
-    Some((
-        u32::try_from(on_mine(u64::from(size))).ok()?,
-        u32::try_from(on_mine(u64::from(rank))).ok()?,
-    ))
 }
 
 impl Pmi for WireClient {
@@ -833,8 +632,8 @@ mod tests {
     #[test]
     fn an_fd_that_is_no_socket_is_refused() {
         // Standard streams and closed descriptors are refused without being taken.
-        assert!(super::super::fd::adopt_socket(1).is_err());
-        let e = super::super::fd::adopt_socket(1 << 20).unwrap_err();
+        assert!(crate::fd::adopt_socket(1).is_err());
+        let e = crate::fd::adopt_socket(1 << 20).unwrap_err();
         assert!(e.contains("not an open descriptor"), "{e}");
     }
 

@@ -16,8 +16,8 @@ use firmware_spec::cassini::dma::{DmaAmo, FullDma};
 use firmware_spec::cassini::event::EventType;
 
 use super::CxiTransport;
+use crate::Rank;
 use crate::error::Result;
-use crate::transport::Rank;
 
 /// How long a refused operation waits before it is issued again.
 pub(super) const RETRY_DELAY: Duration = Duration::from_millis(1);
