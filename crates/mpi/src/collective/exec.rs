@@ -7,11 +7,12 @@
 //!
 //! - A blocking collective drives its future to completion at once ([`block_on`]).
 //! - An immediate collective owns its data (a copy of the input, its own output) and is kept
-//!   in a [`Slot`](crate::progress::Slot) shared by its `Request` and the rank's list of pending collectives: the
-//!   request's `test`/`wait` polls it, and so does every blocking wait of the rank
-//!   ([`progress_pending`](crate::progress::progress_pending), called by `Waiter::tick`). That is MPI's progress rule (MPI 4.1
-//!   §2.9, §6.12): a rank blocked in some other call still advances its pending collectives,
-//!   so a peer waiting on one of them is not starved.
+//!   in a [`Slot`](crate::progress::Slot) shared by its `Request` and the rank's list of
+//!   pending collectives: the request's `test`/`wait` polls it, and so does every blocking
+//!   wait of the rank ([`progress_pending`](crate::progress::progress_pending), called by
+//!   `Waiter::tick`). That is MPI's progress rule (MPI 4.1 §2.9, §6.12): a rank blocked in
+//!   some other call still advances its pending collectives, so a peer waiting on one of them
+//!   is not starved.
 
 use std::future::Future;
 use std::pin::{Pin, pin};
