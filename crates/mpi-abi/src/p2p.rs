@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+use mpi::Source;
 use std::ffi::c_int;
 use std::rc::Rc;
 
@@ -157,16 +158,23 @@ pub(crate) fn irecv(
         return Ok(Req::Done(StatusInfo::empty()));
     }
     let cap = layout.size() * n;
+    fn irecv<'a, 'c>(
+        from: &impl Source<'c>,
+        sc: &mpi::request::Scope<'a>,
+        rb: &'a mut [u8],
+        tag: Option<c_int>,
+    ) -> mpi::Result<mpi::Request<'a>> {
+        match tag {
+            Some(t) => from.immediate_receive_into_with_tag(sc, rb, t),
+            None => from.immediate_receive_into(sc, rb),
+        }
+    }
     let staged = Staged::start(crate::coll::no_data(), cap, |_, rb| {
         mpi::scope(|sc| {
             if source == MPI_ANY_SOURCE {
-                c.any_process().immediate_receive_into_with_tag(sc, rb, tag)
+                irecv(&c.any_process(), sc, rb, tag)
             } else {
-                let p = c.process_at_rank(source);
-                match tag {
-                    Some(t) => p.immediate_receive_into_with_tag(sc, rb, t),
-                    None => p.immediate_receive_into(sc, rb),
-                }
+                irecv(&c.process_at_rank(source), sc, rb, tag)
             }
         })
     })?;
@@ -194,21 +202,22 @@ pub(crate) fn probe(
     if source == MPI_PROC_NULL {
         return Ok(Some(StatusInfo::empty()));
     }
+    fn probe_on<'c>(
+        from: &impl Source<'c>,
+        blocking: bool,
+        tag: Option<c_int>,
+    ) -> mpi::Result<Option<mpi::Status>> {
+        Ok(match (blocking, tag) {
+            (true, Some(t)) => Some(from.probe_with_tag(t)?),
+            (true, None) => Some(from.probe()?),
+            (false, Some(t)) => from.immediate_probe_with_tag(t)?,
+            (false, None) => from.immediate_probe()?,
+        })
+    }
     let st = if source == MPI_ANY_SOURCE {
-        let a = c.any_process();
-        if blocking {
-            Some(a.probe_with_tag(tag)?)
-        } else {
-            a.immediate_probe_with_tag(tag)?
-        }
+        probe_on(&c.any_process(), blocking, tag)?
     } else {
-        let p = c.process_at_rank(source);
-        match (blocking, tag) {
-            (true, Some(t)) => Some(p.probe_with_tag(t)?),
-            (true, None) => Some(p.probe()?),
-            (false, Some(t)) => p.immediate_probe_with_tag(t)?,
-            (false, None) => p.immediate_probe()?,
-        }
+        probe_on(&c.process_at_rank(source), blocking, tag)?
     };
     Ok(st.map(|st| StatusInfo::of(&st)))
 }
@@ -236,20 +245,23 @@ pub(crate) fn mprobe(
             c
         }
     };
+    type Found = Option<(mpi::Message<'static>, mpi::Status)>;
+    fn mprobe_on(
+        from: &impl Source<'static>,
+        blocking: bool,
+        tag: Option<c_int>,
+    ) -> mpi::Result<Found> {
+        Ok(match (blocking, tag) {
+            (true, Some(t)) => Some(from.matched_probe_with_tag(t)?),
+            (true, None) => Some(from.matched_probe()?),
+            (false, Some(t)) => from.immediate_matched_probe_with_tag(t)?,
+            (false, None) => from.immediate_matched_probe()?,
+        })
+    }
     let found = if source == MPI_ANY_SOURCE {
-        let a = c.any_process();
-        if blocking {
-            Some(a.matched_probe_with_tag(tag)?)
-        } else {
-            a.immediate_matched_probe_with_tag(tag)?
-        }
+        mprobe_on(&c.any_process(), blocking, tag)?
     } else {
-        let p = c.process_at_rank(source);
-        match (blocking, tag) {
-            (true, Some(t)) => Some(p.matched_probe_with_tag(t)?),
-            (true, None) => Some(p.matched_probe()?),
-            (false, t) => p.immediate_matched_probe_with_tag(t)?,
-        }
+        mprobe_on(&c.process_at_rank(source), blocking, tag)?
     };
     let Some((msg, st)) = found else {
         return Ok(None);

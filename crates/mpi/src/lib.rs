@@ -28,6 +28,7 @@ pub use universe::Universe;
 pub mod traits {
     pub use crate::collective::Root;
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+    pub use crate::point_to_point::Source;
 }
 
 /// rsmpi-style paths of the common types.
@@ -40,6 +41,6 @@ pub mod topology {
 pub use communicator::{ANY_TAG, SimpleCommunicator, TAG_UB, Tag};
 pub use datatype::{Kind, Vector};
 pub use op::SystemOperation;
-pub use point_to_point::{Message, Status};
+pub use point_to_point::{Message, Source, Status};
 pub use request::{Request, scope};
 pub use window::{AccumulateOp, LockType, Window};

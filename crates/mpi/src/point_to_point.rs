@@ -179,104 +179,6 @@ impl<'c> Process<'c> {
         )?;
         Ok(Request::new(self.comm, op, Target::Send))
     }
-
-    fn source(&self) -> Source<'c> {
-        Source {
-            comm: self.comm,
-            rank: Some(self.rank),
-        }
-    }
-
-    /// `MPI_Recv` of one `T` (any tag).
-    pub fn receive<T: Equivalence>(&self) -> Result<(T, Status)> {
-        self.source().receive(None)
-    }
-
-    /// `MPI_Recv` of one `T` with `tag`.
-    pub fn receive_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(T, Status)> {
-        self.source().receive(Some(tag))
-    }
-
-    /// `MPI_Recv` of a message of any length (any tag).
-    pub fn receive_vec<T: Equivalence>(&self) -> Result<(Vec<T>, Status)> {
-        self.source().receive_vec(None)
-    }
-
-    /// `MPI_Recv` of a message of any length with `tag`.
-    pub fn receive_vec_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(Vec<T>, Status)> {
-        self.source().receive_vec(Some(tag))
-    }
-
-    /// `MPI_Recv` into `buf` (any tag).
-    pub fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<Status> {
-        self.source().receive_into(buf, None)
-    }
-
-    /// `MPI_Recv` into `buf` with `tag`.
-    pub fn receive_into_with_tag<B: BufferMut + ?Sized>(
-        &self,
-        buf: &mut B,
-        tag: Tag,
-    ) -> Result<Status> {
-        self.source().receive_into(buf, Some(tag))
-    }
-
-    /// `MPI_Irecv` into `buf` (any tag).
-    pub fn immediate_receive_into<'a, B: BufferMut + ?Sized>(
-        &self,
-        scope: &Scope<'a>,
-        buf: &'a mut B,
-    ) -> Result<Request<'a>> {
-        self.source().immediate_receive_into(scope, buf, None)
-    }
-
-    /// `MPI_Irecv` into `buf` with `tag`.
-    pub fn immediate_receive_into_with_tag<'a, B: BufferMut + ?Sized>(
-        &self,
-        scope: &Scope<'a>,
-        buf: &'a mut B,
-        tag: Tag,
-    ) -> Result<Request<'a>> {
-        self.source().immediate_receive_into(scope, buf, Some(tag))
-    }
-
-    /// `MPI_Probe` (any tag).
-    pub fn probe(&self) -> Result<Status> {
-        self.source().probe(None)
-    }
-
-    /// `MPI_Probe` with `tag`.
-    pub fn probe_with_tag(&self, tag: Tag) -> Result<Status> {
-        self.source().probe(Some(tag))
-    }
-
-    /// `MPI_Iprobe` (any tag).
-    pub fn immediate_probe(&self) -> Result<Option<Status>> {
-        self.source().immediate_probe(None)
-    }
-
-    /// `MPI_Iprobe` with `tag`.
-    pub fn immediate_probe_with_tag(&self, tag: Tag) -> Result<Option<Status>> {
-        self.source().immediate_probe(Some(tag))
-    }
-
-    /// `MPI_Mprobe` (any tag).
-    pub fn matched_probe(&self) -> Result<(Message<'c>, Status)> {
-        self.source().matched_probe(None)
-    }
-
-    /// `MPI_Mprobe` with `tag`.
-    pub fn matched_probe_with_tag(&self, tag: Tag) -> Result<(Message<'c>, Status)> {
-        self.source().matched_probe(Some(tag))
-    }
-
-    /// `MPI_Improbe` with `tag` (`None`: any tag).
-    pub fn immediate_matched_probe_with_tag(
-        &self,
-        tag: Option<Tag>,
-    ) -> Result<Option<(Message<'c>, Status)>> {
-        self.source().immediate_matched_probe(tag)
-    }
 }
 
 /// Any process of a communicator, as a source (`MPI_ANY_SOURCE`).
@@ -285,164 +187,218 @@ pub struct AnyProcess<'c> {
     comm: &'c SimpleCommunicator,
 }
 
-impl<'c> AnyProcess<'c> {
-    fn source(&self) -> Source<'c> {
-        Source {
-            comm: self.comm,
-            rank: None,
-        }
+/// What a receive or a probe names as its source: one process ([`Process`]) or any
+/// ([`AnyProcess`], `MPI_ANY_SOURCE`), as rsmpi's `Source` trait. The methods without a tag
+/// accept any tag (`MPI_ANY_TAG`); `*_with_tag` take one.
+pub trait Source<'c> {
+    /// The communicator the source belongs to.
+    fn communicator(&self) -> &'c SimpleCommunicator;
+
+    /// The source's rank, `None` for any process.
+    fn source_rank(&self) -> Option<CommRank>;
+
+    /// `MPI_Recv` of one `T` (any tag).
+    fn receive<T: Equivalence>(&self) -> Result<(T, Status)> {
+        receive(&at(self), None)
     }
 
-    /// Receive one `T` (any tag).
-    pub fn receive<T: Equivalence>(&self) -> Result<(T, Status)> {
-        self.source().receive(None)
+    /// `MPI_Recv` of one `T` with `tag`.
+    fn receive_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(T, Status)> {
+        receive(&at(self), Some(tag))
     }
 
-    /// Receive one `T` with `tag`.
-    pub fn receive_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(T, Status)> {
-        self.source().receive(Some(tag))
+    /// `MPI_Recv` of a message of any length (any tag).
+    fn receive_vec<T: Equivalence>(&self) -> Result<(Vec<T>, Status)> {
+        receive_vec(&at(self), None)
     }
 
-    /// Receive a message of any length (any tag).
-    pub fn receive_vec<T: Equivalence>(&self) -> Result<(Vec<T>, Status)> {
-        self.source().receive_vec(None)
+    /// `MPI_Recv` of a message of any length with `tag`.
+    fn receive_vec_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(Vec<T>, Status)> {
+        receive_vec(&at(self), Some(tag))
     }
 
-    /// Receive a message of any length with `tag` (`None`: any tag).
-    pub fn receive_vec_with_tag<T: Equivalence>(
-        &self,
-        tag: Option<Tag>,
-    ) -> Result<(Vec<T>, Status)> {
-        self.source().receive_vec(tag)
+    /// `MPI_Recv` into `buf` (any tag).
+    fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<Status> {
+        receive_into(&at(self), buf, None)
     }
 
-    /// Receive into `buf` with `tag` (`None`: any tag).
-    pub fn receive_into_with_tag<B: BufferMut + ?Sized>(
+    /// `MPI_Recv` into `buf` with `tag`.
+    fn receive_into_with_tag<B: BufferMut + ?Sized>(
         &self,
         buf: &mut B,
-        tag: Option<Tag>,
+        tag: Tag,
     ) -> Result<Status> {
-        self.source().receive_into(buf, tag)
+        receive_into(&at(self), buf, Some(tag))
     }
 
-    /// Receive into `buf` (any tag).
-    pub fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<Status> {
-        self.source().receive_into(buf, None)
-    }
-
-    /// `MPI_Irecv` into `buf` with `tag` (`None`: any tag).
-    pub fn immediate_receive_into_with_tag<'a, B: BufferMut + ?Sized>(
+    /// `MPI_Irecv` into `buf` (any tag).
+    fn immediate_receive_into<'a, B: BufferMut + ?Sized>(
         &self,
         scope: &Scope<'a>,
         buf: &'a mut B,
-        tag: Option<Tag>,
     ) -> Result<Request<'a>> {
-        self.source().immediate_receive_into(scope, buf, tag)
+        immediate_receive_into(&at(self), scope, buf, None)
     }
 
-    /// `MPI_Probe` with `tag` (`None`: any tag).
-    pub fn probe_with_tag(&self, tag: Option<Tag>) -> Result<Status> {
-        self.source().probe(tag)
-    }
-
-    /// `MPI_Iprobe` with `tag` (`None`: any tag).
-    pub fn immediate_probe_with_tag(&self, tag: Option<Tag>) -> Result<Option<Status>> {
-        self.source().immediate_probe(tag)
-    }
-
-    /// `MPI_Mprobe` with `tag` (`None`: any tag).
-    pub fn matched_probe_with_tag(&self, tag: Option<Tag>) -> Result<(Message<'c>, Status)> {
-        self.source().matched_probe(tag)
-    }
-
-    /// `MPI_Improbe` with `tag` (`None`: any tag).
-    pub fn immediate_matched_probe_with_tag(
+    /// `MPI_Irecv` into `buf` with `tag`.
+    fn immediate_receive_into_with_tag<'a, B: BufferMut + ?Sized>(
         &self,
-        tag: Option<Tag>,
-    ) -> Result<Option<(Message<'c>, Status)>> {
-        self.source().immediate_matched_probe(tag)
+        scope: &Scope<'a>,
+        buf: &'a mut B,
+        tag: Tag,
+    ) -> Result<Request<'a>> {
+        immediate_receive_into(&at(self), scope, buf, Some(tag))
+    }
+
+    /// `MPI_Probe` (any tag).
+    fn probe(&self) -> Result<Status> {
+        probe(&at(self), None)
+    }
+
+    /// `MPI_Probe` with `tag`.
+    fn probe_with_tag(&self, tag: Tag) -> Result<Status> {
+        probe(&at(self), Some(tag))
+    }
+
+    /// `MPI_Iprobe` (any tag).
+    fn immediate_probe(&self) -> Result<Option<Status>> {
+        immediate_probe(&at(self), None)
+    }
+
+    /// `MPI_Iprobe` with `tag`.
+    fn immediate_probe_with_tag(&self, tag: Tag) -> Result<Option<Status>> {
+        immediate_probe(&at(self), Some(tag))
+    }
+
+    /// `MPI_Mprobe` (any tag).
+    fn matched_probe(&self) -> Result<(Message<'c>, Status)> {
+        matched_probe(&at(self), None)
+    }
+
+    /// `MPI_Mprobe` with `tag`.
+    fn matched_probe_with_tag(&self, tag: Tag) -> Result<(Message<'c>, Status)> {
+        matched_probe(&at(self), Some(tag))
+    }
+
+    /// `MPI_Improbe` (any tag).
+    fn immediate_matched_probe(&self) -> Result<Option<(Message<'c>, Status)>> {
+        immediate_matched_probe(&at(self), None)
+    }
+
+    /// `MPI_Improbe` with `tag`.
+    fn immediate_matched_probe_with_tag(&self, tag: Tag) -> Result<Option<(Message<'c>, Status)>> {
+        immediate_matched_probe(&at(self), Some(tag))
     }
 }
 
-/// A source: one process or any.
-struct Source<'c> {
+impl<'c> Source<'c> for Process<'c> {
+    fn communicator(&self) -> &'c SimpleCommunicator {
+        self.comm
+    }
+
+    fn source_rank(&self) -> Option<CommRank> {
+        Some(self.rank)
+    }
+}
+
+impl<'c> Source<'c> for AnyProcess<'c> {
+    fn communicator(&self) -> &'c SimpleCommunicator {
+        self.comm
+    }
+
+    fn source_rank(&self) -> Option<CommRank> {
+        None
+    }
+}
+
+/// A source as the receive and probe calls below take it: the communicator, the rank (or
+/// any) and the tag (or any).
+struct Origin<'c> {
     comm: &'c SimpleCommunicator,
     rank: Option<CommRank>,
 }
 
-impl<'c> Source<'c> {
+fn at<'c, S: Source<'c> + ?Sized>(s: &S) -> Origin<'c> {
+    Origin {
+        comm: s.communicator(),
+        rank: s.source_rank(),
+    }
+}
+
+impl Origin<'_> {
     fn spec(&self, tag: Option<Tag>) -> Result<MatchSpec> {
         self.comm.spec(self.rank, tag, false)
     }
+}
 
-    fn receive<T: Equivalence>(&self, tag: Option<Tag>) -> Result<(T, Status)> {
-        let mut v = T::new_zeroed();
-        let st = self.receive_into(&mut v, tag)?;
-        Ok((v, st))
-    }
+fn receive<T: Equivalence>(f: &Origin<'_>, tag: Option<Tag>) -> Result<(T, Status)> {
+    let mut v = T::new_zeroed();
+    let st = receive_into(f, &mut v, tag)?;
+    Ok((v, st))
+}
 
-    fn receive_vec<T: Equivalence>(&self, tag: Option<Tag>) -> Result<(Vec<T>, Status)> {
-        let (m, _) = self.matched_probe(tag)?;
-        let (bytes, st) = m.receive_bytes()?;
-        Ok((vec_from_bytes(&bytes), st))
-    }
+fn receive_vec<T: Equivalence>(f: &Origin<'_>, tag: Option<Tag>) -> Result<(Vec<T>, Status)> {
+    let (m, _) = matched_probe(f, tag)?;
+    let (bytes, st) = m.receive_bytes()?;
+    Ok((vec_from_bytes(&bytes), st))
+}
 
-    fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: Option<Tag>) -> Result<Status> {
-        let spec = self.spec(tag)?;
-        let op = self.comm.start_recv(spec, buf.bytes().len())?;
-        Request::new(self.comm, op, Target::Into(buf.bytes_mut())).wait()
-    }
+fn receive_into<B: BufferMut + ?Sized>(
+    f: &Origin<'_>,
+    buf: &mut B,
+    tag: Option<Tag>,
+) -> Result<Status> {
+    let spec = f.spec(tag)?;
+    let op = f.comm.start_recv(spec, buf.bytes().len())?;
+    Request::new(f.comm, op, Target::Into(buf.bytes_mut())).wait()
+}
 
-    fn immediate_receive_into<'a, B: BufferMut + ?Sized>(
-        &self,
-        _scope: &Scope<'a>,
-        buf: &'a mut B,
-        tag: Option<Tag>,
-    ) -> Result<Request<'a>> {
-        let spec = self.spec(tag)?;
-        let op = self.comm.start_recv(spec, buf.bytes().len())?;
-        Ok(Request::new(self.comm, op, Target::Into(buf.bytes_mut())))
-    }
+fn immediate_receive_into<'a, B: BufferMut + ?Sized>(
+    f: &Origin<'_>,
+    _scope: &Scope<'a>,
+    buf: &'a mut B,
+    tag: Option<Tag>,
+) -> Result<Request<'a>> {
+    let spec = f.spec(tag)?;
+    let op = f.comm.start_recv(spec, buf.bytes().len())?;
+    Ok(Request::new(f.comm, op, Target::Into(buf.bytes_mut())))
+}
 
-    fn immediate_probe(&self, tag: Option<Tag>) -> Result<Option<Status>> {
-        let spec = self.spec(tag)?;
-        let e = self.comm.core.borrow_mut().transport.probe(spec)?;
-        Ok(e.map(|e| Status::of(self.comm, &e)))
-    }
+fn immediate_probe(f: &Origin<'_>, tag: Option<Tag>) -> Result<Option<Status>> {
+    let spec = f.spec(tag)?;
+    let e = f.comm.core.borrow_mut().transport.probe(spec)?;
+    Ok(e.map(|e| Status::of(f.comm, &e)))
+}
 
-    fn probe(&self, tag: Option<Tag>) -> Result<Status> {
-        let mut w = Waiter::new();
-        loop {
-            if let Some(s) = self.immediate_probe(tag)? {
-                return Ok(s);
-            }
-            w.tick(&self.comm.core, &"probe")?;
+fn probe(f: &Origin<'_>, tag: Option<Tag>) -> Result<Status> {
+    let mut w = Waiter::new();
+    loop {
+        if let Some(s) = immediate_probe(f, tag)? {
+            return Ok(s);
         }
+        w.tick(&f.comm.core, &"probe")?;
     }
+}
 
-    fn immediate_matched_probe(&self, tag: Option<Tag>) -> Result<Option<(Message<'c>, Status)>> {
-        let spec = self.spec(tag)?;
-        let claimed = self.comm.core.borrow_mut().transport.claim(spec)?;
-        Ok(claimed.map(|(e, op)| {
-            let st = Status::of(self.comm, &e);
-            (
-                Message {
-                    comm: self.comm,
-                    op,
-                },
-                st,
-            )
-        }))
-    }
+fn immediate_matched_probe<'c>(
+    f: &Origin<'c>,
+    tag: Option<Tag>,
+) -> Result<Option<(Message<'c>, Status)>> {
+    let spec = f.spec(tag)?;
+    let claimed = f.comm.core.borrow_mut().transport.claim(spec)?;
+    Ok(claimed.map(|(e, op)| {
+        let st = Status::of(f.comm, &e);
+        (Message { comm: f.comm, op }, st)
+    }))
+}
 
-    fn matched_probe(&self, tag: Option<Tag>) -> Result<(Message<'c>, Status)> {
-        let mut w = Waiter::new();
-        loop {
-            if let Some(m) = self.immediate_matched_probe(tag)? {
-                return Ok(m);
-            }
-            w.tick(&self.comm.core, &"matched probe")?;
+fn matched_probe<'c>(f: &Origin<'c>, tag: Option<Tag>) -> Result<(Message<'c>, Status)> {
+    let mut w = Waiter::new();
+    loop {
+        if let Some(m) = immediate_matched_probe(f, tag)? {
+            return Ok(m);
         }
+        w.tick(&f.comm.core, &"matched probe")?;
     }
 }
 

@@ -9,6 +9,7 @@
 //! message, or if receives into buffers stop taking the one-copy path.
 
 use mpi::Error;
+use mpi::Source;
 use mpi::Universe;
 use runtime::{Job, Nic};
 use transport::Stats;

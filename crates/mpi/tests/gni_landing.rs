@@ -6,6 +6,7 @@
 //! loses, shifts or truncates bytes, or if receives into buffers stop taking the one-copy path.
 
 use mpi::Error;
+use mpi::Source;
 use mpi::Universe;
 use runtime::{Job, Nic};
 use transport::Stats;

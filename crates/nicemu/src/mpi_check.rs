@@ -8,6 +8,7 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
+use mpi::Source;
 use mpi::SystemOperation;
 use runtime::process::{self, ProcessConfig};
 

@@ -7,6 +7,7 @@
 //! of the injection in nanoseconds (`if_tsresol` 9). `tools/wireshark/nicemu.lua` decodes
 //! it.
 
+use mpi::Source;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};

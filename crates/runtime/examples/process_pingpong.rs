@@ -6,6 +6,7 @@
 //! cargo run --release -p runtime --example process_pingpong -- [cassini|gemini] [shm|tcp|inprocess]
 //! ```
 
+use mpi::Source;
 use std::sync::Arc;
 use std::time::Instant;
 

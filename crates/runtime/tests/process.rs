@@ -4,6 +4,7 @@
 //! in-process PMI. Point-to-point from 0 B to 4 MiB and allreduce on Cassini and Gemini,
 //! a dead peer, and nothing left in /dev/shm.
 
+use mpi::Source;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -14,7 +14,7 @@
 //! naming the operation, the peer and the first differing position.
 
 use mpi::collective::Root;
-use mpi::{SimpleCommunicator, SystemOperation, Universe};
+use mpi::{SimpleCommunicator, Source, SystemOperation, Universe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

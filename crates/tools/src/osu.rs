@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use mpi::Source;
 use mpi::collective::Root;
 use mpi::request::wait_all;
 use mpi::{Result, SimpleCommunicator, SystemOperation};
