@@ -3,12 +3,11 @@
 
 #![forbid(unsafe_code)]
 
-use mpi::Source;
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use mpi::SimpleCommunicator;
 use mpi::typemap::Layout;
+use mpi::{SimpleCommunicator, Source};
 
 use crate::consts::*;
 use crate::error::{AResult, AbiError};

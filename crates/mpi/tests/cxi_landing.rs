@@ -8,9 +8,8 @@
 //! these tests fail if a landed receive loses, shifts or truncates bytes, writes past the
 //! message, or if receives into buffers stop taking the one-copy path.
 
-use mpi::Error;
-use mpi::Source;
 use mpi::Universe;
+use mpi::{Error, Source};
 use runtime::{Job, Nic};
 use transport::Stats;
 

@@ -5,9 +5,8 @@
 //! Payloads are patterned and checked byte by byte; these tests fail if a landed receive
 //! loses, shifts or truncates bytes, or if receives into buffers stop taking the one-copy path.
 
-use mpi::Error;
-use mpi::Source;
 use mpi::Universe;
+use mpi::{Error, Source};
 use runtime::{Job, Nic};
 use transport::Stats;
 

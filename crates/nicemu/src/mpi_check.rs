@@ -8,8 +8,7 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mpi::Source;
-use mpi::SystemOperation;
+use mpi::{Source, SystemOperation};
 use runtime::process::{self, ProcessConfig};
 
 /// Options of `nicemu mpi-check`.

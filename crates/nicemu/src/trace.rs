@@ -7,7 +7,6 @@
 //! of the injection in nanoseconds (`if_tsresol` 9). `tools/wireshark/nicemu.lua` decodes
 //! it.
 
-use mpi::Source;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use emu_core::fabric::Packet;
 use emu_core::time::SimTime;
-use mpi::{Env, SystemOperation, Universe};
+use mpi::{Env, Source, SystemOperation, Universe};
 use pcap_file::DataLink;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::PcapNgWriter;

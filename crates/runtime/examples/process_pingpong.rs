@@ -6,11 +6,10 @@
 //! cargo run --release -p runtime --example process_pingpong -- [cassini|gemini] [shm|tcp|inprocess]
 //! ```
 
-use mpi::Source;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mpi::Universe;
+use mpi::{Source, Universe};
 use runtime::process::{self, ProcessConfig};
 use runtime::{InProcessPmi, Job, Nic, Shared};
 

@@ -4,11 +4,10 @@
 //! in-process PMI. Point-to-point from 0 B to 4 MiB and allreduce on Cassini and Gemini,
 //! a dead peer, and nothing left in /dev/shm.
 
-use mpi::Source;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpi::{SystemOperation, Universe};
+use mpi::{Source, SystemOperation, Universe};
 use platform::remote::{LinkKind, PortId, RemoteCounters};
 use runtime::process::{self, ProcessConfig, ProcessGuard};
 use runtime::{InProcessPmi, Nic, Shared};

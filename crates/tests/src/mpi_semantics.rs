@@ -5,10 +5,9 @@
 //! reference, on the world and on split communicators. It runs unchanged on any transport
 //! (the loopback reference, cxi, gni); a failed check panics with what differed.
 
-use mpi::Source;
 use mpi::collective::Root;
 use mpi::topology::CommunicatorRelation;
-use mpi::{Error, LockType, Request, SimpleCommunicator, SystemOperation, Vector};
+use mpi::{Error, LockType, Request, SimpleCommunicator, Source, SystemOperation, Vector};
 
 /// Run the whole suite on `world`.
 pub fn run(world: &SimpleCommunicator) {

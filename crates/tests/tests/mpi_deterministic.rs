@@ -2,8 +2,7 @@
 //! semantics suite on both NICs (Cassini in both match modes), replay (same seed, same
 //! digest), a deadlock that ends with an error naming the waiting ranks, and a panicking rank.
 
-use mpi::Source;
-use mpi::Universe;
+use mpi::{Source, Universe};
 use platform::EngineKind;
 use runtime::{Job, JobError, Nic};
 

@@ -3,8 +3,7 @@
 //! (E0, E1 / Eager GET, R0, Put Fallback, R1; FMA vs BTE), lazy connections, bad knobs.
 //! Payloads are patterned and checked byte by byte.
 
-use mpi::Source;
-use mpi::Universe;
+use mpi::{Source, Universe};
 use runtime::{Job, JobError, Nic};
 use transport::Stats;
 

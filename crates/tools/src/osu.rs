@@ -12,10 +12,9 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use mpi::Source;
 use mpi::collective::Root;
 use mpi::request::wait_all;
-use mpi::{Result, SimpleCommunicator, SystemOperation};
+use mpi::{Result, SimpleCommunicator, Source, SystemOperation};
 
 /// The benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
