@@ -57,16 +57,21 @@ fn with_env(prefix: &Path, script: &str) -> Output {
         .expect("running sh")
 }
 
-fn install() -> PathBuf {
-    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nicemu-install");
-    let _ = std::fs::remove_dir_all(&prefix);
+/// Run `nicemu install --prefix PREFIX`, check it succeeded, return what it printed.
+fn run_install(prefix: &Path) -> String {
     let out = nicemu()
         .arg("install")
         .arg("--prefix")
-        .arg(&prefix)
+        .arg(prefix)
         .output()
         .unwrap();
-    check(&out, "nicemu install");
+    check(&out, "nicemu install")
+}
+
+fn install() -> PathBuf {
+    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nicemu-install");
+    let _ = std::fs::remove_dir_all(&prefix);
+    run_install(&prefix);
     prefix.canonicalize().unwrap()
 }
 
@@ -197,13 +202,7 @@ fn an_install_run_twice_replaces_the_files_in_place() {
     let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nicemu-install-twice");
     let _ = std::fs::remove_dir_all(&prefix);
     for _ in 0..2 {
-        let out = nicemu()
-            .arg("install")
-            .arg("--prefix")
-            .arg(&prefix)
-            .output()
-            .unwrap();
-        let text = check(&out, "nicemu install");
+        let text = run_install(&prefix);
         assert!(text.contains("share/nicemu/env.sh"), "{text}");
     }
     let leftovers: Vec<_> = walk(&prefix)
