@@ -101,18 +101,18 @@ echo "sweeping 1 B to 4 MiB for the plot..." >&2
     echo "# OSU MPI Latency Test"
     echo "# Size       Avg Latency(us)"
     for ((s = 1; s <= 4194304; s *= 2)); do
-        mpi latency "$s" $((s > 8192 ? 200 : 5000)) | figure_of small | sed "s/^/$s /"
+        mpi latency "$s" $((s > 8192 ? 100 : 1000)) | figure_of small | sed "s/^/$s /"
     done
     echo "# OSU MPI Bandwidth Test"
     echo "# Size      Bandwidth (MB/s)"
     for ((s = 1; s <= 4194304; s *= 2)); do
-        mpi bw "$s" $((s > 8192 ? 20 : 200)) 16 | figure_of small | sed "s/^/$s /"
+        mpi bw "$s" $((s > 8192 ? 10 : 100)) 16 | figure_of small | sed "s/^/$s /"
     done
 } >"$work/sweep.mpich"
 for nic in cassini gemini; do
     {
-        osu latency --nic "$nic" -m 1:4M -i 2000 --iterations-large 100
-        osu bw --nic "$nic" -m 1:4M -W 16 -i 200 --iterations-large 20
+        osu latency --nic "$nic" -m 1:4M -i 1000 --iterations-large 100
+        osu bw --nic "$nic" -m 1:4M -W 16 -i 100 --iterations-large 10
     } >"$work/sweep.$nic"
 done
 mkdir -p "$(dirname "$svg")"

@@ -3,6 +3,8 @@
 # measure NAME KIND COMMAND...   run COMMAND, append the figure it prints to $work/NAME
 #                                (KIND picks the parser, see figure_of) and keep the command
 #                                line in $work/NAME.cmd; stops the script if it fails
+#                                (ON_FAILURE=skip: marks the cell failed and goes on)
+# again NAME KIND              another figure (KIND) of the last measured output
 # median NAME                    the median of the figures of NAME
 # ratio A B                      A / B with three decimals
 
@@ -51,12 +53,18 @@ measure() { # NAME KIND COMMAND...
     local name=$1 kind=$2
     shift 2
     local out v
-    [ -f "$work/$name.cmd" ] || echo "$*" >"$work/$name.cmd"
+    echo "$*" >"$work/last.cmd"
+    [ -f "$work/$name.cmd" ] || cp "$work/last.cmd" "$work/$name.cmd"
     if ! out=$("$@" 2>"$work/stderr"); then
         echo "$(basename "$0"): '$*' failed:" >&2
-        cat "$work/stderr" >&2
-        exit 1
+        tail -5 "$work/stderr" >&2
+        # ON_FAILURE=skip (bench/perf-tables.sh): the cell reads "failed" unless another
+        # round measured it; otherwise the script stops.
+        [ "${ON_FAILURE:-stop}" = skip ] || exit 1
+        echo "$*" >>"$work/$name.failed"
+        return 0
     fi
+    printf '%s\n' "$out" >"$work/last.out"
     v=$(figure_of "$kind" <<<"$out")
     [ -n "$v" ] || {
         echo "$(basename "$0"): no figure in the output of '$*':" >&2
@@ -66,11 +74,23 @@ measure() { # NAME KIND COMMAND...
     echo "$v" >>"$work/$name"
 }
 
+# again NAME KIND: another figure from the output of the last measure (same command)
+again() {
+    local v
+    [ -f "$work/$1.cmd" ] || cp "$work/last.cmd" "$work/$1.cmd"
+    v=$(figure_of "$2" <"$work/last.out")
+    [ -n "$v" ] || { echo "$(basename "$0"): no $2 figure in the last output" >&2; exit 1; }
+    echo "$v" >>"$work/$1"
+}
+
 median() {
-    [ -s "$work/$1" ] || { echo "-"; return; }
+    if [ ! -s "$work/$1" ]; then
+        if [ -f "$work/$1.failed" ]; then echo failed; else echo "-"; fi
+        return
+    fi
     sort -g "$work/$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a !~ /^[0-9.e+-]+$/ || b !~ /^[0-9.e+-]+$/ || b == 0) print "-"; else printf "%.3f", a / b }'; }
 
 # The machine, for the caption of a table: CPU model, CPUs, memory, kernel.
 machine() {

@@ -43,6 +43,7 @@ case "$rounds" in '' | *[!0-9]* | 0)
     ;;
 esac
 find_mpich
+export ON_FAILURE=skip
 load_start=$(load)
 started=$(date -u '+%F %H:%M')
 
@@ -121,8 +122,8 @@ for r in $(seq 1 "$rounds"); do
         measure ompi.nicemu.rate small ompi_nicemu rate 8 200 64
     fi
     measure engine.det engine_det "$nicemu" bench engine --events 2000000
-    measure engine.tmr engine_tmr "$nicemu" bench engine --events 2000000
-    measure engine.rtt engine_rtt "$nicemu" bench engine --events 2000000
+    again engine.tmr engine_tmr
+    again engine.rtt engine_rtt
 done
 echo "memory (one run each)..." >&2
 timed() { /usr/bin/time -f 'maxrss %M' "$@" 2>&1 >/dev/null; }
@@ -141,7 +142,7 @@ load_end=$(load)
 # ---- formatting
 num() { # KIND VALUE: lat -> 2 decimals; bw -> MB/s integer; rate -> k/M; mib -> MiB
     awk -v k="$1" -v v="$2" 'BEGIN {
-        if (v == "-" || v == "") { print "-"; exit }
+        if (v !~ /^[0-9.e+-]+$/) { print (v == "" ? "-" : v); exit }
         if (k == "lat") printf "%.2f", v
         else if (k == "bw" || k == "mib") printf "%.0f", v
         else if (k == "kib") printf "%.0f", v
@@ -157,7 +158,18 @@ shorten() { # a command line as a reader types it
         -e "s|^timed ||" "$work/$1.cmd"
 }
 cmd() { echo "\`$(shorten "$1")\`"; }
-cell() { num "$1" "$(median "$2")"; }
+cell() { # KIND NAME: the median, and how many runs failed if any did
+    local v ok=0 bad=0
+    v=$(num "$1" "$(median "$2")")
+    [ -s "$work/$2" ] && ok=$(wc -l <"$work/$2")
+    [ -s "$work/$2.failed" ] && bad=$(wc -l <"$work/$2.failed")
+    if [ "$bad" -gt 0 ] && [ "$ok" -gt 0 ]; then
+        v="$v ($bad of $((ok + bad)) runs failed)"
+    elif [ "$bad" -gt 0 ]; then
+        v="failed ($bad of $bad runs)"
+    fi
+    echo "$v"
+}
 rat() { # CELL REF: ratio of medians, two significant decimals
     awk -v r="$(ratio "$(median "$1")" "$(median "$2")")" 'BEGIN { if (r == "-") print "-"; else if (r < 10) printf "%.2f", r; else printf "%.0f", r }'
 }
@@ -246,7 +258,9 @@ table_engine() {
     caption
 }
 
-per() { awk -v a="$(median "$1")" -v b="$(median "$2")" -v n="$3" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.1f", (a - b) / n }'; }
+per() { # A B N [FORMAT]: (median A - median B) / N
+    awk -v a="$(median "$1")" -v b="$(median "$2")" -v n="$3" -v f="${4:-%.1f}" 'BEGIN { if (a !~ /^[0-9.e+-]+$/ || b !~ /^[0-9.e+-]+$/) print "-"; else printf f, (a - b) / n }'
+}
 table_memory() {
     echo "| what | command | peak RSS (MiB) | per node or NIC (MiB) |"
     echo "|---|---|---|---|"
@@ -258,7 +272,7 @@ table_memory() {
     if [ -s "$work/mem.cassini.idle" ]; then
         for nic in cassini gemini; do
             echo "| 64 idle NICs, probed by the driver | $(cmd "mem.$nic.idle64") | $(cell mib "mem.$nic.idle64") | |"
-            echo "| 1,024 idle NICs | $(cmd "mem.$nic.idle") | $(cell mib "mem.$nic.idle") | $(awk -v a="$(median "mem.$nic.idle")" -v b="$(median "mem.$nic.idle64")" 'BEGIN { printf "%.3f", (a - b) / 960 }') (slope 64 to 1,024) |"
+            echo "| 1,024 idle NICs | $(cmd "mem.$nic.idle") | $(cell mib "mem.$nic.idle") | $(per "mem.$nic.idle" "mem.$nic.idle64" 960 %.5f | awk '$1 ~ /^[0-9.-]+$/ { printf "%.0f KiB", $1 * 1024; next } { print }') (slope 64 to 1,024) |"
         done
     fi
     echo "_\`bench/perf-tables.sh\`, one run each (\`nicemu job\` prints its peak RSS; idle NICs under \`/usr/bin/time\`)._"
