@@ -19,9 +19,11 @@
 #   memory                   `nicemu job` peak RSS per rank, `nicemu devices` per idle NIC
 #                            (one run each: they do not depend on the load)
 #   machine                  CPU, memory, kernel, load average before and after, commit
+# and plots every benchmark of `nicemu osu` on both NICs (4 nodes) with `nicemu plot`.
 #
 # Every table is printed between `<!-- perf-tables:NAME -->` and `<!-- /perf-tables:NAME -->`
-# lines; with --write the blocks of docs/PERFORMANCE.md are replaced by them in place.
+# lines; with --write the blocks of docs/PERFORMANCE.md are replaced by them in place and the
+# plot is written to docs/img/osu-all.svg.
 #
 # usage: bench/perf-tables.sh [--write] [ROUNDS]     (default 3 rounds)
 # env:   NICEMU_BIN=dir  the target directory holding nicemu, nicemu-mpicc, libmpi_abi.so and
@@ -137,6 +139,18 @@ if [ -x /usr/bin/time ]; then
     measure mem.gemini.idle time_rss timed "$nicemu" devices --cassini 0 --gemini 1024
     measure mem.gemini.idle64 time_rss timed "$nicemu" devices --cassini 0 --gemini 64
 fi
+# Every benchmark of `nicemu osu` on both NICs, for the plot docs/img/osu-all.svg.
+echo "every OSU benchmark on 4 nodes, for the plot..." >&2
+osu_all=(osu all --nodes 4 -m 1:1M -i 100 --iterations-large 10 -W 16)
+for nic in cassini gemini; do
+    timeout 900 "$nicemu" "${osu_all[@]}" --nic $nic >"$work/osu-all.$nic" 2>"$work/stderr" ||
+        { echo "perf-tables.sh: nicemu ${osu_all[*]} --nic $nic failed:" >&2; tail -5 "$work/stderr" >&2; }
+done
+"$nicemu" plot -o "$work/osu-all.svg" \
+    --title "nicemu ${osu_all[*]}, threaded engine, $(date -u +%F) (pairs: ranks 0 and 1)" \
+    "emulated Cassini (cxi transport)=$work/osu-all.cassini" \
+    "emulated Gemini (gni transport)=$work/osu-all.gemini" >&2 ||
+    echo "perf-tables.sh: no plot of nicemu osu all" >&2
 load_end=$(load)
 
 # ---- formatting
@@ -301,5 +315,9 @@ if [ -n "$write" ]; then
         !skip { print }
     ' "$doc" >"$work/doc.md"
     cp "$work/doc.md" "$doc"
-    echo "perf-tables.sh: $doc updated" >&2
+    if [ -s "$work/osu-all.svg" ]; then
+        mkdir -p docs/img
+        cp "$work/osu-all.svg" docs/img/osu-all.svg
+    fi
+    echo "perf-tables.sh: $doc and docs/img/osu-all.svg updated" >&2
 fi

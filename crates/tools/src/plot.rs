@@ -30,7 +30,7 @@ pub struct Panel {
     pub series: Vec<Series>,
 }
 
-/// Panels side by side under one title.
+/// Panels side by side under one title, at most [`PANELS_PER_ROW`] in a row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
     /// Shown at the top.
@@ -47,6 +47,9 @@ pub const PALETTE: [&str; 7] = [
 
 /// The x axis' label.
 pub const X_LABEL: &str = "message size (bytes)";
+
+/// Panels in one row of a figure; more go on the rows below.
+pub const PANELS_PER_ROW: usize = 3;
 
 const PANEL_W: f64 = 460.0;
 const PLOT_H: f64 = 260.0;
@@ -145,9 +148,12 @@ impl Figure {
             .map(|p| p.series.len())
             .max()
             .unwrap_or(0);
-        let n = self.panels.len().max(1) as f64;
-        let width = PANEL_W * n;
-        let height = TOP + PLOT_H + 50.0 + LEGEND_LINE * legend_rows as f64 + 10.0;
+        let n = self.panels.len().max(1);
+        let cols = n.min(PANELS_PER_ROW);
+        let rows = n.div_ceil(PANELS_PER_ROW);
+        let row_h = PLOT_H + 50.0 + LEGEND_LINE * legend_rows as f64 + 10.0 + TOP - 30.0;
+        let width = PANEL_W * cols as f64;
+        let height = 30.0 + row_h * rows as f64;
         let mut o = String::new();
         let _ = writeln!(
             o,
@@ -161,16 +167,23 @@ impl Figure {
             esc(&self.title)
         );
         for (i, panel) in self.panels.iter().enumerate() {
-            panel_svg(&mut o, panel, PANEL_W * i as f64);
+            let (col, row) = (i % PANELS_PER_ROW, i / PANELS_PER_ROW);
+            panel_svg(
+                &mut o,
+                panel,
+                PANEL_W * col as f64,
+                TOP + row_h * row as f64,
+            );
         }
         o.push_str("</svg>\n");
         o
     }
 }
 
-fn panel_svg(o: &mut String, panel: &Panel, x0: f64) {
+/// One panel whose plot area starts `x0` from the left and at `py` from the top.
+fn panel_svg(o: &mut String, panel: &Panel, x0: f64, py: f64) {
     let pw = PANEL_W - LEFT - RIGHT;
-    let (px, py) = (x0 + LEFT, TOP);
+    let px = x0 + LEFT;
     let _ = writeln!(
         o,
         r##"<g class="panel" data-title="{t}">
@@ -471,6 +484,43 @@ mod tests {
         assert_eq!(series(&doc), vec![("s".to_string(), 1, 1)]);
         assert!(svg.contains(">no data<"), "{svg}");
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+
+    #[test]
+    fn panels_past_a_row_go_on_the_next_row() {
+        let panel = |t: &str| Panel {
+            title: t.into(),
+            y_label: "y".into(),
+            series: vec![Series {
+                label: "s".into(),
+                points: vec![(1.0, 1.0), (2.0, 3.0)],
+            }],
+        };
+        let fig = Figure {
+            title: "t".into(),
+            panels: ["a", "b", "c", "d"].into_iter().map(panel).collect(),
+        };
+        let svg = fig.svg();
+        let doc = parse(&svg);
+        let root = doc.root_element();
+        assert_eq!(root.attribute("width"), Some("1380"));
+        // The plot areas: three on the first row, the fourth below the first.
+        let areas: Vec<(f64, f64)> = doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("panel"))
+            .map(|p| {
+                let r = p.children().find(|c| c.has_tag_name("rect")).unwrap();
+                let v = |a| r.attribute(a).unwrap().parse::<f64>().unwrap();
+                (v("x"), v("y"))
+            })
+            .collect();
+        assert_eq!(areas.len(), 4);
+        assert!(areas[0].1 == areas[1].1 && areas[1].1 == areas[2].1);
+        assert!(areas[0].0 < areas[1].0 && areas[1].0 < areas[2].0);
+        assert_eq!(areas[3].0, areas[0].0);
+        assert!(areas[3].1 > areas[0].1 + PLOT_H);
+        let height: f64 = root.attribute("height").unwrap().parse().unwrap();
+        assert!(height > areas[3].1 + PLOT_H);
     }
 
     #[test]
