@@ -123,6 +123,8 @@ fn symlink(target: &str, link: &Path) -> anyhow::Result<()> {
 /// `prefix` (absolute).
 fn generated(prefix: &Path) -> Vec<(&'static str, String)> {
     let p = prefix.display();
+    // The prefix as one single-quoted shell word.
+    let quoted = format!("'{}'", p.to_string().replace('\'', r"'\''"));
     let version = env!("CARGO_PKG_VERSION");
     vec![
         (
@@ -131,7 +133,7 @@ fn generated(prefix: &Path) -> Vec<(&'static str, String)> {
                 "# nicemu installed in {p}: source this file (`. {p}/share/nicemu/env.sh`) to put\n\
                  # its programs on PATH, libmpi_abi.so.1 on the loader's path, the libfabric\n\
                  # provider `nicemu` on libfabric's provider path and the .pc files on pkg-config's.\n\
-                 NICEMU_PREFIX='{p}'\n\
+                 NICEMU_PREFIX={quoted}\n\
                  export NICEMU_PREFIX\n\
                  PATH=\"$NICEMU_PREFIX/bin${{PATH:+:$PATH}}\"\n\
                  LD_LIBRARY_PATH=\"$NICEMU_PREFIX/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\n\
@@ -270,6 +272,17 @@ mod tests {
             .1;
         assert!(pc.starts_with("prefix=/opt/nicemu\n"), "{pc}");
         assert!(pc.contains("-lmpi_abi"), "{pc}");
+    }
+
+    #[test]
+    fn a_prefix_with_a_quote_stays_one_shell_word() {
+        let files = generated(Path::new("/tmp/it's here"));
+        let env = &files
+            .iter()
+            .find(|(n, _)| *n == "share/nicemu/env.sh")
+            .unwrap()
+            .1;
+        assert!(env.contains(r"NICEMU_PREFIX='/tmp/it'\''s here'"), "{env}");
     }
 
     #[test]
