@@ -201,6 +201,10 @@ table_machine() {
     echo "| machine | $(machine) |"
     echo "| measured | $started UTC, commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $rounds rounds |"
     echo "| load average (1, 5, 15 min) | $load_start at the start, $load_end at the end |"
+    if awk -v a="$load_start" -v b="$load_end" -v n="$(nproc)" \
+        'BEGIN { split(a, x, " "); split(b, y, " "); exit !(x[1] > n / 2 || y[1] > n / 2) }'; then
+        echo "| note | **loaded machine**: other work shared the CPUs (1-minute load above half of its $(nproc) CPUs); compare ratios within this run only |"
+    fi
     echo "| MPICH | $(basename "$mpiexec") $("$mpiexec" --version 2>/dev/null | awk '/Version:/ { print $2; exit }'), \`bench/osu_small.c\` built with $(basename "$mpicc") -O2, 2 ranks |"
 }
 
@@ -305,8 +309,8 @@ if [ -n "$write" ]; then
     awk -v tables="$work/tables.md" '
         BEGIN {
             while ((getline line < tables) > 0) {
-                if (line ~ /^<!-- perf-tables:/) { name = line; body[name] = line "\n"; next }
-                if (name != "") { body[name] = body[name] line "\n" }
+                if (line ~ /^<!-- perf-tables:/) { name = line; body[name] = line "\n" }
+                else if (name != "") { body[name] = body[name] line "\n" }
                 if (line ~ /^<!-- \/perf-tables:/) name = ""
             }
         }
