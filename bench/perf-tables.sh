@@ -280,12 +280,12 @@ per() { # A B N [FORMAT]: (median A - median B) / N
     awk -v a="$(median "$1")" -v b="$(median "$2")" -v n="$3" -v f="${4:-%.1f}" 'BEGIN { if (a !~ /^[0-9.e+-]+$/ || b !~ /^[0-9.e+-]+$/) print "-"; else printf f, (a - b) / n }'
 }
 table_memory() {
-    echo "| what | command | peak RSS (MiB) | per node or NIC (MiB) |"
+    echo "| what | command | peak RSS (MiB) | per node or NIC |"
     echo "|---|---|---|---|"
     local nic
     for nic in cassini gemini; do
         echo "| MPI job, 64 ranks, one node each | $(cmd "mem.$nic.job64") | $(cell mib "mem.$nic.job64") | |"
-        echo "| MPI job, 256 ranks, one node each | $(cmd "mem.$nic.job") | $(cell mib "mem.$nic.job") | $(per "mem.$nic.job" "mem.$nic.job64" 192) (slope 64 to 256) |"
+        echo "| MPI job, 256 ranks, one node each | $(cmd "mem.$nic.job") | $(cell mib "mem.$nic.job") | $(per "mem.$nic.job" "mem.$nic.job64" 192 "%.1f MiB") (slope 64 to 256) |"
     done
     if [ -s "$work/mem.cassini.idle" ]; then
         for nic in cassini gemini; do
