@@ -247,14 +247,18 @@ pub fn run(args: InstallArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// The text of generated file `name` for an install in `prefix`.
+    fn file(prefix: &str, name: &str) -> String {
+        generated(Path::new(prefix))
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| text)
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
     #[test]
     fn the_environment_file_prepends_the_install_to_each_path() {
-        let files = generated(Path::new("/opt/nicemu"));
-        let env = &files
-            .iter()
-            .find(|(n, _)| *n == "share/nicemu/env.sh")
-            .unwrap()
-            .1;
+        let env = file("/opt/nicemu", "share/nicemu/env.sh");
         assert!(env.contains("NICEMU_PREFIX='/opt/nicemu'"), "{env}");
         for (var, dir) in [
             ("PATH", "bin"),
@@ -265,23 +269,14 @@ mod tests {
             let line = format!("{var}=\"$NICEMU_PREFIX/{dir}${{{var}:+:${var}}}\"");
             assert!(env.contains(&line), "{line} not in\n{env}");
         }
-        let pc = &files
-            .iter()
-            .find(|(n, _)| *n == "lib/pkgconfig/nicemu-mpi.pc")
-            .unwrap()
-            .1;
+        let pc = file("/opt/nicemu", "lib/pkgconfig/nicemu-mpi.pc");
         assert!(pc.starts_with("prefix=/opt/nicemu\n"), "{pc}");
         assert!(pc.contains("-lmpi_abi"), "{pc}");
     }
 
     #[test]
     fn a_prefix_with_a_quote_stays_one_shell_word() {
-        let files = generated(Path::new("/tmp/it's here"));
-        let env = &files
-            .iter()
-            .find(|(n, _)| *n == "share/nicemu/env.sh")
-            .unwrap()
-            .1;
+        let env = file("/tmp/it's here", "share/nicemu/env.sh");
         assert!(env.contains(r"NICEMU_PREFIX='/tmp/it'\''s here'"), "{env}");
     }
 

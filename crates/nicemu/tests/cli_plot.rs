@@ -23,6 +23,14 @@ fn series(svg: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn dir() -> &'static Path {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
 }
@@ -39,11 +47,7 @@ fn osu_svg_plots_every_size_of_the_run() {
         .arg(&svg)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<?xml") && text.trim_end().ends_with("</svg>"));
     assert!(text.contains(">OSU MPI Latency Test<"), "{text}");
@@ -77,11 +81,7 @@ fn plot_draws_several_runs_side_by_side_and_refuses_bad_input() {
         .arg(format!("nicemu={}", b.display()))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 panels, 3 lines"));
     let text = std::fs::read_to_string(&svg).unwrap();
     assert_eq!(
