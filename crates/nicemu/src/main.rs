@@ -16,9 +16,11 @@ mod cxi_tools;
 mod demo;
 mod devices;
 mod gni_tools;
+mod install;
 mod job;
 mod mpi_check;
 mod osu;
+mod plot;
 mod sim;
 mod spec;
 mod trace;
@@ -103,6 +105,13 @@ enum Command {
     /// pmi-probe`, or under mpiexec).
     #[command(hide = true)]
     PmiProbe(launch::probe::ProbeArgs),
+    /// Draw OSU-format tables (from `nicemu osu`, OSU programs, bench/compare.sh) as one SVG
+    /// plot against message size.
+    Plot(plot::PlotArgs),
+    /// Install nicemu, nicemu-mpicc, libmpi_abi.so.1 with mpi.h, the libfabric provider,
+    /// pkg-config files and an environment file under a prefix (copied from the cargo target
+    /// directory; builds nothing).
+    Install(install::InstallArgs),
 }
 
 /// `nicemu run`: the ranks' output goes to this process's stdout and stderr, line by line.
@@ -169,6 +178,8 @@ fn main() -> ExitCode {
         Command::Job(args) => job::run(args, &mut out),
         Command::Sim(args) => sim::run(args, &mut out),
         Command::Trace(args) => trace::run(args, &mut out),
+        Command::Plot(args) => plot::run(args, &mut out),
+        Command::Install(args) => install::run(args, &mut out),
         Command::Run(args) => {
             drop(out);
             return run_job(&args);

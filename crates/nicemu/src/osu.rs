@@ -109,6 +109,10 @@ pub struct OsuArgs {
     /// Window of the bandwidth tests (OSU's `-W`).
     #[arg(short = 'W', long, default_value_t = 64)]
     window: usize,
+    /// Also write the tables as an SVG plot against message size to FILE (one panel per
+    /// benchmark; `nicemu plot` draws several runs in one figure).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<std::path::PathBuf>,
 }
 
 fn parse_range(s: &str) -> Result<(usize, usize), String> {
@@ -161,6 +165,8 @@ pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let o = args.options();
     let job = args.job();
     let progress = std::io::stderr().is_terminal();
+    let label = format!("nicemu {:?} ({:?} engine)", args.nic, args.engine).to_lowercase();
+    let mut drawn = Vec::new();
     for bench in args.bench.benches() {
         let t = Instant::now();
         if progress {
@@ -180,6 +186,7 @@ pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
         write!(out, "{table}")?;
         writeln!(out)?;
+        drawn.push((label.clone(), table));
         if progress {
             eprintln!(
                 "{}: done in {:.1} s",
@@ -187,6 +194,10 @@ pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 t.elapsed().as_secs_f64()
             );
         }
+    }
+    if let Some(path) = &args.svg {
+        let title = format!("{label}, {} ranks", job.ranks());
+        crate::plot::write_svg(path, &tools::plot::from_osu_tables(&title, &drawn))?;
     }
     Ok(())
 }

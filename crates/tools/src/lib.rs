@@ -8,4 +8,5 @@
 pub mod cxi;
 pub mod gni;
 pub mod osu;
+pub mod plot;
 pub mod progress;
