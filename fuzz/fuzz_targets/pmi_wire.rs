@@ -1,5 +1,5 @@
 //! Arbitrary lines of the PMI-1 wire protocol, as the launcher's server reads requests and
-//! the MPI library's client reads replies (both parse with `mpi::pmi::wire::Message`), and
+//! the MPI library's client reads replies (both parse with `pmi::wire::Message`), and
 //! the values the client interprets (`PMI_process_mapping`, hex business cards).
 //!
 //! Input: text, one message per line (at most 64 lines). The first line's first 8 bytes,
@@ -13,8 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mpi::pmi::local_of;
-use mpi::pmi::wire::{Message, WireError, hex_decode, hex_encode, squeeze};
+use pmi::local_of;
+use pmi::wire::{Message, WireError, hex_decode, hex_encode, squeeze};
 
 fuzz_target!(|data: &[u8]| {
     let mut b = nicemu_fuzz::Bytes(data);
