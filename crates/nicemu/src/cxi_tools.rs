@@ -10,6 +10,8 @@ use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use platform::EngineKind;
 use tools::cxi::{BwOptions, DumpOptions, LatOptions, StatOptions};
 
+use crate::args;
+
 /// Which engine drives the emulated pair.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Engine {
@@ -77,38 +79,24 @@ pub struct DumpArgs {
     fields: bool,
 }
 
-fn parse_size(s: &str) -> Result<(u64, u64), String> {
-    tools::cxi::parse_size_range(s)
-}
-
-fn parse_secs(s: &str) -> Result<Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("bad duration '{s}' (seconds)"))
-}
-
-/// Options of the latency tools.
+/// Options of every latency tool (`cxi_atomic_lat` takes no `--size`: the size is the
+/// operand type's).
 #[derive(Args, Clone, Debug)]
-pub struct LatArgs {
+pub struct LatCommon {
     #[command(flatten)]
     engine: EngineArgs,
     /// Iterations per size.
     #[arg(short = 'n', long, default_value_t = 100)]
     iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
+    /// Run each size for this many seconds instead (fractions allowed, at most a day).
+    #[arg(short = 'D', long, value_parser = args::seconds)]
     duration: Option<Duration>,
     /// Unmeasured iterations per size.
     #[arg(long, default_value_t = 10)]
     warmup: u64,
-    /// Microseconds between iterations.
-    #[arg(long, default_value_t = 0)]
-    latency_gap: u64,
-    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
-    #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
-    size: (u64, u64),
+    /// Microseconds between iterations (at most 1000000).
+    #[arg(long, value_parser = args::gap_micros, default_value = "0")]
+    latency_gap: Duration,
     /// Unrestricted writes/reads/atomics (restricted by default).
     #[arg(long)]
     unrestricted: bool,
@@ -123,16 +111,34 @@ pub struct LatArgs {
     report_all: bool,
 }
 
+/// Options of `send-lat`, `write-lat` and `read-lat`.
+#[derive(Args, Clone, Debug)]
+pub struct LatArgs {
+    #[command(flatten)]
+    common: LatCommon,
+    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
+    #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "8")]
+    size: (u64, u64),
+}
+
 impl LatArgs {
+    fn options(&self) -> LatOptions {
+        LatOptions {
+            min_size: self.size.0,
+            max_size: self.size.1,
+            ..self.common.options()
+        }
+    }
+}
+
+impl LatCommon {
     fn options(&self) -> LatOptions {
         LatOptions {
             engine: self.engine.kind(),
             iters: self.iters,
             duration: self.duration,
             warmup: self.warmup,
-            gap: Duration::from_micros(self.latency_gap),
-            min_size: self.size.0,
-            max_size: self.size.1,
+            gap: self.latency_gap,
             idc: !self.no_idc,
             restricted: !self.unrestricted,
             ll: !self.no_ll,
@@ -173,7 +179,7 @@ fn parse_cswap_op(s: &str) -> Result<CswapOp, String> {
 #[derive(Args, Clone, Debug)]
 pub struct AtomicLatArgs {
     #[command(flatten)]
-    lat: LatArgs,
+    lat: LatCommon,
     /// Atomic operation (MIN, MAX, SUM, LOR, LAND, BOR, BAND, LXOR, BXOR, SWAP, CSWAP, AXOR).
     #[arg(long, value_parser = parse_amo_op, default_value = "SUM")]
     atomic_op: AmoOp,
@@ -196,11 +202,11 @@ pub struct BwArgs {
     /// Iterations per size (each `--list-size` operations).
     #[arg(short = 'n', long, default_value_t = 10)]
     iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
+    /// Run each size for this many seconds instead (fractions allowed, at most a day).
+    #[arg(short = 'D', long, value_parser = args::seconds)]
     duration: Option<Duration>,
     /// Size or MIN:MAX range, e.g. 64K or 1:4M.
-    #[arg(short = 's', long, value_parser = parse_size, default_value = "65536")]
+    #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "65536")]
     size: (u64, u64),
     /// Operations written per doorbell [default: 256, fewer for large sizes so that at most
     /// 64 MiB are in flight: the emulated initiator builds every frame of a list at once].
@@ -212,10 +218,10 @@ pub struct BwArgs {
     /// Do not use IDC commands.
     #[arg(long)]
     no_idc: bool,
-    /// Largest data buffer on each side (offsets wrap inside it).
-    #[arg(long, value_parser = parse_size, default_value = "64M")]
-    buf_sz: (u64, u64),
-    /// Alignment of operations in the buffers.
+    /// Largest data buffer on each side (offsets wrap inside it); at least the largest size.
+    #[arg(long, value_parser = args::positive_size, default_value = "64M")]
+    buf_sz: u64,
+    /// Alignment of operations in the buffers (at least 1).
     #[arg(long, default_value_t = 64)]
     buf_align: u64,
 }
@@ -233,7 +239,7 @@ impl BwArgs {
                 .unwrap_or_else(|| default_list_size(self.size.1)),
             idc: !self.no_idc,
             restricted: !self.unrestricted,
-            buf_size: self.buf_sz.1,
+            buf_size: self.buf_sz,
             buf_align: self.buf_align,
             progress: std::io::stderr().is_terminal(),
         }

@@ -11,6 +11,7 @@
 //! ([`trace`]) writes every fabric packet of a short job to a pcapng file (docs/trace.md).
 #![forbid(unsafe_code)]
 
+mod args;
 mod bench;
 mod cxi_tools;
 mod demo;
