@@ -6,41 +6,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
-use platform::EngineKind;
+use clap::Args;
 use tools::gni::{BwOptions, LatOptions};
 use userlib::gni::{AmoCmd, DlvrMode};
 
 use crate::args;
-
-/// Which engine drives the emulated pair.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Engine {
-    /// Real time: device work inline in the caller or on engine threads.
-    Threaded,
-    /// Virtual time, one thread, seeded.
-    Deterministic,
-}
-
-/// Engine options shared by every tool.
-#[derive(Args, Clone, Debug)]
-pub struct EngineArgs {
-    /// Engine driving the emulated pair.
-    #[arg(long, value_enum, default_value_t = Engine::Threaded)]
-    engine: Engine,
-    /// Seed of the deterministic engine.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-}
-
-impl EngineArgs {
-    fn kind(&self) -> EngineKind {
-        match self.engine {
-            Engine::Threaded => EngineKind::Threaded,
-            Engine::Deterministic => EngineKind::Deterministic { seed: self.seed },
-        }
-    }
-}
+use crate::tool_args::{EngineArgs, LatRun};
 
 fn parse_amo(s: &str) -> Result<AmoCmd, String> {
     let want: String = s.chars().filter(|c| *c != '_').collect();
@@ -63,37 +34,23 @@ fn dlvr(in_order: bool) -> DlvrMode {
 #[derive(Args, Clone, Debug)]
 pub struct LatCommon {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size.
-    #[arg(short = 'n', long, default_value_t = 100)]
-    iters: u64,
-    /// Run each size for this many seconds instead (fractions allowed, at most a day).
-    #[arg(short = 'D', long, value_parser = args::seconds)]
-    duration: Option<Duration>,
-    /// Unmeasured iterations per size.
-    #[arg(long, default_value_t = 10)]
-    warmup: u64,
-    /// Microseconds between iterations (at most 1000000).
-    #[arg(long, value_parser = args::gap_micros, default_value = "0")]
-    latency_gap: Duration,
+    run: LatRun,
     /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
     #[arg(long)]
     in_order: bool,
-    /// Print every measurement.
-    #[arg(long)]
-    report_all: bool,
 }
 
 impl LatCommon {
     fn options(&self) -> LatOptions {
+        let r = &self.run;
         LatOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
-            warmup: self.warmup,
-            gap: self.latency_gap,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
+            warmup: r.warmup,
+            gap: r.latency_gap,
             dlvr: dlvr(self.in_order),
-            report_all: self.report_all,
+            report_all: r.report_all,
             ..LatOptions::default()
         }
     }

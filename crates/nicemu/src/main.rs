@@ -24,6 +24,7 @@ mod osu;
 mod plot;
 mod sim;
 mod spec;
+mod tool_args;
 mod trace;
 
 use std::process::ExitCode;

@@ -23,21 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "busy_and_backlog: %s:%d: ", __FILE__, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        long rc_ = (long)(expr);                                               \
-        CHECK(rc_ == 0, "%s = %ld (%s)", #expr, rc_, fi_strerror((int)-rc_));  \
-    } while (0)
+#define TEST_NAME "busy_and_backlog"
+#include "check.h"
 
 #define LEN (64 * 1024)
 /* More than the provider can hold unreceived: it must say -FI_EAGAIN before this many. */
