@@ -99,7 +99,7 @@ pub struct OsuArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Message sizes `min:max` (or `max`), bytes, as OSU's `-m`.
-    #[arg(short = 'm', long, value_parser = crate::args::osu_size_range)]
+    #[arg(short = 'm', long, value_parser = args::osu_size_range)]
     message_size: Option<(usize, usize)>,
     /// Timed iterations per size up to 8 KiB (OSU's `-i`).
     #[arg(short = 'i', long, value_parser = args::count, default_value = "1000")]
@@ -250,11 +250,11 @@ pub fn demo(out: &mut dyn Write) -> anyhow::Result<()> {
             max_size: sizes.1,
             ..o.clone()
         };
-        let tables = Job::new(Nic::Gemini, ranks).run(|u| run(bench, &u.world(), &o))?;
+        let tables = Job::new(Nic::Gemini, ranks).try_run(|u| run(bench, &u.world(), &o))?;
         let table = tables
             .into_iter()
             .next()
-            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))??
+            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))?
             .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
         writeln!(out, "{} ({ranks} ranks, gni transport)", bench.program())?;
         write!(out, "{table}")?;
