@@ -4,6 +4,7 @@
 //! engines.
 
 use platform::EngineKind;
+use mpi::Source;
 use runtime::{Job, JobError, Nic};
 
 fn one_rank_fails(job: Job) -> JobError {
