@@ -17,13 +17,13 @@ use clap::Args;
 use emu_core::fabric::Packet;
 use emu_core::time::SimTime;
 use mpi::{Source, SystemOperation, Universe};
-use pcap_file::{DataLink, PcapError};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
+use pcap_file::{DataLink, PcapError};
 use platform::{CaptureBuffer, EngineKind};
 use runtime::Nic;
 

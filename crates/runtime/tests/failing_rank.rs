@@ -3,8 +3,8 @@
 //! job's error is the failed rank's, not what its peer then saw. On both NICs and both
 //! engines.
 
-use platform::EngineKind;
 use mpi::Source;
+use platform::EngineKind;
 use runtime::{Job, JobError, Nic};
 
 fn one_rank_fails(job: Job) -> JobError {
