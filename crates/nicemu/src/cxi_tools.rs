@@ -3,14 +3,13 @@
 //! over an emulated pair of Cassinis, with the options of the HPE `cxi_*` utilities.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
 use clap::Args;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use tools::cxi::{BwOptions, DumpOptions, LatOptions, StatOptions};
 
 use crate::args;
-use crate::tool_args::{EngineArgs, LatRun};
+use crate::tool_args::{BwRun, EngineArgs, LatRun};
 
 /// Bytes a default list keeps in flight at most.
 const DEFAULT_LIST_BYTES: u64 = 64 << 20;
@@ -155,13 +154,7 @@ pub struct AtomicLatArgs {
 #[derive(Args, Clone, Debug)]
 pub struct BwArgs {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size (each `--list-size` operations).
-    #[arg(short = 'n', long, default_value_t = 10)]
-    iters: u64,
-    /// Run each size for this many seconds instead (fractions allowed, at most a day).
-    #[arg(short = 'D', long, value_parser = args::seconds)]
-    duration: Option<Duration>,
+    run: BwRun,
     /// Size or MIN:MAX range, e.g. 64K or 1:4M.
     #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "65536")]
     size: (u64, u64),
@@ -175,20 +168,15 @@ pub struct BwArgs {
     /// Do not use IDC commands.
     #[arg(long)]
     no_idc: bool,
-    /// Largest data buffer on each side (offsets wrap inside it); at least the largest size.
-    #[arg(long, value_parser = args::positive_size, default_value = "64M")]
-    buf_sz: u64,
-    /// Alignment of operations in the buffers (at least 1).
-    #[arg(long, default_value_t = 64)]
-    buf_align: u64,
 }
 
 impl BwArgs {
     fn options(&self) -> BwOptions {
+        let r = &self.run;
         BwOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
             min_size: self.size.0,
             max_size: self.size.1,
             list_size: self
@@ -196,8 +184,8 @@ impl BwArgs {
                 .unwrap_or_else(|| default_list_size(self.size.1)),
             idc: !self.no_idc,
             restricted: !self.unrestricted,
-            buf_size: self.buf_sz,
-            buf_align: self.buf_align,
+            buf_size: r.buf_sz,
+            buf_align: r.buf_align,
             progress: std::io::stderr().is_terminal(),
         }
     }

@@ -4,14 +4,13 @@
 //! Cassini tools.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
 use clap::Args;
 use tools::gni::{BwOptions, LatOptions};
 use userlib::gni::{AmoCmd, DlvrMode};
 
 use crate::args;
-use crate::tool_args::{EngineArgs, LatRun};
+use crate::tool_args::{BwRun, LatRun};
 
 fn parse_amo(s: &str) -> Result<AmoCmd, String> {
     let want: String = s.chars().filter(|c| *c != '_').collect();
@@ -100,13 +99,7 @@ pub struct AtomicLatArgs {
 #[derive(Args, Clone, Debug)]
 pub struct BwArgs {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size (each `--list-size` operations).
-    #[arg(short = 'n', long, default_value_t = 10)]
-    iters: u64,
-    /// Run each size for this many seconds instead (fractions allowed, at most a day).
-    #[arg(short = 'D', long, value_parser = args::seconds)]
-    duration: Option<Duration>,
+    run: BwRun,
     /// Size or MIN:MAX range, e.g. 64K or 1:4M (default 8K for sends, 64K otherwise).
     #[arg(short = 's', long, value_parser = args::tool_size_range)]
     size: Option<(u64, u64)>,
@@ -122,29 +115,24 @@ pub struct BwArgs {
     /// SMSG credits per mailbox (gni-send-bw).
     #[arg(long, default_value_t = 64)]
     credits: u16,
-    /// Largest data buffer on each side (offsets wrap inside it); at least the largest size.
-    #[arg(long, value_parser = args::positive_size, default_value = "64M")]
-    buf_sz: u64,
-    /// Alignment of operations in the buffers (at least 1; Gemini rounds it up to 4).
-    #[arg(long, default_value_t = 64)]
-    buf_align: u64,
 }
 
 impl BwArgs {
     fn options(&self, default_size: u64) -> BwOptions {
         let (min_size, max_size) = self.size.unwrap_or((default_size, default_size));
+        let r = &self.run;
         BwOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
             min_size,
             max_size,
             list_size: self.list_size,
             rdma_threshold: self.rdma_threshold,
             dlvr: dlvr(self.in_order),
             credits: self.credits,
-            buf_size: self.buf_sz,
-            buf_align: self.buf_align,
+            buf_size: r.buf_sz,
+            buf_align: r.buf_align,
             progress: std::io::stderr().is_terminal(),
         }
     }

@@ -1,6 +1,7 @@
 //! Options the Cassini tools ([`crate::cxi_tools`]) and the Gemini tools
-//! ([`crate::gni_tools`]) share: the engine of the emulated pair, and how a latency test
-//! runs (iterations or a duration, warmup, the pause between iterations, what is reported).
+//! ([`crate::gni_tools`]) share: the engine of the emulated pair, how a latency test runs
+//! (iterations or a duration, warmup, the pause between iterations, what is reported) and how
+//! a bandwidth test runs (iterations or a duration, the data buffers).
 
 use std::time::Duration;
 
@@ -58,4 +59,23 @@ pub struct LatRun {
     /// Print every measurement.
     #[arg(long)]
     pub report_all: bool,
+}
+
+/// How every bandwidth tool runs.
+#[derive(Args, Clone, Debug)]
+pub struct BwRun {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Iterations per size (each `--list-size` operations).
+    #[arg(short = 'n', long, default_value_t = 10)]
+    pub iters: u64,
+    /// Run each size for this many seconds instead (fractions allowed, at most a day).
+    #[arg(short = 'D', long, value_parser = args::seconds)]
+    pub duration: Option<Duration>,
+    /// Largest data buffer on each side (offsets wrap inside it); at least the largest size.
+    #[arg(long, value_parser = args::positive_size, default_value = "64M")]
+    pub buf_sz: u64,
+    /// Alignment of operations in the buffers (at least 1; Gemini rounds it up to 4).
+    #[arg(long, default_value_t = 64)]
+    pub buf_align: u64,
 }
