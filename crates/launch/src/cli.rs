@@ -65,6 +65,8 @@ impl RunArgs {
         spec.timeout = self.timeout.map(|t| seconds("--timeout", t)).transpose()?;
         spec.grace = seconds("--grace", self.grace)?;
         spec.label = self.label;
+        // As hydra: rank 0 reads the launcher's standard input.
+        spec.stdin_to_rank0 = true;
         if let Some(list) = &self.hosts {
             spec.hosts = hosts::parse(list)?;
         }

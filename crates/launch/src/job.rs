@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -58,6 +58,9 @@ pub struct JobSpec {
     /// The address ranks on other hosts reach the PMI server at (default: this host's
     /// address on the route to the first other host).
     pub pmi_address: Option<IpAddr>,
+    /// Rank 0 reads this process's standard input, as hydra forwards it to rank 0; the
+    /// other ranks read an empty input. Off: every rank reads an empty input.
+    pub stdin_to_rank0: bool,
 }
 
 impl JobSpec {
@@ -74,6 +77,7 @@ impl JobSpec {
             hosts: Vec::new(),
             launcher: Launcher::Ssh(vec!["ssh".into()]),
             pmi_address: None,
+            stdin_to_rank0: false,
         }
     }
 }
@@ -119,29 +123,7 @@ fn spawn_forwarder(
     done: mpsc::Sender<()>,
 ) {
     let body = move || {
-        let mut reader = BufReader::new(stream);
-        let mut line = Vec::new();
-        // Once the launcher's own output is closed, the rank's output is still read (and
-        // dropped), so that the rank does not block on a full pipe.
-        let mut open = true;
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) if open => {
-                    if line.last() != Some(&b'\n') {
-                        line.push(b'\n');
-                    }
-                    let mut w = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                    open = w
-                        .write_all(prefix.as_bytes())
-                        .and_then(|()| w.write_all(&line))
-                        .and_then(|()| w.flush())
-                        .is_ok();
-                }
-                Ok(_) => {}
-            }
-        }
+        crate::forward::forward(stream, &sink, &prefix);
         let _ = done.send(());
     };
     if let Err(e) = std::thread::Builder::new()
@@ -252,21 +234,32 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             env.push(("NICEMU_HOST".into(), spec.hosts[h].name.clone()));
         }
         env.extend(spec.env.iter().cloned());
-        let mut cmd = match host {
+        // What is started: the rank's program, or on another host the launcher program
+        // (which a failure to start names).
+        let (mut cmd, what) = match host {
             Some(h) if on_other_host => {
                 let argv = spec.launcher.argv(&spec.hosts[h].name, &env, &spec.command);
                 let mut cmd = Command::new(&argv[0]);
                 cmd.args(&argv[1..]);
-                cmd
+                let what = format!(
+                    "on {} with the launcher program {}",
+                    spec.hosts[h].name, argv[0]
+                );
+                (cmd, what)
             }
             _ => {
                 let mut cmd = Command::new(program);
                 cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-                cmd
+                (cmd, format!("({program})"))
             }
         };
+        let stdin = if r == 0 && spec.stdin_to_rank0 {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
         cmd.env_remove("PMI_FD")
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         match cmd.spawn() {
@@ -291,7 +284,7 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
                 });
             }
             Err(e) => {
-                failure = Some(format!("cannot start rank {r} ({program}): {e}"));
+                failure = Some(format!("cannot start rank {r} {what}: {e}"));
                 break;
             }
         }

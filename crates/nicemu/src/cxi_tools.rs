@@ -3,41 +3,13 @@
 //! over an emulated pair of Cassinis, with the options of the HPE `cxi_*` utilities.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
-use platform::EngineKind;
 use tools::cxi::{BwOptions, DumpOptions, LatOptions, StatOptions};
 
-/// Which engine drives the emulated pair.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Engine {
-    /// Real time: device work inline in the caller or on engine threads.
-    Threaded,
-    /// Virtual time, one thread, seeded.
-    Deterministic,
-}
-
-/// Engine options shared by every tool.
-#[derive(Args, Clone, Debug)]
-pub struct EngineArgs {
-    /// Engine driving the emulated pair.
-    #[arg(long, value_enum, default_value_t = Engine::Threaded)]
-    engine: Engine,
-    /// Seed of the deterministic engine.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-}
-
-impl EngineArgs {
-    fn kind(&self) -> EngineKind {
-        match self.engine {
-            Engine::Threaded => EngineKind::Threaded,
-            Engine::Deterministic => EngineKind::Deterministic { seed: self.seed },
-        }
-    }
-}
+use crate::args;
+use crate::tool_args::{BwRun, EngineArgs, LatRun};
 
 /// Bytes a default list keeps in flight at most.
 const DEFAULT_LIST_BYTES: u64 = 64 << 20;
@@ -77,38 +49,12 @@ pub struct DumpArgs {
     fields: bool,
 }
 
-fn parse_size(s: &str) -> Result<(u64, u64), String> {
-    tools::cxi::parse_size_range(s)
-}
-
-fn parse_secs(s: &str) -> Result<Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("bad duration '{s}' (seconds)"))
-}
-
-/// Options of the latency tools.
+/// Options of every latency tool (`cxi_atomic_lat` takes no `--size`: the size is the
+/// operand type's).
 #[derive(Args, Clone, Debug)]
-pub struct LatArgs {
+pub struct LatCommon {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size.
-    #[arg(short = 'n', long, default_value_t = 100)]
-    iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
-    duration: Option<Duration>,
-    /// Unmeasured iterations per size.
-    #[arg(long, default_value_t = 10)]
-    warmup: u64,
-    /// Microseconds between iterations.
-    #[arg(long, default_value_t = 0)]
-    latency_gap: u64,
-    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
-    #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
-    size: (u64, u64),
+    run: LatRun,
     /// Unrestricted writes/reads/atomics (restricted by default).
     #[arg(long)]
     unrestricted: bool,
@@ -118,25 +64,41 @@ pub struct LatArgs {
     /// Do not use low-latency command launch.
     #[arg(long)]
     no_ll: bool,
-    /// Print every measurement.
-    #[arg(long)]
-    report_all: bool,
+}
+
+/// Options of `send-lat`, `write-lat` and `read-lat`.
+#[derive(Args, Clone, Debug)]
+pub struct LatArgs {
+    #[command(flatten)]
+    common: LatCommon,
+    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
+    #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "8")]
+    size: (u64, u64),
 }
 
 impl LatArgs {
     fn options(&self) -> LatOptions {
         LatOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
-            warmup: self.warmup,
-            gap: Duration::from_micros(self.latency_gap),
             min_size: self.size.0,
             max_size: self.size.1,
+            ..self.common.options()
+        }
+    }
+}
+
+impl LatCommon {
+    fn options(&self) -> LatOptions {
+        let r = &self.run;
+        LatOptions {
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
+            warmup: r.warmup,
+            gap: r.latency_gap,
             idc: !self.no_idc,
             restricted: !self.unrestricted,
             ll: !self.no_ll,
-            report_all: self.report_all,
+            report_all: r.report_all,
             ..LatOptions::default()
         }
     }
@@ -173,7 +135,7 @@ fn parse_cswap_op(s: &str) -> Result<CswapOp, String> {
 #[derive(Args, Clone, Debug)]
 pub struct AtomicLatArgs {
     #[command(flatten)]
-    lat: LatArgs,
+    lat: LatCommon,
     /// Atomic operation (MIN, MAX, SUM, LOR, LAND, BOR, BAND, LXOR, BXOR, SWAP, CSWAP, AXOR).
     #[arg(long, value_parser = parse_amo_op, default_value = "SUM")]
     atomic_op: AmoOp,
@@ -192,15 +154,9 @@ pub struct AtomicLatArgs {
 #[derive(Args, Clone, Debug)]
 pub struct BwArgs {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size (each `--list-size` operations).
-    #[arg(short = 'n', long, default_value_t = 10)]
-    iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
-    duration: Option<Duration>,
+    run: BwRun,
     /// Size or MIN:MAX range, e.g. 64K or 1:4M.
-    #[arg(short = 's', long, value_parser = parse_size, default_value = "65536")]
+    #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "65536")]
     size: (u64, u64),
     /// Operations written per doorbell [default: 256, fewer for large sizes so that at most
     /// 64 MiB are in flight: the emulated initiator builds every frame of a list at once].
@@ -212,20 +168,15 @@ pub struct BwArgs {
     /// Do not use IDC commands.
     #[arg(long)]
     no_idc: bool,
-    /// Largest data buffer on each side (offsets wrap inside it).
-    #[arg(long, value_parser = parse_size, default_value = "64M")]
-    buf_sz: (u64, u64),
-    /// Alignment of operations in the buffers.
-    #[arg(long, default_value_t = 64)]
-    buf_align: u64,
 }
 
 impl BwArgs {
     fn options(&self) -> BwOptions {
+        let r = &self.run;
         BwOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
             min_size: self.size.0,
             max_size: self.size.1,
             list_size: self
@@ -233,8 +184,8 @@ impl BwArgs {
                 .unwrap_or_else(|| default_list_size(self.size.1)),
             idc: !self.no_idc,
             restricted: !self.unrestricted,
-            buf_size: self.buf_sz.1,
-            buf_align: self.buf_align,
+            buf_size: r.buf_sz,
+            buf_align: r.buf_align,
             progress: std::io::stderr().is_terminal(),
         }
     }

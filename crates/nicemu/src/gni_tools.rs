@@ -4,53 +4,13 @@
 //! Cassini tools.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
-use clap::{Args, ValueEnum};
-use platform::EngineKind;
+use clap::Args;
 use tools::gni::{BwOptions, LatOptions};
 use userlib::gni::{AmoCmd, DlvrMode};
 
-/// Which engine drives the emulated pair.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Engine {
-    /// Real time: device work inline in the caller or on engine threads.
-    Threaded,
-    /// Virtual time, one thread, seeded.
-    Deterministic,
-}
-
-/// Engine options shared by every tool.
-#[derive(Args, Clone, Debug)]
-pub struct EngineArgs {
-    /// Engine driving the emulated pair.
-    #[arg(long, value_enum, default_value_t = Engine::Threaded)]
-    engine: Engine,
-    /// Seed of the deterministic engine.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-}
-
-impl EngineArgs {
-    fn kind(&self) -> EngineKind {
-        match self.engine {
-            Engine::Threaded => EngineKind::Threaded,
-            Engine::Deterministic => EngineKind::Deterministic { seed: self.seed },
-        }
-    }
-}
-
-fn parse_size(s: &str) -> Result<(u64, u64), String> {
-    tools::gni::parse_size_range(s)
-}
-
-fn parse_secs(s: &str) -> Result<Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("bad duration '{s}' (seconds)"))
-}
+use crate::args;
+use crate::tool_args::{BwRun, LatRun};
 
 fn parse_amo(s: &str) -> Result<AmoCmd, String> {
     let want: String = s.chars().filter(|c| *c != '_').collect();
@@ -69,64 +29,66 @@ fn dlvr(in_order: bool) -> DlvrMode {
     }
 }
 
-/// Options of the latency tools.
+/// Options of every latency tool.
 #[derive(Args, Clone, Debug)]
-pub struct LatArgs {
+pub struct LatCommon {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size.
-    #[arg(short = 'n', long, default_value_t = 100)]
-    iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
-    duration: Option<Duration>,
-    /// Unmeasured iterations per size.
-    #[arg(long, default_value_t = 10)]
-    warmup: u64,
-    /// Microseconds between iterations.
-    #[arg(long, default_value_t = 0)]
-    latency_gap: u64,
-    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
-    #[arg(short = 's', long, value_parser = parse_size, default_value = "8")]
-    size: (u64, u64),
-    /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
-    #[arg(long, default_value_t = tools::gni::RDMA_THRESHOLD)]
-    rdma_threshold: u64,
+    run: LatRun,
     /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
     #[arg(long)]
     in_order: bool,
-    /// SMSG credits per mailbox (gni-send-lat).
-    #[arg(long, default_value_t = 16)]
-    credits: u16,
-    /// Print every measurement.
-    #[arg(long)]
-    report_all: bool,
 }
 
-impl LatArgs {
+impl LatCommon {
     fn options(&self) -> LatOptions {
+        let r = &self.run;
         LatOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
-            warmup: self.warmup,
-            gap: Duration::from_micros(self.latency_gap),
-            min_size: self.size.0,
-            max_size: self.size.1,
-            rdma_threshold: self.rdma_threshold,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
+            warmup: r.warmup,
+            gap: r.latency_gap,
             dlvr: dlvr(self.in_order),
-            credits: self.credits,
-            report_all: self.report_all,
+            report_all: r.report_all,
             ..LatOptions::default()
         }
     }
 }
 
-/// Options of `gni-atomic-lat`.
+/// Options of `gni-send-lat`, `gni-write-lat` and `gni-read-lat`.
+#[derive(Args, Clone, Debug)]
+pub struct LatArgs {
+    #[command(flatten)]
+    common: LatCommon,
+    /// Size or MIN:MAX range (powers of two in between), e.g. 8 or 1:4M.
+    #[arg(short = 's', long, value_parser = args::tool_size_range, default_value = "8")]
+    size: (u64, u64),
+    /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
+    #[arg(long, value_parser = args::size, default_value_t = tools::gni::RDMA_THRESHOLD)]
+    rdma_threshold: u64,
+    /// SMSG credits per mailbox (gni-send-lat).
+    #[arg(long, default_value_t = 16)]
+    credits: u16,
+}
+
+impl LatArgs {
+    fn options(&self) -> LatOptions {
+        LatOptions {
+            min_size: self.size.0,
+            max_size: self.size.1,
+            rdma_threshold: self.rdma_threshold,
+            credits: self.credits,
+            ..self.common.options()
+        }
+    }
+}
+
+/// Options of `gni-atomic-lat`: an AMO is one 8-byte word through FMA, so it takes no size,
+/// threshold or SMSG option.
 #[derive(Args, Clone, Debug)]
 pub struct AtomicLatArgs {
     #[command(flatten)]
-    lat: LatArgs,
+    lat: LatCommon,
     /// Gemini AMO command (FADD, FAND, FOR, FXOR, FAX, CSWAP, ADD, AND, OR, XOR, AX; _C for
     /// the cached variants).
     #[arg(long, value_parser = parse_amo, default_value = "FADD")]
@@ -137,21 +99,15 @@ pub struct AtomicLatArgs {
 #[derive(Args, Clone, Debug)]
 pub struct BwArgs {
     #[command(flatten)]
-    engine: EngineArgs,
-    /// Iterations per size (each `--list-size` operations).
-    #[arg(short = 'n', long, default_value_t = 10)]
-    iters: u64,
-    /// Run each size for this many seconds instead.
-    #[arg(short = 'D', long, value_parser = parse_secs)]
-    duration: Option<Duration>,
+    run: BwRun,
     /// Size or MIN:MAX range, e.g. 64K or 1:4M (default 8K for sends, 64K otherwise).
-    #[arg(short = 's', long, value_parser = parse_size)]
+    #[arg(short = 's', long, value_parser = args::tool_size_range)]
     size: Option<(u64, u64)>,
     /// Operations posted before waiting for their completions.
     #[arg(short = 'l', long, default_value_t = 256)]
     list_size: u32,
     /// Writes and reads up to this many bytes use FMA, larger ones the BTE.
-    #[arg(long, default_value_t = tools::gni::RDMA_THRESHOLD)]
+    #[arg(long, value_parser = args::size, default_value_t = tools::gni::RDMA_THRESHOLD)]
     rdma_threshold: u64,
     /// In-order delivery (GNI_DLVMODE_IN_ORDER) instead of adaptive routing.
     #[arg(long)]
@@ -159,29 +115,24 @@ pub struct BwArgs {
     /// SMSG credits per mailbox (gni-send-bw).
     #[arg(long, default_value_t = 64)]
     credits: u16,
-    /// Largest data buffer on each side (offsets wrap inside it).
-    #[arg(long, value_parser = parse_size, default_value = "64M")]
-    buf_sz: (u64, u64),
-    /// Alignment of operations in the buffers.
-    #[arg(long, default_value_t = 64)]
-    buf_align: u64,
 }
 
 impl BwArgs {
     fn options(&self, default_size: u64) -> BwOptions {
         let (min_size, max_size) = self.size.unwrap_or((default_size, default_size));
+        let r = &self.run;
         BwOptions {
-            engine: self.engine.kind(),
-            iters: self.iters,
-            duration: self.duration,
+            engine: r.engine.kind(),
+            iters: r.iters,
+            duration: r.duration,
             min_size,
             max_size,
             list_size: self.list_size,
             rdma_threshold: self.rdma_threshold,
             dlvr: dlvr(self.in_order),
             credits: self.credits,
-            buf_size: self.buf_sz.1,
-            buf_align: self.buf_align,
+            buf_size: r.buf_sz,
+            buf_align: r.buf_align,
             progress: std::io::stderr().is_terminal(),
         }
     }

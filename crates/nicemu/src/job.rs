@@ -31,32 +31,51 @@ pub struct JobArgs {
 }
 
 /// The most ranks a job may have.
-const MAX_RANKS: u32 = 1 << 16;
+pub const MAX_RANKS: u32 = 1 << 16;
 
 /// What every rank runs: the three collectives, each checked; a checksum of what it got.
-fn program(u: Universe) -> Result<u64, String> {
+/// An error names the call that failed, or the wrong result (the runtime adds the rank).
+fn program(u: &Universe) -> Result<u64, String> {
     let w = u.world();
     let (rank, size) = (w.rank() as u64, w.size() as u64);
     let mut sum = 0u64;
     w.all_reduce_into(&(rank + 1), &mut sum, SystemOperation::sum())
-        .map_err(|e| format!("rank {rank}: allreduce: {e}"))?;
+        .map_err(|e| format!("allreduce: {e}"))?;
     if sum != size * (size + 1) / 2 {
-        return Err(format!("rank {rank}: allreduce gave {sum}"));
+        return Err(format!("wrong result: allreduce gave {sum}"));
     }
-    w.barrier()
-        .map_err(|e| format!("rank {rank}: barrier: {e}"))?;
+    w.barrier().map_err(|e| format!("barrier: {e}"))?;
     let send: Vec<u64> = (0..size).map(|i| rank * size + i).collect();
     let mut recv = vec![0u64; size as usize];
     w.all_to_all_into(&send[..], &mut recv[..])
-        .map_err(|e| format!("rank {rank}: alltoall: {e}"))?;
+        .map_err(|e| format!("alltoall: {e}"))?;
     for (j, &v) in recv.iter().enumerate() {
         if v != j as u64 * size + rank {
-            return Err(format!("rank {rank}: alltoall block {j} holds {v}"));
+            return Err(format!("wrong result: alltoall block {j} holds {v}"));
         }
     }
     Ok(recv
         .iter()
         .fold(sum, |h, &v| (h ^ v).wrapping_mul(0x100_0000_01b3)))
+}
+
+/// Bytes of the program's own buffers over all ranks: each rank's alltoall sends and
+/// receives 8 bytes to and from every rank.
+fn program_bytes(ranks: u32) -> u64 {
+    16 * u64::from(ranks) * u64::from(ranks)
+}
+
+/// An in-process job of `ranks` ranks on `nic`: the knobs of this process's environment,
+/// the nodes' memory from `NICEMU_NODE_MEMORY_MIB` when it is set.
+pub fn in_process(nic: Nic, ranks: u32, engine: EngineKind) -> anyhow::Result<Job> {
+    let mut job = Job::new(nic, ranks).engine(engine);
+    job.env = Env::from_process();
+    if let Some(bytes) = runtime::node_memory_from_env(&job.env)
+        .map_err(|why| anyhow::anyhow!("NICEMU_NODE_MEMORY_MIB: {why}"))?
+    {
+        job.memory_per_node = bytes;
+    }
+    Ok(job)
 }
 
 /// Peak resident set size of this process (`VmHWM` in `/proc/self/status`), bytes.
@@ -82,8 +101,9 @@ pub fn run(args: JobArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         EngineArg::Threaded => EngineKind::Threaded,
         EngineArg::Deterministic => EngineKind::Deterministic { seed: args.seed },
     };
-    let mut job = Job::new(nic, args.ranks).engine(engine);
-    job.env = Env::from_process();
+    let job = in_process(nic, args.ranks, engine)?;
+    // A job the host cannot hold is refused before the machine is built.
+    job.check_memory(program_bytes(args.ranks))?;
     match args.engine {
         EngineArg::Deterministic => writeln!(
             out,
@@ -97,14 +117,11 @@ pub fn run(args: JobArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             args.ranks
         )?,
     }
-    let report = job.run_with_digest(program).context("the job failed")?;
-    let mut check = 0u64;
-    for (rank, r) in report.results.iter().enumerate() {
-        match r {
-            Ok(c) => check = (check ^ c).wrapping_mul(0x100_0000_01b3),
-            Err(e) => bail!("rank {rank}: wrong result: {e}"),
-        }
-    }
+    let report = job.try_run_with_digest(program).context("the job failed")?;
+    let check = report
+        .results
+        .iter()
+        .fold(0u64, |h, c| (h ^ c).wrapping_mul(0x100_0000_01b3));
     writeln!(
         out,
         "allreduce, barrier, alltoall (8 B): correct on all {} ranks (checksum {check:016x})",

@@ -11,6 +11,7 @@
 //! ([`trace`]) writes every fabric packet of a short job to a pcapng file (docs/trace.md).
 #![forbid(unsafe_code)]
 
+mod args;
 mod bench;
 mod cxi_tools;
 mod demo;
@@ -23,6 +24,7 @@ mod osu;
 mod plot;
 mod sim;
 mod spec;
+mod tool_args;
 mod trace;
 
 use std::process::ExitCode;

@@ -14,8 +14,9 @@ use runtime::process::{self, ProcessConfig};
 /// Options of `nicemu mpi-check`.
 #[derive(Args, Debug)]
 pub struct MpiCheckArgs {
-    /// Largest message of the ring exchange, bytes (sizes go 0, 1, 4, 16, ... up to it).
-    #[arg(long, default_value_t = 4 << 20)]
+    /// Largest message of the ring exchange, bytes, optionally with K, M or G (sizes go 0,
+    /// 1, 4, 16, ... up to it).
+    #[arg(long, value_parser = crate::args::size_usize, default_value = "4M")]
     max: usize,
     /// Elements (u64) of the allreduce.
     #[arg(long, default_value_t = 4096)]
@@ -56,7 +57,8 @@ fn sizes(max: usize) -> Vec<usize> {
     v
 }
 
-/// Run the check; errors name what failed.
+/// Run the check; errors name what failed. A rank whose check fails aborts the job (PMI
+/// abort), so the launcher ends every rank with its reason instead of the others waiting.
 pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
     let env = mpi::Env::from_process();
     let cfg = ProcessConfig::from_env(&env)?;
@@ -64,10 +66,31 @@ pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
         "nicemu mpi-check runs one rank per process: start it with `nicemu run -n N -- nicemu mpi-check` or `mpiexec -n N nicemu mpi-check`",
     )?;
     let (universe, guard) = process::init(pmi, &cfg)?;
+    match check(args, &universe, &cfg, &guard) {
+        Ok(()) => {
+            guard.finish(universe)?;
+            Ok(())
+        }
+        Err(e) => {
+            universe.abort(&format!("{e:#}"));
+            Err(e)
+        }
+    }
+}
+
+fn check(
+    args: &MpiCheckArgs,
+    universe: &mpi::Universe,
+    cfg: &ProcessConfig,
+    guard: &process::ProcessGuard,
+) -> anyhow::Result<()> {
     let world = universe.world();
     let (rank, size) = (world.rank() as u32, world.size() as u32);
     if size < 2 {
         bail!("nicemu mpi-check needs at least 2 ranks (got {size})");
+    }
+    if let Some(r) = args.die_rank.filter(|&r| r >= size) {
+        bail!("--die-rank {r}: the job has ranks 0 to {} only", size - 1);
     }
     let next = ((rank + 1) % size) as i32;
     let prev = ((rank + size - 1) % size) as i32;
@@ -139,7 +162,6 @@ pub fn run(args: &MpiCheckArgs) -> anyhow::Result<()> {
         fabric.bytes_received,
         counters.join(" ")
     );
-    guard.finish(universe)?;
     Ok(())
 }
 

@@ -5,11 +5,14 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use mpi::Env;
 use platform::EngineKind;
 use runtime::{Job, Nic};
 use tools::osu::{Bench, Options, run};
+
+use crate::args;
+use crate::job::MAX_RANKS;
 
 /// Which benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -85,7 +88,8 @@ pub struct OsuArgs {
     /// NIC family of the emulated machine.
     #[arg(long, value_enum, default_value_t = NicArg::Gemini)]
     nic: NicArg,
-    /// Nodes (one rank each; point-to-point and one-sided tests use ranks 0 and 1).
+    /// Nodes (one rank each; point-to-point and one-sided tests use ranks 0 and 1), 2 to
+    /// 65536.
     #[arg(long, default_value_t = 2)]
     nodes: u32,
     /// Engine.
@@ -95,38 +99,24 @@ pub struct OsuArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Message sizes `min:max` (or `max`), bytes, as OSU's `-m`.
-    #[arg(short = 'm', long, value_parser = parse_range)]
+    #[arg(short = 'm', long, value_parser = args::osu_size_range)]
     message_size: Option<(usize, usize)>,
     /// Timed iterations per size up to 8 KiB (OSU's `-i`).
-    #[arg(short = 'i', long, default_value_t = 1000)]
+    #[arg(short = 'i', long, value_parser = args::count, default_value = "1000")]
     iterations: usize,
     /// Timed iterations per size above 8 KiB.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, value_parser = args::count, default_value = "100")]
     iterations_large: usize,
     /// Untimed iterations first (OSU's `-x`).
     #[arg(short = 'x', long, default_value_t = 10)]
     warmup: usize,
     /// Window of the bandwidth tests (OSU's `-W`).
-    #[arg(short = 'W', long, default_value_t = 64)]
+    #[arg(short = 'W', long, value_parser = args::count, default_value = "64")]
     window: usize,
     /// Also write the tables as an SVG plot against message size to FILE (one panel per
     /// benchmark; `nicemu plot` draws several runs in one figure).
     #[arg(long, value_name = "FILE")]
     svg: Option<std::path::PathBuf>,
-}
-
-fn parse_range(s: &str) -> Result<(usize, usize), String> {
-    let size = |t: &str| {
-        transport::env::parse_size(t).ok_or_else(|| format!("bad size '{t}' (bytes, K, M or G)"))
-    };
-    let (lo, hi) = match s.split_once(':') {
-        Some((a, b)) => (size(a)?, size(b)?),
-        None => (1, size(s)?),
-    };
-    if lo == 0 || lo > hi {
-        return Err(format!("bad size range '{s}' (1 <= min <= max)"));
-    }
-    Ok((lo, hi))
 }
 
 impl OsuArgs {
@@ -142,7 +132,8 @@ impl OsuArgs {
         }
     }
 
-    fn job(&self) -> Job {
+    /// The job, its nodes' memory from `NICEMU_NODE_MEMORY_MIB` when set.
+    fn job(&self) -> anyhow::Result<Job> {
         let nic = match self.nic {
             NicArg::Cassini => Nic::Cassini,
             NicArg::Gemini => Nic::Gemini,
@@ -151,19 +142,44 @@ impl OsuArgs {
             EngineArg::Threaded => EngineKind::Threaded,
             EngineArg::Deterministic => EngineKind::Deterministic { seed: self.seed },
         };
-        let mut job = Job::new(nic, self.nodes).engine(engine);
-        job.env = Env::from_process();
-        job
+        crate::job::in_process(nic, self.nodes, engine)
     }
+}
+
+/// Refuse what cannot run before building the machine: a message longer than an emulated
+/// node's memory (it is staged there), and a job whose ranks' buffers and staging copies,
+/// with the machine, are more than the host has.
+fn check_fits(job: &Job, bench: Bench, o: &Options) -> anyhow::Result<()> {
+    let node = job.memory_per_node;
+    if o.max_size as u64 > node {
+        bail!(
+            "-m: a message of {} is larger than an emulated node's memory ({}); \
+             NICEMU_NODE_MEMORY_MIB sets it",
+            runtime::memory::human(o.max_size as u64),
+            runtime::memory::human(node)
+        );
+    }
+    let buffers = bench.buffer_bytes(job.ranks(), o);
+    let program = buffers
+        .saturating_mul(2)
+        .saturating_mul(u64::from(job.ranks()));
+    job.check_memory(program)?;
+    Ok(())
 }
 
 /// Run the chosen benchmarks and print their tables.
 pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    if args.nodes < 2 {
-        anyhow::bail!("--nodes must be at least 2 (got {})", args.nodes);
+    if args.nodes < 2 || args.nodes > MAX_RANKS {
+        bail!(
+            "--nodes must be between 2 and {MAX_RANKS} (got {})",
+            args.nodes
+        );
     }
     let o = args.options();
-    let job = args.job();
+    let job = args.job()?;
+    for bench in args.bench.benches() {
+        check_fits(&job, bench, &o)?;
+    }
     let progress = std::io::stderr().is_terminal();
     let label = format!("nicemu {:?} ({:?} engine)", args.nic, args.engine).to_lowercase();
     let mut drawn = Vec::new();
@@ -178,11 +194,23 @@ pub fn run_args(args: OsuArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 args.engine
             );
         }
-        let tables = job.run(|u| run(bench, &u.world(), &o))?;
+        // A rank that fails (out of node memory, a network error) ends the job with its
+        // error rather than leaving its peer waiting.
+        let tables = job
+            .try_run(|u| run(bench, &u.world(), &o))
+            .with_context(|| {
+                format!(
+                    "{} on {} emulated {:?} nodes of {} each (NICEMU_NODE_MEMORY_MIB sets it)",
+                    bench.program(),
+                    job.ranks(),
+                    args.nic,
+                    runtime::memory::human(job.memory_per_node)
+                )
+            })?;
         let table = tables
             .into_iter()
             .next()
-            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))??
+            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))?
             .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
         write!(out, "{table}")?;
         writeln!(out)?;
@@ -222,11 +250,11 @@ pub fn demo(out: &mut dyn Write) -> anyhow::Result<()> {
             max_size: sizes.1,
             ..o.clone()
         };
-        let tables = Job::new(Nic::Gemini, ranks).run(|u| run(bench, &u.world(), &o))?;
+        let tables = Job::new(Nic::Gemini, ranks).try_run(|u| run(bench, &u.world(), &o))?;
         let table = tables
             .into_iter()
             .next()
-            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))??
+            .ok_or_else(|| anyhow::anyhow!("the job had no rank 0"))?
             .ok_or_else(|| anyhow::anyhow!("rank 0 printed no table"))?;
         writeln!(out, "{} ({ranks} ranks, gni transport)", bench.program())?;
         write!(out, "{table}")?;

@@ -71,6 +71,7 @@ pub fn run(args: SimArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         NicArg::Cassini => Nic::Cassini,
         NicArg::Gemini => Nic::Gemini,
     };
+    args.faults.check_nic(nic)?;
     let cfg = SimConfig {
         seed: args.seed,
         nodes: args.nodes,
@@ -206,7 +207,13 @@ fn campaign(
         seed_base,
         count,
     };
-    let last = seed_base.wrapping_add(count - 1);
+    let Some(last) = c.last_seed() else {
+        bail!(
+            "--seed-base {seed_base} with --campaign {count}: the seeds would run past \
+             {} (the largest seed)",
+            u64::MAX
+        );
+    };
     writeln!(
         out,
         "campaign: seeds {seed_base}..={last}, {} nodes, {} NIC, workload {}, faults {}",

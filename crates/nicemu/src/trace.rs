@@ -16,16 +16,16 @@ use anyhow::{Context, bail};
 use clap::Args;
 use emu_core::fabric::Packet;
 use emu_core::time::SimTime;
-use mpi::{Env, Source, SystemOperation, Universe};
-use pcap_file::DataLink;
+use mpi::{Source, SystemOperation, Universe};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
+use pcap_file::{DataLink, PcapError};
 use platform::{CaptureBuffer, EngineKind};
-use runtime::{Job, Nic};
+use runtime::Nic;
 
 use crate::osu::{EngineArg, NicArg};
 
@@ -78,7 +78,8 @@ const P2P_SIZES: [usize; 3] = [8, 4096, 65536];
 /// The most nodes a trace may have (captures are kept in memory).
 const MAX_NODES: u32 = 64;
 
-fn program(u: Universe, workload: Workload) -> Result<(), String> {
+/// What every rank runs; an error names what failed (the runtime adds the rank).
+fn program(u: &Universe, workload: Workload) -> Result<(), String> {
     let w = u.world();
     let rank = w.rank();
     if workload == Workload::Mpi && w.size() >= 2 {
@@ -88,27 +89,26 @@ fn program(u: Universe, workload: Workload) -> Result<(), String> {
                 let buf: Vec<u8> = (0..n).map(|j| (j % 251) as u8).collect();
                 w.process_at_rank(1)
                     .send_with_tag(&buf[..], tag)
-                    .map_err(|e| format!("rank 0: send of {n} B: {e}"))?;
+                    .map_err(|e| format!("send of {n} B: {e}"))?;
             } else if rank == 1 {
                 let mut buf = vec![0u8; n];
                 w.process_at_rank(0)
                     .receive_into_with_tag(&mut buf[..], tag)
-                    .map_err(|e| format!("rank 1: receive of {n} B: {e}"))?;
+                    .map_err(|e| format!("receive of {n} B: {e}"))?;
                 if buf.iter().enumerate().any(|(j, &b)| b != (j % 251) as u8) {
-                    return Err(format!("rank 1: the {n} B message arrived damaged"));
+                    return Err(format!("the {n} B message arrived damaged"));
                 }
             }
         }
     }
     let mut sum = 0u64;
     w.all_reduce_into(&(rank as u64 + 1), &mut sum, SystemOperation::sum())
-        .map_err(|e| format!("rank {rank}: allreduce: {e}"))?;
+        .map_err(|e| format!("allreduce: {e}"))?;
     let size = w.size() as u64;
     if sum != size * (size + 1) / 2 {
-        return Err(format!("rank {rank}: allreduce gave {sum}"));
+        return Err(format!("allreduce gave {sum}"));
     }
-    w.barrier()
-        .map_err(|e| format!("rank {rank}: barrier: {e}"))
+    w.barrier().map_err(|e| format!("barrier: {e}"))
 }
 
 /// The pseudo-header of one packet (big-endian): version, family, traffic class, flags
@@ -139,22 +139,41 @@ fn ts(t: SimTime) -> Duration {
 /// pcapng, or classic pcap if the name ends in `.pcap`.
 pub fn write_capture(path: &Path, family: u8, packets: &[(SimTime, Packet)]) -> anyhow::Result<()> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let out = BufWriter::new(file);
     let classic = path.extension().is_some_and(|e| e == "pcap");
+    write_records(BufWriter::new(file), classic, family, packets)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A writer's error as what it is: pcap-file calls a failed write "Error reading bytes",
+/// so its I/O errors are unwrapped to the system's own words ("No space left on device").
+fn pcap_error(e: PcapError) -> std::io::Error {
+    match e {
+        PcapError::IoError(io) => io,
+        other => std::io::Error::other(other),
+    }
+}
+
+fn write_records(
+    out: BufWriter<File>,
+    classic: bool,
+    family: u8,
+    packets: &[(SimTime, Packet)],
+) -> std::io::Result<()> {
     let out = if classic {
         let header = PcapHeader {
             datalink: DataLink::from(LINKTYPE),
             ts_resolution: pcap_file::TsResolution::NanoSecond,
             ..PcapHeader::default()
         };
-        let mut w = PcapWriter::with_header(out, header)?;
+        let mut w = PcapWriter::with_header(out, header).map_err(pcap_error)?;
         for (t, p) in packets {
             let data = record(family, p);
-            w.write_packet(&PcapPacket::new(ts(*t), data.len() as u32, &data))?;
+            w.write_packet(&PcapPacket::new(ts(*t), data.len() as u32, &data))
+                .map_err(pcap_error)?;
         }
         w.into_writer()
     } else {
-        let mut w = PcapNgWriter::new(out)?;
+        let mut w = PcapNgWriter::new(out).map_err(pcap_error)?;
         let family_name = if family == FAMILY_CASSINI {
             "cassini"
         } else {
@@ -168,7 +187,8 @@ pub fn write_capture(path: &Path, family: u8, packets: &[(SimTime, Packet)]) -> 
                 // Timestamps in nanoseconds (10^-9 s).
                 InterfaceDescriptionOption::IfTsResol(9),
             ],
-        })?;
+        })
+        .map_err(pcap_error)?;
         for (t, p) in packets {
             let data = record(family, p);
             w.write_pcapng_block(EnhancedPacketBlock {
@@ -177,15 +197,14 @@ pub fn write_capture(path: &Path, family: u8, packets: &[(SimTime, Packet)]) -> 
                 original_len: data.len() as u32,
                 data: data.into(),
                 options: vec![],
-            })?;
+            })
+            .map_err(pcap_error)?;
         }
         w.into_inner()
     };
     out.into_inner()
         .map_err(|e| e.into_error())
-        .and_then(|mut f| f.flush().map(|()| f))
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+        .and_then(|mut f| f.flush())
 }
 
 pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -204,19 +223,11 @@ pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         EngineArg::Deterministic => EngineKind::Deterministic { seed: args.seed },
     };
     let buffer = CaptureBuffer::new();
-    let mut job = Job::new(nic, args.nodes)
-        .engine(engine)
-        .capture(buffer.clone());
-    job.env = Env::from_process();
+    let job = crate::job::in_process(nic, args.nodes, engine)?.capture(buffer.clone());
     let workload = args.workload;
     let report = job
-        .run_with_digest(|u| program(u, workload))
+        .try_run_with_digest(|u| program(u, workload))
         .context("the traced job failed")?;
-    for (rank, r) in report.results.iter().enumerate() {
-        if let Err(e) = r {
-            bail!("rank {rank}: {e}");
-        }
-    }
     let packets = buffer.take();
     write_capture(&args.output, family, &packets)?;
     let bytes: usize = packets.iter().map(|(_, p)| p.data.len()).sum();

@@ -250,6 +250,15 @@ impl Ep {
         crate::rma::refresh(&mut s)?;
         let dest = s.rank(op.dest)?;
         let bits = wire::bits(op.tag, op.cq_data.is_some());
+        // A libfabric send does not block: when every rendezvous id is held by a send not
+        // yet received, the send is refused until one completes.
+        let wire_len = op.data.len() + op.cq_data.map_or(0, |_| wire::DATA_LEN);
+        if s.t.send_would_wait(wire_len) {
+            return Err(Error::Again(format!(
+                "{} rendezvous sends are waiting for their receives",
+                u16::from(u8::MAX) + 1
+            )));
+        }
         let id = match op.cq_data {
             Some(d) => {
                 let mut v = Vec::with_capacity(wire::DATA_LEN + op.data.len());

@@ -2,7 +2,9 @@
 
 #![forbid(unsafe_code)]
 
-use crate::ffi::types::{FI_EINVAL, FI_EMSGSIZE, FI_ENOMEM, FI_ENOSYS, FI_EOPBADSTATE, FI_EOTHER};
+use crate::ffi::types::{
+    FI_EAGAIN, FI_EINVAL, FI_EMSGSIZE, FI_ENOMEM, FI_ENOSYS, FI_EOPBADSTATE, FI_EOTHER,
+};
 
 /// An error of a provider call.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +31,10 @@ pub enum Error {
         mib = crate::nic::node_memory() >> 20
     )]
     OutOfMemory(String),
+    /// The operation cannot start now for want of a resource that completions give back
+    /// (`-FI_EAGAIN`: the application progresses its CQs and tries again).
+    #[error("nicemu: {0}; try again once operations in flight have completed")]
+    Again(String),
     /// Not implemented by this provider.
     #[error("nicemu: {0} is not supported")]
     Unsupported(&'static str),
@@ -46,6 +52,7 @@ impl Error {
             Error::TooLong(_) => FI_EMSGSIZE,
             Error::State(_) => FI_EOPBADSTATE,
             Error::OutOfMemory(_) => FI_ENOMEM,
+            Error::Again(_) => FI_EAGAIN,
             Error::Unsupported(_) => FI_ENOSYS,
             Error::Errno(n, _) => *n,
         }

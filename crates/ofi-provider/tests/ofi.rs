@@ -268,6 +268,14 @@ fn run_c_check(name: &str) {
     );
 }
 
+/// A send the provider has no room for returns `-FI_EAGAIN` rather than blocking (256
+/// unreceived 64 KiB sends hold every rendezvous id), and closing a domain or fabric whose
+/// objects are open returns `-FI_EBUSY` (`tests/c/busy_and_backlog.c`).
+#[test]
+fn a_send_without_room_says_eagain_and_objects_in_use_do_not_close() {
+    run_c_check("busy_and_backlog");
+}
+
 /// Poll sets and wait sets with a descriptor are refused with `-FI_ENOSYS`, not a call through a
 /// null table entry (`tests/c/refused_objects.c`; fabtests' `fi_eq_test` crashed on it).
 #[test]

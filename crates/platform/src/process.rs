@@ -38,6 +38,27 @@ use thiserror::Error;
 use crate::remote::{Outlet, PortId, ProcessFabric, RemoteConfig, RemoteCounters, RemoteError};
 use crate::{Cluster, EngineKind, GeminiCluster, Nic, SimDuration};
 
+/// The smallest and largest node memory `NICEMU_NODE_MEMORY_MIB` may ask for, MiB.
+pub const NODE_MEMORY_MIB: std::ops::RangeInclusive<u64> = 16..=1 << 20;
+
+/// A value of `NICEMU_NODE_MEMORY_MIB` (MiB) as bytes: every kind of job (a rank process,
+/// an in-process job, the libfabric provider) reads the variable through this.
+pub fn node_memory(value: &str) -> Result<u64, String> {
+    value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|m| NODE_MEMORY_MIB.contains(m))
+        .map(|mib| mib << 20)
+        .ok_or_else(|| {
+            format!(
+                "expected MiB between {} and {}",
+                NODE_MEMORY_MIB.start(),
+                NODE_MEMORY_MIB.end()
+            )
+        })
+}
+
 /// Why a process could not host its node or join the job.
 #[derive(Debug, Error)]
 pub enum HostError {
@@ -139,19 +160,7 @@ impl HostConfig {
             cfg.ring_bytes = kib << 10;
         }
         if let Some(v) = lookup("NICEMU_NODE_MEMORY_MIB") {
-            let mib: u64 = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|m| (16..=1 << 20).contains(m))
-                .ok_or_else(|| {
-                    bad(
-                        "NICEMU_NODE_MEMORY_MIB",
-                        &v,
-                        "expected MiB between 16 and 1048576",
-                    )
-                })?;
-            cfg.memory = mib << 20;
+            cfg.memory = node_memory(&v).map_err(|why| bad("NICEMU_NODE_MEMORY_MIB", &v, &why))?;
         }
         if let Some(v) = lookup("NICEMU_HOST") {
             let v = v.trim();

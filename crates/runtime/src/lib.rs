@@ -15,6 +15,7 @@ pub mod cassini;
 mod coop;
 pub mod gemini;
 pub mod inproc_pmi;
+pub mod memory;
 pub mod process;
 pub mod sched;
 
@@ -30,6 +31,7 @@ use thiserror::Error;
 use transport::Transport;
 
 pub use inproc_pmi::{InProcessPmi, Shared};
+pub use memory::{host_memory_available, node_memory_from_env};
 
 pub use platform::Nic;
 
@@ -69,6 +71,26 @@ pub enum JobError {
         why: String,
         /// Every rank that had not finished.
         waiting: Vec<u32>,
+    },
+    /// A rank's program failed ([`Job::try_run`]): the first failure of the job, which
+    /// ended it (the other ranks' failures followed from it).
+    #[error("{0}")]
+    Failed(String),
+    /// The host does not have the memory the job is estimated to need
+    /// ([`Job::check_memory`]).
+    #[error(
+        "a job of {ranks} ranks needs about {} of host memory, more than the {} available \
+         (MemAvailable in /proc/meminfo)",
+        memory::human(*need),
+        memory::human(*available)
+    )]
+    Memory {
+        /// The ranks of the job.
+        ranks: u32,
+        /// The estimate, bytes.
+        need: u64,
+        /// What the host has available, bytes.
+        available: u64,
     },
     /// Deterministic engine: no rank could run and no engine event was pending.
     #[error("deadlock: ranks {} wait{} (no rank can run and no event is pending at virtual time {at:?})",
@@ -266,6 +288,48 @@ impl Job {
             Nic::Gemini => gemini::run_gemini_report(self, f),
             Nic::Cassini => cassini::run_cassini_report(self, f),
         }
+    }
+
+    /// [`Job::run`] for a program that can fail: the first rank whose program returns an
+    /// error aborts the job with it (as `MPI_Abort` would), so the other ranks end at their
+    /// next wait instead of waiting for it, and the job's error is that first failure
+    /// ([`JobError::Failed`], `rank R: why`), not what it caused on the other ranks.
+    pub fn try_run<T: Send, E: std::fmt::Display>(
+        &self,
+        f: impl Fn(&Universe) -> Result<T, E> + Sync,
+    ) -> Result<Vec<T>, JobError> {
+        self.try_run_with_digest(f).map(|r| r.results)
+    }
+
+    /// [`Job::try_run`], with the job's report.
+    pub fn try_run_with_digest<T: Send, E: std::fmt::Display>(
+        &self,
+        f: impl Fn(&Universe) -> Result<T, E> + Sync,
+    ) -> Result<JobReport<T>, JobError> {
+        let report = self.run_with_digest(|u| {
+            f(&u).map_err(|e| {
+                // The first abort of the job is its cause: this failure, or the one that
+                // made this rank fail.
+                u.abort(&e.to_string());
+                u.with_transport(|t| t.aborted())
+                    .unwrap_or_else(|| e.to_string())
+            })
+        })?;
+        let mut results = Vec::with_capacity(report.results.len());
+        for r in report.results {
+            results.push(r.map_err(JobError::Failed)?);
+        }
+        Ok(JobReport {
+            results,
+            wall: report.wall,
+            virtual_time: report.virtual_time,
+            digest: report.digest,
+            events: report.events,
+            rounds: report.rounds,
+            fabric: report.fabric,
+            nic_faults: report.nic_faults,
+            packets_injected: report.packets_injected,
+        })
     }
 
     /// This job with `n` ranks on each node (the node count divided accordingly).

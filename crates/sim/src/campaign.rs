@@ -49,6 +49,12 @@ pub struct CampaignReport {
 }
 
 impl Campaign {
+    /// The last seed of the campaign; `None` when there is no seed or the seeds would go
+    /// past `u64::MAX` (they are not wrapped around to 0).
+    pub fn last_seed(&self) -> Option<u64> {
+        self.seed_base.checked_add(self.count.checked_sub(1)?)
+    }
+
     /// Run every seed; `progress` is called after each run with its index, configuration
     /// and outcome.
     pub fn run(&self, mut progress: impl FnMut(u64, &SimConfig, &SimOutcome)) -> CampaignReport {

@@ -31,6 +31,7 @@ use emu_core::fabric::FaultConfig;
 use emu_core::nic_faults::NicFaults;
 use emu_core::time::SimDuration;
 use platform::DriverFaults;
+use runtime::Nic;
 use thiserror::Error;
 
 /// Why a `--faults` string was refused.
@@ -71,6 +72,23 @@ pub enum FaultSpecError {
     /// A value given to `none`.
     #[error("`none` takes no value")]
     NoneWithValue,
+    /// Sites of the other NIC family: the chosen NIC has no such site, so they would never
+    /// fire.
+    #[error(
+        "fault {} {} {other}'s: an emulated {nic} has no such site ({nic}'s own: {own})",
+        sites.join(", "),
+        if sites.len() == 1 { "is" } else { "are" }
+    )]
+    NotOnThisNic {
+        /// The sites given that do not apply.
+        sites: Vec<String>,
+        /// The NIC of the job.
+        nic: &'static str,
+        /// The NIC they belong to.
+        other: &'static str,
+        /// The chosen NIC's own sites.
+        own: &'static str,
+    },
 }
 
 /// Parsed fault sites, in a canonical form that prints back to an equivalent `--faults`
@@ -270,6 +288,49 @@ impl FaultSpec {
         Ok(spec)
     }
 
+    /// Refuse the sites of the other NIC family (and their times, when set): a job on
+    /// `nic` would run as if they were not given and report success without them.
+    pub fn check_nic(&self, nic: Nic) -> Result<(), FaultSpecError> {
+        let cassini = [
+            ("eq_full", self.eq_full > 0.0),
+            ("le_exhaust", self.le_exhaust > 0.0),
+            ("atu_miss", self.atu_miss > 0.0),
+            ("ct_delay", self.ct_delay > 0.0),
+            ("ct-delay-time", self.ct_delay_us != DEFAULT_CT_DELAY_US),
+        ];
+        let gemini = [
+            ("gni_cq_overrun", self.cq_overrun > 0.0),
+            ("smsg_starve", self.smsg_starve > 0.0),
+            (
+                "smsg-starve-time",
+                self.smsg_starve_us != DEFAULT_SMSG_STARVE_US,
+            ),
+        ];
+        let (foreign, nic, other, own): (&[(&str, bool)], _, _, _) = match nic {
+            Nic::Cassini => (
+                &gemini,
+                "Cassini",
+                "Gemini",
+                "eq_full, le_exhaust, atu_miss, ct_delay",
+            ),
+            Nic::Gemini => (&cassini, "Gemini", "Cassini", "gni_cq_overrun, smsg_starve"),
+        };
+        let sites: Vec<String> = foreign
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        if sites.is_empty() {
+            return Ok(());
+        }
+        Err(FaultSpecError::NotOnThisNic {
+            sites,
+            nic,
+            other,
+            own,
+        })
+    }
+
     /// The fabric's fault configuration.
     pub fn config(&self) -> FaultConfig {
         let ps = |us: f64| SimDuration((us * 1e6).round() as u64);
@@ -373,6 +434,23 @@ impl std::str::FromStr for FaultSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sites_of_the_other_nic_are_refused() {
+        let on = |spec: &str, nic| FaultSpec::parse(spec).unwrap().check_nic(nic);
+        assert_eq!(on("drop,slow_target,pin_fail", Nic::Gemini), Ok(()));
+        assert_eq!(on("eq_full,ct_delay,ct-delay-time=9", Nic::Cassini), Ok(()));
+        assert_eq!(on("gni_cq_overrun,smsg_starve", Nic::Gemini), Ok(()));
+        let e = on("drop,eq_full=1,atu_miss", Nic::Gemini).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "fault eq_full, atu_miss are Cassini's: an emulated Gemini has no such site \
+             (Gemini's own: gni_cq_overrun, smsg_starve)"
+        );
+        let e = on("cq_overrun", Nic::Cassini).unwrap_err().to_string();
+        assert!(e.starts_with("fault gni_cq_overrun is Gemini's"), "{e}");
+        assert!(on("smsg-starve-time=3", Nic::Cassini).is_err());
+    }
 
     #[test]
     fn defaults_values_and_round_trip() {

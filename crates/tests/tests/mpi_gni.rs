@@ -154,6 +154,8 @@ fn a_post_that_keeps_failing_ends_the_job_after_its_retry_budget() {
     let why = err.to_string();
     assert!(why.contains("transaction failed"), "{why}");
     assert!(why.contains("16 re-posts"), "{why}");
+    // What failed is the descriptor's status, not the event's (which reads OK).
+    assert!(why.contains("status REQUEST_TIMEOUT"), "{why}");
 }
 
 #[test]

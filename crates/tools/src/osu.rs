@@ -139,9 +139,41 @@ impl Options {
 
     fn iters(&self, size: usize) -> usize {
         if size > 8192 {
-            self.iterations_large.max(1)
+            self.iterations_large
         } else {
-            self.iterations.max(1)
+            self.iterations
+        }
+    }
+
+    /// Figures of zero iterations or of an empty window would be no measurement.
+    fn check(&self) -> Result<()> {
+        for (what, n) in [
+            ("iterations", self.iterations),
+            ("iterations of large sizes", self.iterations_large),
+            ("window", self.window),
+        ] {
+            if n == 0 {
+                return Err(mpi::Error::Arg(format!("{what} must be at least 1")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Bench {
+    /// Bytes of message buffers one rank of a job of `ranks` ranks allocates for `o`'s
+    /// largest size (saturating: a request beyond any memory stays beyond it).
+    pub fn buffer_bytes(self, ranks: u32, o: &Options) -> u64 {
+        let size = o.max_size as u64;
+        let window = o.window as u64;
+        match self {
+            Bench::Latency | Bench::Bcast => size,
+            Bench::Allreduce | Bench::PutLatency => size.saturating_mul(2),
+            Bench::Alltoall => size.saturating_mul(2).saturating_mul(u64::from(ranks)),
+            Bench::Bw | Bench::Bibw | Bench::MbwMr | Bench::GetBw => {
+                size.saturating_mul(window.saturating_add(1))
+            }
+            Bench::Barrier => 0,
         }
     }
 }
@@ -150,6 +182,7 @@ const WIDTH: usize = 18;
 
 /// Run `bench` on `world` (every rank calls it); rank 0 gets the table.
 pub fn run(bench: Bench, world: &SimpleCommunicator, o: &Options) -> Result<Option<String>> {
+    o.check()?;
     let me = world.rank();
     let mut out = String::new();
     let _ = writeln!(out, "# {} v7.4", bench.title());
@@ -211,7 +244,7 @@ fn timed(
     for _ in 0..iters {
         f()?;
     }
-    Ok(t.elapsed().as_secs_f64() * 1e6 / iters.max(1) as f64)
+    Ok(t.elapsed().as_secs_f64() * 1e6 / iters as f64)
 }
 
 /// The average of `t` over the ranks.
@@ -282,7 +315,7 @@ fn window_to(
 }
 
 fn bandwidth(w: &SimpleCommunicator, o: &Options, bidir: bool, out: &mut String) -> Result<()> {
-    let window = o.window.max(1);
+    let window = o.window;
     for size in o.sizes(1) {
         let buf = vec![b'a'; size];
         let mut rbuf = vec![vec![0u8; size]; window];
@@ -336,7 +369,7 @@ fn message_rate(w: &SimpleCommunicator, o: &Options, out: &mut String) -> Result
         ));
     }
     let r = w.rank();
-    let window = o.window.max(1);
+    let window = o.window;
     for size in o.sizes(1) {
         let buf = vec![b'a'; size];
         let mut rbuf = vec![vec![0u8; size]; window];
@@ -426,7 +459,7 @@ fn put_latency(w: &SimpleCommunicator, o: &Options, out: &mut String) -> Result<
 
 fn get_bandwidth(w: &SimpleCommunicator, o: &Options, out: &mut String) -> Result<()> {
     let r = w.rank();
-    let window = o.window.max(1);
+    let window = o.window;
     let mut win = w.window_allocate::<u8>(o.max_size.max(1))?;
     for size in o.sizes(1) {
         let iters = o.iters(size).min(if size > 8192 { 20 } else { 100 });

@@ -176,3 +176,65 @@ fn a_list_beyond_the_request_entries_waits_for_them() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].1.ops, 70_000);
 }
+
+#[test]
+fn a_timed_run_measures_at_least_one_iteration_per_size() {
+    // A duration over before the first iteration: each size still reports a measurement,
+    // never a row of zeros.
+    let o = LatOptions {
+        engine: EngineKind::Deterministic { seed: 3 },
+        duration: Some(Duration::ZERO),
+        min_size: 8,
+        max_size: 16,
+        ..LatOptions::default()
+    };
+    let mut rows = Vec::new();
+    text(|out| rows = write_lat(&o, out).unwrap());
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows.iter().all(|(_, st)| st.count >= 1 && st.min > 0.0),
+        "{rows:?}"
+    );
+    let b = BwOptions {
+        engine: EngineKind::Deterministic { seed: 3 },
+        duration: Some(Duration::ZERO),
+        list_size: 4,
+        min_size: 64,
+        max_size: 64,
+        ..BwOptions::default()
+    };
+    let mut rows = Vec::new();
+    text(|out| rows = write_bw(&b, out).unwrap());
+    assert!(
+        rows.iter().all(|(_, b)| b.ops >= 4 && b.mb_per_s > 0.0),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn buffer_options_are_checked_as_cxi_write_bw_checks_them() {
+    let o = BwOptions {
+        engine: EngineKind::Deterministic { seed: 3 },
+        iters: 1,
+        list_size: 4,
+        ..BwOptions::default()
+    };
+    for (buf_size, buf_align, want) in [
+        (1, 64, "smaller than the largest operation"),
+        (1 << 20, 0, "--buf-align must be at least 1"),
+        (1 << 20, 2 << 20, "larger than the data buffer"),
+        (8 << 30, 64, "larger than 4 GiB"),
+    ] {
+        let e = write_bw(
+            &BwOptions {
+                buf_size,
+                buf_align,
+                ..o.clone()
+            },
+            &mut Vec::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{buf_size} {buf_align}: {e}");
+    }
+}

@@ -157,3 +157,43 @@ fn tools_refuse_bad_options() {
     assert!(matches!(send_lat(&o, &mut out), Err(ToolError::Option(_))));
     assert!(out.is_empty());
 }
+
+#[test]
+fn a_timed_run_measures_at_least_one_iteration_per_size() {
+    let o = LatOptions {
+        duration: Some(std::time::Duration::ZERO),
+        ..lat(EngineKind::Deterministic { seed: 4 }, 8, 16)
+    };
+    let rows = write_lat(&o, &mut Vec::new()).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|(_, st)| st.count >= 1), "{rows:?}");
+    let b = BwOptions {
+        duration: Some(std::time::Duration::ZERO),
+        ..bw(EngineKind::Deterministic { seed: 4 }, 64, 64)
+    };
+    let rows = write_bw(&b, &mut Vec::new()).unwrap();
+    assert!(rows.iter().all(|(_, b)| b.ops >= 40), "{rows:?}");
+}
+
+#[test]
+fn cached_amos_run_in_a_domain_that_enables_them() {
+    for amo in [AmoCmd::FaddC, AmoCmd::CswapC, AmoCmd::FaxC] {
+        let o = LatOptions {
+            amo,
+            iters: 3,
+            ..lat(EngineKind::Deterministic { seed: 4 }, 8, 8)
+        };
+        let rows = atomic_lat(&o, &mut Vec::new()).unwrap_or_else(|e| panic!("{amo:?}: {e}"));
+        assert_eq!(rows[0].1.count, 3, "{amo:?}");
+    }
+}
+
+#[test]
+fn a_buffer_alignment_of_0_is_refused() {
+    let b = BwOptions {
+        buf_align: 0,
+        ..bw(EngineKind::Deterministic { seed: 4 }, 64, 64)
+    };
+    let e = write_bw(&b, &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, ToolError::Option(_)), "{e}");
+}

@@ -7,7 +7,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::objects::{DOMAIN_FI_OPS, DomainObj, close_box, ep_of, fail, new_fid, obj};
+use super::children::Child;
+use super::objects::{close_box, domain_child, ep_of, fail, new_fid, obj};
 use super::types::*;
 use super::wait;
 use crate::cntr::{Cntr, WaitEnd};
@@ -16,6 +17,7 @@ use crate::cntr::{Cntr, WaitEnd};
 pub(super) struct CntrObj {
     fid: fid_cntr,
     pub(super) cntr: Arc<Cntr>,
+    _domain: Child,
 }
 
 pub(super) static CNTR_FI_OPS: fi_ops = fi_ops {
@@ -53,7 +55,10 @@ pub(super) unsafe extern "C" fn cntr_open(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the domain it got from us.
-    if out.is_null() || unsafe { obj::<DomainObj>(domain.cast(), &DOMAIN_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { domain_child(domain.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or a valid `fi_cntr_attr` (fi_cntr_open contract).
@@ -79,6 +84,7 @@ pub(super) unsafe extern "C" fn cntr_open(
             ops: &CNTR_OPS,
         },
         cntr,
+        _domain: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };

@@ -5,6 +5,7 @@
 
 #![allow(unsafe_code)]
 
+mod children;
 pub mod cntr;
 pub mod layout;
 pub mod mem;

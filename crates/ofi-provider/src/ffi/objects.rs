@@ -9,6 +9,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
+use super::children::{Child, Children};
 use super::mem::UserBuf;
 use super::types::*;
 use crate::av::{ADDR_LEN, Av, straddr};
@@ -103,6 +104,45 @@ const fn base_ops(close: unsafe extern "C" fn(*mut fid) -> c_int) -> fi_ops {
 #[repr(C)]
 pub(super) struct FabricObj {
     fid: fid_fabric,
+    /// Its domains, EQs and wait sets.
+    children: Children,
+}
+
+/// A place among the children of fabric `f`, for an object opened on it; `None` when `f`
+/// is not a fabric of this provider.
+///
+/// # Safety
+/// `f` is null or a live fid.
+pub(super) unsafe fn fabric_child(f: *const fid) -> Option<Child> {
+    // SAFETY: per the contract.
+    unsafe { obj::<FabricObj>(f, &FABRIC_FI_OPS) }.map(|x| x.children.open())
+}
+
+/// A place among the children of domain `f`, for an object opened on it.
+///
+/// # Safety
+/// `f` is null or a live fid.
+pub(super) unsafe fn domain_child(f: *const fid) -> Option<Child> {
+    // SAFETY: per the contract.
+    unsafe { obj::<DomainObj>(f, &DOMAIN_FI_OPS) }.map(|x| x.children.open())
+}
+
+/// Close the parent `T` behind `f` unless an object opened on it is still open
+/// (`-FI_EBUSY`).
+///
+/// # Safety
+/// As [`close_box`].
+unsafe fn close_parent<T>(
+    f: *mut fid,
+    ops: &'static fi_ops,
+    children: impl Fn(&T) -> &Children,
+) -> c_int {
+    // SAFETY: per the contract.
+    match unsafe { obj::<T>(f, ops) } {
+        Some(t) if children(t).busy() => -FI_EBUSY,
+        // SAFETY: per the contract.
+        _ => unsafe { close_box::<T>(f, ops) },
+    }
 }
 
 pub(super) static FABRIC_FI_OPS: fi_ops = base_ops(fabric_close);
@@ -123,13 +163,14 @@ pub(super) fn new_fabric(context: *mut c_void) -> *mut fid_fabric {
             ops: &FABRIC_OPS,
             api_version: fi_version(1, 17),
         },
+        children: Children::default(),
     });
     Box::into_raw(b).cast()
 }
 
 unsafe extern "C" fn fabric_close(f: *mut fid) -> c_int {
     // SAFETY: libfabric closes fids it got from us.
-    unsafe { close_box::<FabricObj>(f, &FABRIC_FI_OPS) }
+    unsafe { close_parent::<FabricObj>(f, &FABRIC_FI_OPS, |x| &x.children) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -139,6 +180,7 @@ unsafe extern "C" fn fabric_close(f: *mut fid) -> c_int {
 struct EqObj {
     fid: fid_eq,
     eq: Arc<Eq>,
+    _fabric: Child,
 }
 
 static EQ_FI_OPS: fi_ops = fi_ops {
@@ -168,7 +210,10 @@ unsafe extern "C" fn eq_open(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the fabric it got from us.
-    if out.is_null() || unsafe { obj::<FabricObj>(fabric.cast(), &FABRIC_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { fabric_child(fabric.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
@@ -194,6 +239,7 @@ unsafe extern "C" fn eq_open(
             ops: &EQ_OPS,
         },
         eq,
+        _fabric: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -384,6 +430,9 @@ pub(super) struct DomainObj {
     nic: Arc<Nic>,
     /// Memory regions (`crate::mr`).
     mrs: Arc<crate::mr::MrTable>,
+    /// Its address vectors, CQs, endpoints, counters and memory regions.
+    children: Children,
+    _fabric: Child,
 }
 
 /// The memory regions of domain `f`.
@@ -421,7 +470,10 @@ unsafe extern "C" fn domain_open(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the fabric it got from us.
-    if out.is_null() || unsafe { obj::<FabricObj>(fabric.cast(), &FABRIC_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { fabric_child(fabric.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `info` is null or libfabric's valid `fi_info`, its domain attributes too.
@@ -442,6 +494,8 @@ unsafe extern "C" fn domain_open(
         },
         nic,
         mrs: Arc::new(crate::mr::MrTable::new(prov_key)),
+        children: Children::default(),
+        _fabric: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -450,7 +504,7 @@ unsafe extern "C" fn domain_open(
 
 unsafe extern "C" fn domain_close(f: *mut fid) -> c_int {
     // SAFETY: libfabric closes fids it got from us.
-    unsafe { close_box::<DomainObj>(f, &DOMAIN_FI_OPS) }
+    unsafe { close_parent::<DomainObj>(f, &DOMAIN_FI_OPS, |x| &x.children) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -460,6 +514,7 @@ unsafe extern "C" fn domain_close(f: *mut fid) -> c_int {
 struct AvObj {
     fid: fid_av,
     av: Arc<Av>,
+    _domain: Child,
 }
 
 static AV_FI_OPS: fi_ops = fi_ops {
@@ -484,7 +539,10 @@ unsafe extern "C" fn av_open(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the domain it got from us.
-    if out.is_null() || unsafe { obj::<DomainObj>(domain.cast(), &DOMAIN_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { domain_child(domain.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
@@ -502,6 +560,7 @@ unsafe extern "C" fn av_open(
             ops: &AV_OPS,
         },
         av: Arc::new(Av::default()),
+        _domain: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -645,6 +704,7 @@ struct CqObj {
     cq: Arc<Cq>,
     /// Bytes per entry of the CQ's format.
     entry_size: usize,
+    _domain: Child,
 }
 
 static CQ_FI_OPS: fi_ops = fi_ops {
@@ -669,7 +729,10 @@ unsafe extern "C" fn cq_open(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the domain it got from us.
-    if out.is_null() || unsafe { obj::<DomainObj>(domain.cast(), &DOMAIN_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { domain_child(domain.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or valid.
@@ -703,6 +766,7 @@ unsafe extern "C" fn cq_open(
         },
         cq,
         entry_size,
+        _domain: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };
@@ -894,6 +958,7 @@ struct EpObj {
     ep: Arc<Ep>,
     /// The domain's memory regions, exposed on the endpoint when it is enabled.
     mrs: Arc<crate::mr::MrTable>,
+    _domain: Child,
 }
 
 static EP_FI_OPS: fi_ops = fi_ops {
@@ -1010,6 +1075,7 @@ unsafe extern "C" fn ep_open(
         },
         ep: Arc::new(ep),
         mrs: Arc::clone(&d.mrs),
+        _domain: d.children.open(),
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };

@@ -7,8 +7,11 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use super::children::Child;
 use super::mem::UserBuf;
-use super::objects::{bytes, ep_of, fail, mr_table, msg_completion, new_fid, no_bind, no_control};
+use super::objects::{
+    bytes, domain_child, ep_of, fail, mr_table, msg_completion, new_fid, no_bind, no_control,
+};
 use super::region::UserRegion;
 use super::rma_types::*;
 use super::types::*;
@@ -28,6 +31,7 @@ struct MrObj {
     fid: fid_mr,
     table: Arc<MrTable>,
     mr: Arc<Mr>,
+    _domain: Child,
 }
 
 static MR_FI_OPS: fi_ops = fi_ops {
@@ -63,7 +67,7 @@ unsafe fn do_reg(
     context: *mut c_void,
 ) -> c_int {
     // SAFETY: per the contract.
-    let Some(table) = (unsafe { mr_table(f) }) else {
+    let (Some(table), Some(parent)) = (unsafe { (mr_table(f), domain_child(f)) }) else {
         return -FI_EINVAL;
     };
     if out.is_null() || (buf.is_null() && len > 0) {
@@ -87,6 +91,7 @@ unsafe fn do_reg(
         },
         table: Arc::clone(table),
         mr,
+        _domain: parent,
     });
     let p = Box::into_raw(b);
     // SAFETY: `p` is the fresh box; `out` is valid for a write (checked non-null). The

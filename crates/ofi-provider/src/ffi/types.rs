@@ -81,6 +81,7 @@ pub const FI_ENABLE: c_int = 6;
 // Error numbers (fi_errno.h): positive values, returned negated.
 pub const FI_ENOENT: c_int = libc::ENOENT;
 pub const FI_EAGAIN: c_int = libc::EAGAIN;
+pub const FI_EBUSY: c_int = libc::EBUSY;
 pub const FI_ENOMEM: c_int = libc::ENOMEM;
 pub const FI_EINVAL: c_int = libc::EINVAL;
 pub const FI_ENOSYS: c_int = libc::ENOSYS;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use super::objects::{FABRIC_FI_OPS, FabricObj, close_box, new_fid, obj};
+use super::children::Child;
+use super::objects::{close_box, fabric_child, new_fid, obj};
 use super::types::*;
 use crate::wait::{Signal, WaitSet};
 
@@ -76,6 +77,7 @@ pub(super) unsafe fn control(
 struct WaitSetObj {
     fid: fid_wait,
     set: Arc<WaitSet>,
+    _fabric: Child,
 }
 
 static WAIT_FI_OPS: fi_ops = fi_ops {
@@ -101,7 +103,10 @@ pub(super) unsafe extern "C" fn wait_open(
     out: *mut *mut c_void,
 ) -> c_int {
     // SAFETY: libfabric passes the fabric it got from us.
-    if out.is_null() || unsafe { obj::<FabricObj>(fabric.cast(), &FABRIC_FI_OPS) }.is_none() {
+    let Some(parent) = (unsafe { fabric_child(fabric.cast()) }) else {
+        return -FI_EINVAL;
+    };
+    if out.is_null() {
         return -FI_EINVAL;
     }
     // SAFETY: `attr` is null or a valid `fi_wait_attr` (fi_wait_open contract).
@@ -119,6 +124,7 @@ pub(super) unsafe extern "C" fn wait_open(
             ops: &WAIT_OPS,
         },
         set: Arc::new(WaitSet::default()),
+        _fabric: parent,
     });
     // SAFETY: `out` is valid for a write (checked non-null).
     unsafe { *out = Box::into_raw(b).cast() };

@@ -15,15 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "event_queue: %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+#define TEST_NAME "event_queue"
+#include "check.h"
 
 int main(void) {
     struct fi_info *hints = fi_allocinfo(), *info = NULL;

@@ -11,15 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "getinfo: %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+#define TEST_NAME "getinfo"
+#include "check.h"
 
 #define PID_ANY 511u
 

@@ -14,21 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "recv_window: %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        long rc_ = (long)(expr);                                               \
-        CHECK(rc_ == 0, "%s = %ld (%s)", #expr, rc_, fi_strerror((int)-rc_));  \
-    } while (0)
+#define TEST_NAME "recv_window"
+#include "check.h"
 
 /* 72 x 4 MiB = 288 MiB: fits the node's 512 MiB only when a receive of 4 MiB + 8 B takes
  * 4 MiB and a page, not the next power of two (8 MiB). */

@@ -10,15 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "refused_objects: %s:%d: ", __FILE__, __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+#define TEST_NAME "refused_objects"
+#include "check.h"
 
 int main(void) {
     struct fi_info *hints = fi_allocinfo(), *info = NULL;

@@ -13,21 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "two_endpoints: %s:%d: ", __FILE__, __LINE__);     \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        long rc_ = (long)(expr);                                               \
-        CHECK(rc_ == 0, "%s = %ld (%s)", #expr, rc_, fi_strerror((int)-rc_));  \
-    } while (0)
+#define TEST_NAME "two_endpoints"
+#include "check.h"
 
 /* Endpoints 0 and 1, and 2 bound with FI_SELECTIVE_COMPLETION; one CQ each. */
 #define NEP 3

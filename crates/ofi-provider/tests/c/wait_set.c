@@ -14,21 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "wait_set: %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        long rc_ = (long)(expr);                                               \
-        CHECK(rc_ == 0, "%s = %ld (%s)", #expr, rc_, fi_strerror((int)-rc_));  \
-    } while (0)
+#define TEST_NAME "wait_set"
+#include "check.h"
 
 int main(void) {
     struct fi_info *hints = fi_allocinfo(), *info = NULL;

@@ -140,7 +140,7 @@ impl Ctx<'_> {
             idc_max
         };
         let use_idc = o.idc && kind != Kind::Read && size <= idc_max;
-        let stride = size.next_multiple_of(o.buf_align.max(1));
+        let stride = size.next_multiple_of(o.buf_align);
         let per_span = (self.span / stride).max(1);
         let len = u32::try_from(size).map_err(|_| ToolError::Option("size above 4 GiB".into()))?;
         let payload = if use_idc {
@@ -311,13 +311,11 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
     }
     let list = sizes(o.min_size, o.max_size);
     let max = list.iter().copied().max().unwrap_or(1);
+    super::check_buffer(o.buf_size, o.buf_align, max).map_err(ToolError::Option)?;
     let want = max
-        .next_multiple_of(o.buf_align.max(1))
+        .next_multiple_of(o.buf_align)
         .saturating_mul(u64::from(o.list_size));
-    let span = want
-        .min(o.buf_size.max(max))
-        .max(4096)
-        .next_multiple_of(4096);
+    let span = want.min(o.buf_size).max(4096).next_multiple_of(4096);
     let pair = Pair::new(&o.engine, span, cq_slots(o.list_size))?;
     let pattern: Vec<u8> = (0..span.min(1 << 20)).map(|i| (i % 251) as u8).collect();
     pair.client.buf.write(0, &pattern).map_err(CxiError::from)?;
@@ -352,8 +350,9 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
         let start = Instant::now();
         let mut iters = 0u64;
         loop {
+            // A timed run measures at least one iteration: a row is always a measurement.
             let more = match o.duration {
-                Some(d) => start.elapsed() < d,
+                Some(d) => iters == 0 || start.elapsed() < d,
                 None => iters < o.iters,
             };
             if !more {

@@ -395,8 +395,9 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
             )?;
         }
         loop {
+            // A timed run measures at least one iteration: a row is always a measurement.
             let more = match opts.duration {
-                Some(d) => start.elapsed() < d,
+                Some(d) => us.is_empty() || start.elapsed() < d,
                 None => (us.len() as u64) < opts.iters,
             };
             if !more {

@@ -216,31 +216,37 @@ pub fn sizes(min: u64, max: u64) -> Vec<u64> {
     out
 }
 
-/// Parse `MIN[:MAX]` (sizes with optional `K`/`M`/`G` binary suffixes).
-pub fn parse_size_range(s: &str) -> std::result::Result<(u64, u64), String> {
-    fn one(s: &str) -> std::result::Result<u64, String> {
-        let s = s.trim();
-        let (num, mul) = match s.chars().last() {
-            Some('k' | 'K') => (&s[..s.len() - 1], 1u64 << 10),
-            Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
-            Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
-            _ => (s, 1),
-        };
-        let v: u64 = num.parse().map_err(|_| format!("bad size '{s}'"))?;
-        v.checked_mul(mul)
-            .ok_or_else(|| format!("size '{s}' too large"))
+/// The largest data buffer of a bandwidth tool (each side of the emulated pair holds one in
+/// its node's memory).
+pub const MAX_BUF_SIZE: u64 = 4 << 30;
+
+/// The bandwidth tools' data buffer options, checked as `cxi_write_bw` checks them: an
+/// alignment of 0 is invalid, and the buffer must hold the largest operation ("Max RDMA
+/// buffer size < max write size"). An alignment larger than the buffer leaves room for one
+/// operation only, so it is refused too; and a buffer is at most [`MAX_BUF_SIZE`].
+pub(crate) fn check_buffer(buf_size: u64, buf_align: u64, max_size: u64) -> Result<(), String> {
+    if buf_size > MAX_BUF_SIZE {
+        return Err(format!(
+            "the data buffer (--buf-sz {buf_size}) is larger than {} GiB",
+            MAX_BUF_SIZE >> 30
+        ));
     }
-    let (min, max) = match s.split_once(':') {
-        Some((a, b)) => (one(a)?, one(b)?),
-        None => {
-            let v = one(s)?;
-            (v, v)
-        }
-    };
-    if min == 0 || max < min || max > u64::from(u32::MAX) {
-        return Err(format!("size range '{s}' must be 1 <= MIN <= MAX < 4 GiB"));
+    if buf_align == 0 {
+        return Err("invalid buffer alignment 0 (--buf-align must be at least 1)".into());
     }
-    Ok((min, max))
+    if buf_size < max_size {
+        return Err(format!(
+            "the data buffer (--buf-sz {buf_size}) is smaller than the largest operation \
+             ({max_size} bytes)"
+        ));
+    }
+    if buf_align > buf_size {
+        return Err(format!(
+            "the buffer alignment (--buf-align {buf_align}) is larger than the data buffer \
+             (--buf-sz {buf_size})"
+        ));
+    }
+    Ok(())
 }
 
 /// The engine's name for the option summary.
@@ -310,13 +316,6 @@ mod tests {
         assert_eq!(sizes(8, 8), vec![8]);
         assert_eq!(sizes(1, 16), vec![1, 2, 4, 8, 16]);
         assert_eq!(sizes(3, 20), vec![3, 4, 8, 16, 20]);
-        assert_eq!(parse_size_range("8"), Ok((8, 8)));
-        assert_eq!(parse_size_range("1:4M"), Ok((1, 4 << 20)));
-        assert_eq!(parse_size_range("2k:64K"), Ok((2048, 65536)));
-        assert!(parse_size_range("0").is_err());
-        assert!(parse_size_range("16:8").is_err());
-        assert!(parse_size_range("x").is_err());
-        assert!(parse_size_range("8G").is_err());
     }
 
     #[test]

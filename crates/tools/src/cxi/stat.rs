@@ -110,11 +110,26 @@ pub fn stat(opts: &StatOptions, out: &mut dyn Write) -> ToolResult<()> {
             if opts.counters {
                 let dev = open_device_with(&devs, d.dev_id, admin())?;
                 let csrs = dev.map_csr()?;
-                writeln!(out, "    Counters (non-zero):")?;
-                for c in userlib::cxi::csr::counters(csrs.generation()) {
-                    let v = csrs.read_counter(&c)?;
+                let all = userlib::cxi::csr::counters(csrs.generation());
+                let mut nonzero = Vec::new();
+                for c in &all {
+                    let v = csrs.read_counter(c)?;
                     if v != 0 {
-                        writeln!(out, "      {}.{} = {v}", c.view, c.name)?;
+                        nonzero.push(format!("      {}.{} = {v}", c.view, c.name));
+                    }
+                }
+                // A freshly built pair has carried no traffic: say so rather than print a
+                // heading with nothing under it.
+                if nonzero.is_empty() {
+                    writeln!(
+                        out,
+                        "    Counters: all {} are zero (no traffic since the device was probed)",
+                        all.len()
+                    )?;
+                } else {
+                    writeln!(out, "    Counters (non-zero):")?;
+                    for line in nonzero {
+                        writeln!(out, "{line}")?;
                     }
                 }
             }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::progress::{Plan, Progress};
 
-use firmware_spec::gemini::gni::{DlvrMode, PostType, ReturnCode};
+use firmware_spec::gemini::gni::{CdmMode, DlvrMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
 use platform::EngineKind;
 
@@ -299,6 +299,7 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
             "SMSG messages carry at most {SMSG_MAX} bytes (use a smaller --size)"
         )));
     }
+    crate::cxi::check_buffer(o.buf_size, o.buf_align, max).map_err(ToolError::Option)?;
     let align = o.buf_align.max(4);
     let want = max
         .next_multiple_of(align)
@@ -312,7 +313,7 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
         maxsize: if kind == Kind::Send { max as u32 } else { 64 },
     };
     let cq_entries = (2 * o.list_size).max(1024) + 64;
-    let pair = Pair::new(&o.engine, span, smsg, cq_entries)?;
+    let pair = Pair::new(&o.engine, span, smsg, cq_entries, CdmMode::empty())?;
     let pattern: Vec<u8> = (0..span.min(1 << 20)).map(|i| (i % 251) as u8).collect();
     pair.client.buf.write(0, &pattern).map_err(GniError::from)?;
     header(kind, o, &pair, span, out)?;
@@ -344,8 +345,9 @@ fn run(kind: Kind, o: &BwOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, B
         let start = Instant::now();
         let mut iters = 0u64;
         loop {
+            // A timed run measures at least one iteration: a row is always a measurement.
             let more = match o.duration {
-                Some(d) => start.elapsed() < d,
+                Some(d) => iters == 0 || start.elapsed() < d,
                 None => iters < o.iters,
             };
             if !more {

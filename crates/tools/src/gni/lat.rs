@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use firmware_spec::gemini::amo::AmoCmd;
-use firmware_spec::gemini::gni::{DlvrMode, PostType, ReturnCode};
+use firmware_spec::gemini::gni::{CdmMode, DlvrMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
 use platform::EngineKind;
 
@@ -207,6 +207,15 @@ fn header(kind: Kind, opts: &LatOptions, pair: &Pair, out: &mut dyn Write) -> To
                     "Disabled"
                 }
             )?;
+            writeln!(
+                out,
+                "AMO Cache        : {}",
+                if opts.amo.is_cached() {
+                    "Enabled (GNI_CDM_MODE_CACHED_AMO_ENABLED)"
+                } else {
+                    "Disabled"
+                }
+            )?;
         }
         _ if opts.min_size == opts.max_size => {
             writeln!(out, "Size             : {}", opts.min_size)?;
@@ -264,6 +273,16 @@ fn table_header(kind: Kind, out: &mut dyn Write) -> ToolResult<()> {
     Ok(())
 }
 
+/// The communication domain mode the test needs: the `_C` AMOs go through the NIC's AMO
+/// cache, which a CDM must enable (`GNI_CDM_MODE_CACHED_AMO_ENABLED`, gni_pub.h).
+fn cdm_mode(kind: Kind, opts: &LatOptions) -> CdmMode {
+    if kind == Kind::Atomic && opts.amo.is_cached() {
+        CdmMode::CACHED_AMO_ENABLED
+    } else {
+        CdmMode::empty()
+    }
+}
+
 fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u64, LatStats)>> {
     if opts.iters == 0 && opts.duration.is_none() {
         return Err(ToolError::Option("need at least one iteration".into()));
@@ -287,7 +306,7 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
         credits: opts.credits,
         maxsize: if kind == Kind::Send { max as u32 } else { 64 },
     };
-    let pair = Pair::new(&opts.engine, buf_len, smsg, 1024)?;
+    let pair = Pair::new(&opts.engine, buf_len, smsg, 1024, cdm_mode(kind, opts))?;
     let pattern: Vec<u8> = (0..buf_len.min(1 << 20)).map(|i| (i % 253) as u8).collect();
     pair.client
         .buf
@@ -317,8 +336,9 @@ fn run(kind: Kind, opts: &LatOptions, out: &mut dyn Write) -> ToolResult<Vec<(u6
             )?;
         }
         loop {
+            // A timed run measures at least one iteration: a row is always a measurement.
             let more = match opts.duration {
-                Some(d) => start.elapsed() < d,
+                Some(d) => us.is_empty() || start.elapsed() < d,
                 None => (us.len() as u64) < opts.iters,
             };
             if !more {

@@ -25,7 +25,7 @@ mod pair;
 pub use bw::{BwOptions, read_bw, send_bw, write_bw};
 pub use lat::{LatOptions, atomic_lat, read_lat, send_lat, write_lat};
 
-pub use crate::cxi::{BwStats, LatStats, parse_size_range, sizes};
+pub use crate::cxi::{BwStats, LatStats, sizes};
 
 use std::time::Duration;
 

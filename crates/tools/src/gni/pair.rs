@@ -60,6 +60,7 @@ impl Side {
         buf_len: u64,
         mbox_len: u64,
         cq_entries: u32,
+        mode: CdmMode,
     ) -> ToolResult<Side> {
         let job = cluster.job().clone();
         let client = Arc::new(
@@ -68,7 +69,7 @@ impl Side {
                 .ok_or_else(|| ToolError::Option(format!("no node {node}")))?
                 .open(),
         );
-        let cdm = Cdm::create(&client, inst, job.ptag, job.cookie, CdmMode::empty())?;
+        let cdm = Cdm::create(&client, inst, job.ptag, job.cookie, mode)?;
         let nic = cdm.attach(-1)?;
         let tx = nic.cq_create(cq_entries, 1, CqMode::NOBLOCK)?;
         let rx = nic.cq_create(cq_entries, 1, CqMode::NOBLOCK)?;
@@ -107,7 +108,7 @@ impl Side {
                     return Err(ToolError::Completion {
                         op: "a post",
                         rc: done.rc,
-                        detail: cq::error_str(&ev.cqe),
+                        detail: done.error_str(&ev.cqe),
                     });
                 }
             }
@@ -181,12 +182,14 @@ pub(crate) struct Pair {
 
 impl Pair {
     /// Build the pair on `engine` with data buffers of `buf_len` bytes, connect it, and
-    /// start SMSG with `smsg`.
+    /// start SMSG with `smsg`. Both sides' communication domains are created with `mode`
+    /// (`GNI_CDM_MODE_CACHED_AMO_ENABLED` for the `_C` AMOs).
     pub(crate) fn new(
         engine: &EngineKind,
         buf_len: u64,
         smsg: SmsgParams,
         cq_entries: u32,
+        mode: CdmMode,
     ) -> ToolResult<Pair> {
         let probe = mailbox_attr(0, 0, MemHandle::default(), smsg.credits, smsg.maxsize)?;
         let mbox_len = u64::from(probe.buff_size);
@@ -197,8 +200,8 @@ impl Pair {
             .engine(engine.clone())
             .memory_per_node(memory)
             .build()?;
-        let client = Side::new(&cluster, 0, 0, buf_len, mbox_len, cq_entries)?;
-        let server = Side::new(&cluster, 1, 1, buf_len, mbox_len, cq_entries)?;
+        let client = Side::new(&cluster, 0, 0, buf_len, mbox_len, cq_entries, mode)?;
+        let server = Side::new(&cluster, 1, 1, buf_len, mbox_len, cq_entries, mode)?;
         let mailbox = |s: &Side| -> ToolResult<userlib::gni::SmsgAttr> {
             let mh = s.nic.mem_register(
                 s._mbox.va(),

@@ -100,12 +100,30 @@ impl Config {
             reason: reason.into(),
         };
         // The eager part of a rendezvous put is a 20-bit field (cassini.md §2.1).
-        if rdzv_eager >= (1 << 20) || rdzv_eager > rdzv_threshold {
+        if rdzv_eager >= (1 << 20) {
             return Err(bad(
                 "FI_CXI_RDZV_EAGER_SIZE",
                 rdzv_eager.to_string(),
-                "must be below 1 MiB and not above FI_CXI_RDZV_THRESHOLD",
+                "must be below 1 MiB",
             ));
+        }
+        // The eager part is part of a rendezvous message: blame the variable that was set.
+        if rdzv_eager > rdzv_threshold {
+            return Err(if env.get("FI_CXI_RDZV_EAGER_SIZE").is_some() {
+                bad(
+                    "FI_CXI_RDZV_EAGER_SIZE",
+                    rdzv_eager.to_string(),
+                    &format!("must not be above FI_CXI_RDZV_THRESHOLD ({rdzv_threshold})"),
+                )
+            } else {
+                bad(
+                    "FI_CXI_RDZV_THRESHOLD",
+                    rdzv_threshold.to_string(),
+                    &format!(
+                        "must not be below FI_CXI_RDZV_EAGER_SIZE ({rdzv_eager}, its default)"
+                    ),
+                )
+            });
         }
         // An eager message must fit an overflow / request buffer with room to spare.
         let min_buf = rdzv_threshold.max(IDC_MAX) * 2 + 4096;

@@ -144,6 +144,13 @@ impl CxiTransport {
         Ok(())
     }
 
+    /// Whether a send of `len` bytes would wait in [`CxiTransport::start_send`] for a
+    /// rendezvous id, all 256 being held by rendezvous sends not yet pulled: a caller that
+    /// must not block (libfabric's `-FI_EAGAIN`) asks first.
+    pub fn send_would_wait(&self, len: usize) -> bool {
+        len > self.cfg.rdzv_threshold && self.rdzv_ids.len() > usize::from(u8::MAX)
+    }
+
     /// A rendezvous id not in use (8 bits in the command, cassini.md §6); waits for one
     /// when all 256 are.
     fn free_rid(&mut self) -> Result<u8> {

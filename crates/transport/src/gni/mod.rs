@@ -434,13 +434,11 @@ impl GniTransport {
 
     /// A post ended with a transaction error: post the same descriptor again (a PUT or a
     /// GET, when the error is recoverable and the post has retries left), or fail.
-    fn repost(
-        &mut self,
-        mut d: PostDescriptor,
-        cqe: &firmware_spec::gemini::cqe::Cqe,
-    ) -> Result<()> {
+    fn repost(&mut self, c: cq::Completed, cqe: &firmware_spec::gemini::cqe::Cqe) -> Result<()> {
+        let mut d = c.desc;
         let token = d.post_id;
-        let why = cq::error_str(cqe);
+        // The descriptor's status says what failed (the event's may read OK).
+        let why = c.error_str(cqe);
         let Some(mut p) = self.posted.get(&token).copied() else {
             return Err(Error::Transport(format!(
                 "gni: a post this rank does not know failed: {why}"
@@ -450,7 +448,7 @@ impl GniTransport {
             d.post_type,
             PostType::FmaPut | PostType::FmaGet | PostType::RdmaPut | PostType::RdmaGet
         );
-        if !idempotent || !cq::error_recoverable(cqe) || p.tries >= POST_RETRIES {
+        if !idempotent || !c.recoverable() || p.tries >= POST_RETRIES {
             return Err(Error::Transport(format!(
                 "gni: a transaction failed ({:?} to rank {}, {} re-posts): {why}",
                 d.post_type, p.peer, p.tries
@@ -595,7 +593,7 @@ impl GniTransport {
             }
             let c = self.tx.get_completed(&ev.cqe).map_err(tr)?;
             if c.rc != ReturnCode::Success {
-                self.repost(c.desc, &ev.cqe)?;
+                self.repost(c, &ev.cqe)?;
                 continue;
             }
             let token = c.desc.post_id;

@@ -64,6 +64,23 @@ pub struct Completed {
     pub ep: u32,
 }
 
+impl Completed {
+    /// [`error_str`] for the transaction handed back: its status is the descriptor's
+    /// (`status`, set by `GNI_GetCompleted`), which is what failed even where the event
+    /// itself reads OK (an error injected above the NIC, [`Cq::inject_post_errors`]).
+    pub fn error_str(&self, e: &Cqe) -> String {
+        describe(self.desc.status, e)
+    }
+
+    /// [`error_recoverable`] for the transaction handed back, by the descriptor's status.
+    pub fn recoverable(&self) -> bool {
+        u8::try_from(self.desc.status)
+            .ok()
+            .and_then(|s| HwStatus::try_from(s).ok())
+            .is_some_and(HwStatus::recoverable)
+    }
+}
+
 /// An FMA post waiting for its local event.
 pub(crate) struct Pending {
     pub(crate) desc: PostDescriptor,
@@ -552,9 +569,15 @@ fn status_name(s: HwStatus) -> &'static str {
 
 /// `GNI_CqErrorStr`: a readable description of an event's error.
 pub fn error_str(e: &Cqe) -> String {
-    let status = match e.status() {
-        Ok(s) => status_name(s).to_string(),
-        Err(_) => format!("UNKNOWN({:#x})", e.status),
+    describe(e.status, e)
+}
+
+/// Transaction status `status` (a hardware status code), with the source and overrun flags
+/// of event `e`.
+fn describe(status: u64, e: &Cqe) -> String {
+    let status = match u8::try_from(status).ok().map(HwStatus::try_from) {
+        Some(Ok(s)) => status_name(s).to_string(),
+        _ => format!("UNKNOWN({status:#x})"),
     };
     let source = match e.source() {
         Ok(s) => format!("{s:?}"),
@@ -599,5 +622,28 @@ mod tests {
         e.status = HwStatus::ProtectionViolation.code().into();
         assert!(overrun(&e) && !error_recoverable(&e));
         assert!(error_str(&e).ends_with(", overrun"));
+    }
+
+    #[test]
+    fn a_completed_post_is_described_by_its_descriptor_status() {
+        // The event reads OK; the descriptor handed back failed (an injected error).
+        let ok = Cqe::from_hw(
+            CqeSource::Bte,
+            HwStatus::Ok,
+            Cqe::sw(CqEventType::Post, 1).sw_data56().unwrap(),
+        );
+        let mut c = Completed {
+            rc: ReturnCode::TransactionError,
+            desc: PostDescriptor::new(PostType::RdmaGet),
+            ep: 0,
+        };
+        c.desc.status = HwStatus::RequestTimeout.code().into();
+        assert_eq!(c.error_str(&ok), "status REQUEST_TIMEOUT, source Bte");
+        assert!(c.recoverable());
+        c.desc.status = HwStatus::MddInv.code().into();
+        assert_eq!(c.error_str(&ok), "status MDD_INV, source Bte");
+        assert!(!c.recoverable());
+        c.desc.status = 0x3ff;
+        assert_eq!(c.error_str(&ok), "status UNKNOWN(0x3ff), source Bte");
     }
 }
