@@ -11,7 +11,8 @@
 //! operations), [`amo`] (atomics).
 //!
 //! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
-//! (register file, access classes), `hw` (the blocks wired together, CSR write hooks), `cq`
+//! (register file, access classes), `csr_hooks` (what a CSR read or write does: a table of
+//! hooks, a row per register), `hw` (the blocks wired together), `cq`
 //! (command queues), `ixe` (initiator: transmit commands, segmentation, ACK/REPLY), `tgt`
 //! (target: incoming packets, data placement, target commands, portal table), `pct`
 //! (reliability: connections, sequence numbers, retransmission), `rmu` (VNI and portal
@@ -30,6 +31,7 @@ mod config;
 mod counters;
 mod cq;
 mod csr;
+mod csr_hooks;
 pub mod ct;
 pub mod demo;
 mod device;
