@@ -5,10 +5,10 @@
 //!
 //! The public surface is the device ([`Cassini`], [`CassiniConfig`], which implements
 //! `emu_core::engine::DeviceModel`); the driver/device contract it follows is
-//! `docs/cassini-programming.md`. Around it: [`harness`] (a minimal host side that programs
-//! the NIC through MMIO only, for tests, [`demo`] and [`perf`]), and the pure state machines
-//! the device is built from: [`lpe`] (matching), [`ct`] (counting events, triggered
-//! operations), [`amo`] (atomics).
+//! `docs/cassini-programming.md`. Beside it, the pure state machines the device is built
+//! from: [`lpe`] (matching), [`ct`] (counting events, triggered operations), [`amo`]
+//! (atomics). With the `harness` feature (tests, examples, the CLI): `harness` (a minimal
+//! host side that programs the NIC through MMIO only), `demo` and `perf` built on it.
 //!
 //! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
 //! (register file, access classes), `csr_hooks` (what a CSR read or write does: a table of
@@ -33,15 +33,18 @@ mod cq;
 mod csr;
 mod csr_hooks;
 pub mod ct;
+#[cfg(feature = "harness")]
 pub mod demo;
 mod device;
 mod ee;
 mod faults;
+#[cfg(feature = "harness")]
 pub mod harness;
 mod hw;
 mod ixe;
 pub mod lpe;
 mod pct;
+#[cfg(feature = "harness")]
 pub mod perf;
 mod rmu;
 mod tables;

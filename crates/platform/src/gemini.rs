@@ -240,12 +240,12 @@ impl GeminiClusterBuilder {
                 dims: self.dims,
                 nics_per_router: self.nics_per_router,
             },
-            link: emu_gemini::cluster::gemini_link_params(),
+            link: emu_gemini::link::gemini_link_params(),
             faults: self.faults,
         })?;
         fabric.set_capture(self.capture.clone());
         // Gemini links retry lost and damaged packets themselves (LCB link-level retry).
-        fabric.set_link_retry(Some(emu_gemini::cluster::gemini_link_retry()));
+        fabric.set_link_retry(Some(emu_gemini::link::gemini_link_retry()));
         let ports = fabric.ports();
         let started = self.engine.start(fabric)?;
         let (engine, threaded) = (started.engine, started.threaded);
