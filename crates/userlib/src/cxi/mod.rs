@@ -25,10 +25,11 @@ pub mod evtq;
 pub mod lni;
 pub mod md;
 pub mod pte;
+pub mod ring;
 pub mod trig;
 pub mod wait;
 
-pub use cmdq::{CmdQueue, CqOptions, RingMemory, RingWriter};
+pub use cmdq::{CmdQueue, CqOptions};
 pub use cp::Cp;
 pub use csr::{Counter, Csrs};
 pub use ct::Ct;
@@ -42,6 +43,7 @@ pub use evtq::{EqOptions, EventQueue};
 pub use lni::{Lni, WaitObj};
 pub use md::Md;
 pub use pte::{Pte, PteMap, PteStatusInfo};
+pub use ring::{RingMemory, RingWriter};
 
 /// Addressing helpers (`cxi_build_dfa`, `CXI_MATCH_ID`, ...), from `firmware_spec`.
 pub mod dfa {

@@ -1,370 +1,22 @@
-//! BTE (Block Transfer Engine): TX descriptor rings on 4 channels, asynchronous progress in
-//! paced steps, PUT/GET/SEND transfers up to 4 GiB, completion events, and the RX channels
-//! that receive SENDs.
-//!
-//! Formats: `ghal_tx_desc_t`, `ghal_txvc_desc_t`, `ghal_rx_desc_t`, `ghal_rxvc_desc_t`,
-//! `ghal_cpurx_desc_t` (`firmware_spec::gemini::bte`). Posting protocol and our readings:
-//! docs/gemini-programming.md ("BTE").
-//!
-//! A doorbell only arms a timer; the work happens in the BTE step (a timer handler), which
-//! issues at most `bte_max_burst` bytes per call (token bucket at `bte_bandwidth`), so neither
-//! the CPU that rang the doorbell nor the engine is held for long.
-//!
-//! The TX side (`Bte`) reaches the rest of the NIC only through the `BtePort` trait (memory,
-//! request table, CQs, interrupts, its step timer); answers come back from the device as
-//! `Bte::xfer_answered`. The RX side (`BteRx`) is handed the DMA port and returns the
-//! interrupt to raise; the target side feeds it SENDs.
+//! Transfers: the paced BTE step takes TXDs from the channels (`start`, checked against the
+//! MDDs), issues their packets (one by one, or as trains), and completes each one when every
+//! request is answered (`finish`: CQ event, channel status, interrupt).
 
-use crate::config::GeminiConfig;
 use crate::fault::Fault;
 use crate::mdd::{Access, Domains};
 use crate::packet::{BTE_STREAM_BASE, HEADER_LEN, Header, Kind, TC_BTE, TC_FMA, flag};
-use crate::regs::{self, Target, counter};
+use crate::regs::counter;
 use crate::request::{Dest, Landing, Owner, Req};
 use emu_core::dma::{DmaPort, Segment};
-use emu_core::hash::IntMap;
-use emu_core::sparse::SparseTable;
-use emu_core::time::{SimDuration, SimTime};
-use firmware_spec::gemini::bte::{
-    BteOp, CpuRxDescriptor, RXD_FLAG_BTE_COMPLETE, RXD_FLAG_ERR_STATUS_SHIFT,
-    RXD_FLAG_IMM_AVAILABLE, RxChannel, RxDescriptor, RxdMode, TxChannel, TxDescriptor, TxdFlags,
-    TxdMode1, TxdMode2, rxvc_flag, txvc_flag,
-};
+use emu_core::time::SimDuration;
+use firmware_spec::gemini::bte::{BteOp, TxDescriptor, TxdFlags, TxdMode1, TxdMode2, txvc_flag};
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
-use firmware_spec::gemini::limits::{BTE_CHANNELS, BTE_RX_DESCRIPTORS, BTE_TX_SLOTS};
-use firmware_spec::gemini::pci::{IRQ_RX, IRQ_TX, irq_index};
+use firmware_spec::gemini::pci::{IRQ_TX, irq_index};
 
-/// What the BTE's TX side needs from the rest of the NIC: memory to read from and write to,
-/// the request table it sends through, CQs and interrupts for completions, and a timer for
-/// its paced steps. The device implements it.
-pub(crate) trait BtePort {
-    /// Current virtual time.
-    fn now(&self) -> SimTime;
-    /// Add `n` to model counter `c` ([`regs::counter`]).
-    fn count(&mut self, c: u32, n: u64);
-    /// The memory domains (transfers with NAT on).
-    fn domains(&self) -> &Domains;
-    /// The host DMA port (NAT off, and TXD status write-back).
-    fn dma(&self) -> &DmaPort;
-    /// Tag and send a request on traffic class `tc`; its answer (or timeout) comes back as
-    /// [`Bte::xfer_answered`] for `Owner::Xfer`.
-    fn issue(&mut self, req: Req, dest: &Dest, hdr: Header, payload: &[u8], tc: u8);
-    /// [`BtePort::issue`] of a frame built in place: `frame` is [`HEADER_LEN`] bytes of
-    /// room for the header, then the payload.
-    fn issue_frame(&mut self, req: Req, dest: &Dest, hdr: Header, frame: Vec<u8>, tc: u8);
-    /// An empty buffer of at least `cap` bytes for a frame (recycled when the engine has
-    /// one).
-    fn frame_buffer(&mut self, cap: usize) -> Vec<u8>;
-    /// Whether a packet to physical PE `pe` may be a train (`emu_core::fabric::Train`,
-    /// `DeviceIo::train_ok`).
-    fn train_ok(&self, pe: u32) -> bool;
-    /// Send a train of `frames` PUT frames as one packet: `hdr` (the first frame's), the
-    /// payload left in host memory at `segments` (this NIC's DMA addresses). Each frame is
-    /// a request whose answer comes back as [`Bte::xfer_answered`].
-    fn issue_train(
-        &mut self,
-        req: Req,
-        dest: &Dest,
-        hdr: Header,
-        frames: u32,
-        segments: Vec<Segment>,
-        tc: u8,
-    );
-    /// Deliver a completion event to CQ `cqh`.
-    fn post_cqe(&mut self, cqh: u64, cqe: Cqe);
-    /// Raise MSI-X vector `v`.
-    fn raise(&mut self, v: u16);
-    /// Call [`Bte::step`] after `delay`.
-    fn step_after(&mut self, delay: SimDuration);
-}
-
-/// Largest BTE SEND (one RX buffer, one frame). Our choice.
-pub const SEND_MAX_BYTES: u64 = 64 * 1024;
-const CHANNELS: usize = BTE_CHANNELS as usize;
-
-/// Where the local side of a transfer is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Local {
-    Mdd(Access, u64),
-    Phys(u64),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum XPhase {
-    Data,
-    Remote,
-}
-
-/// One TXD being executed.
-#[derive(Clone, Debug)]
-struct Xfer {
-    ch: usize,
-    pos: u64,
-    txd: TxDescriptor,
-    op: BteOp,
-    local: Local,
-    dest: Dest,
-    issued: u64,
-    total: u64,
-    processed: bool,
-    outstanding: u32,
-    error: Option<Fault>,
-    phase: XPhase,
-    last_progress: SimTime,
-    /// Some of its frames went as a train: their payload is read from the source when the
-    /// train lands, so the local event waits for their answers.
-    trained: bool,
-    /// The local event is owed until every request is answered (`trained`).
-    local_owed: bool,
-}
-
-#[derive(Clone, Debug, Default)]
-struct TxChan {
-    regs: TxChannel,
-    err_rc: u32,
-    completed: u64,
-    active: Option<u32>,
-    inflight: u32,
-}
-
-/// The TX side of the BTE of one NIC: TX channels and their TXD ring, the transfers being
-/// executed, and the pacing state.
-#[derive(Clone, Debug)]
-pub(crate) struct Bte {
-    tx: [TxChan; CHANNELS],
-    /// TX descriptor slots, stored sparsely.
-    txd: SparseTable<[u64; 8]>,
-    tx_base: u64,
-    tx_count: u64,
-    xfers: IntMap<u32, Xfer>,
-    next_xfer: u32,
-    step_armed: bool,
-    rr: usize,
-    credit: u64,
-    refill: SimTime,
-    /// Most requests of one transfer in flight.
-    max_outstanding: u32,
-    /// Largest data packet (`GeminiConfig::bte_packet_bytes`).
-    packet_bytes: u32,
-    /// Bytes per step unpaced, pacing quantum otherwise (`bte_step_bytes`).
-    step_bytes: u64,
-    /// Pacing bandwidth in bytes/s, 0 = unpaced (`bte_bandwidth`).
-    bandwidth: u64,
-    /// Most bytes one step may issue (`bte_max_burst`).
-    max_burst: u64,
-}
-
-/// The RX side of the BTE of one NIC: RX channels and their descriptor ring, into which
-/// SENDs from the network land.
-#[derive(Clone, Debug)]
-pub(crate) struct BteRx {
-    rx: [RxChannel; CHANNELS],
-    /// RX descriptors, stored sparsely.
-    rxd: SparseTable<u64>,
-    rx_base: u64,
-    rx_count: u64,
-}
-
-impl Default for BteRx {
-    fn default() -> Self {
-        BteRx {
-            rx: Default::default(),
-            rxd: SparseTable::new(BTE_RX_DESCRIPTORS as usize, 0),
-            rx_base: 0,
-            rx_count: 0,
-        }
-    }
-}
-
-fn u16_lane(reg: u64, ch: usize) -> u64 {
-    (reg >> (16 * ch)) & 0xFFFF
-}
-
-fn qword_of(bytes: &[u8], q: usize) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = bytes.get(q * 8..q * 8 + 8) {
-        b.copy_from_slice(s);
-    }
-    u64::from_le_bytes(b)
-}
-
-fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
-    if let Some(d) = img.get_mut(q * 8..q * 8 + 8) {
-        d.copy_from_slice(&v.to_le_bytes());
-    }
-}
+use super::port::BtePort;
+use super::tx::{Bte, CHANNELS, Local, SEND_MAX_BYTES, XPhase, Xfer};
 
 impl Bte {
-    /// TX descriptor slots backed by storage (0 at reset).
-    pub(crate) fn allocated_entries(&self) -> usize {
-        self.txd.allocated_entries()
-    }
-
-    /// A BTE in its reset state, paced and flow-controlled as `cfg` says.
-    pub(crate) fn new(cfg: &GeminiConfig) -> Self {
-        Bte {
-            tx: Default::default(),
-            txd: SparseTable::new(BTE_TX_SLOTS as usize, [0; 8]),
-            tx_base: 0,
-            tx_count: 0,
-            xfers: IntMap::default(),
-            next_xfer: 0,
-            step_armed: false,
-            rr: 0,
-            credit: 0,
-            refill: SimTime::ZERO,
-            max_outstanding: u32::try_from(
-                cfg.bte_max_inflight / u64::from(cfg.bte_packet_bytes.max(1)),
-            )
-            .unwrap_or(u32::MAX)
-            .max(1),
-            packet_bytes: cfg.bte_packet_bytes,
-            step_bytes: cfg.bte_step_bytes,
-            bandwidth: cfg.bte_bandwidth,
-            max_burst: cfg.bte_max_burst,
-        }
-    }
-
-    fn ring(&self, ch: usize) -> (u64, u64) {
-        (u16_lane(self.tx_base, ch), u16_lane(self.tx_count, ch))
-    }
-
-    fn txd_at(&self, slot: u64) -> Option<TxDescriptor> {
-        let raw = self.txd.get(slot as usize).ok()?;
-        let mut b = [0u8; 48];
-        for (q, w) in raw.iter().take(6).enumerate() {
-            b[q * 8..q * 8 + 8].copy_from_slice(&w.to_le_bytes());
-        }
-        TxDescriptor::decode(&b).ok()
-    }
-
-    fn enabled(&self, ch: usize) -> bool {
-        self.tx[ch].regs.flags & txvc_flag::ENABLE != 0
-    }
-
-    /// Whether channel `ch` has a TXD it can start or issue now.
-    fn has_work(&self, ch: usize) -> bool {
-        if !self.enabled(ch) {
-            return false;
-        }
-        let c = &self.tx[ch];
-        if let Some(a) = c.active {
-            return self
-                .xfers
-                .get(&a)
-                .is_none_or(|x| x.outstanding < self.max_outstanding);
-        }
-        let (base, count) = self.ring(ch);
-        if count == 0 || c.regs.read_index == c.regs.write_index % count {
-            return false;
-        }
-        let fence = self
-            .txd_at(base + c.regs.read_index)
-            .is_some_and(|t| t.mode1 & u64::from(TxdMode1::FENCE.bits()) != 0);
-        !(fence && c.inflight > 0)
-    }
-
-    /// Load from a BTE TX register.
-    pub(crate) fn reg_read(&self, t: Target) -> u64 {
-        match t {
-            Target::BteTx { slot, off } => self
-                .txd
-                .get(slot as usize)
-                .ok()
-                .and_then(|r| r.get((off / 8) as usize))
-                .copied()
-                .unwrap_or(0),
-            Target::BteTxChannel { ch, off } => {
-                let Some(c) = self.tx.get(usize::from(ch)) else {
-                    return 0;
-                };
-                match off & !7 {
-                    regs::BTE_CHANNEL_ERR_RC => u64::from(c.err_rc),
-                    regs::BTE_CHANNEL_COMPLETED => c.completed,
-                    o if o < 32 => c
-                        .regs
-                        .encode()
-                        .map_or(0, |img| qword_of(&img, (o / 8) as usize)),
-                    _ => 0,
-                }
-            }
-            Target::TxRingBase => self.tx_base,
-            Target::TxRingCount => self.tx_count,
-            _ => 0,
-        }
-    }
-
-    /// Store to a BTE TX register.
-    pub(crate) fn reg_write(&mut self, p: &mut impl BtePort, t: Target, sub: u64, data: &[u8]) {
-        let merged = |old: u64| regs::merge(old, sub, data);
-        match t {
-            Target::BteTx { slot, off } => {
-                if let Some(w) = self
-                    .txd
-                    .get_mut(slot as usize)
-                    .ok()
-                    .and_then(|r| r.get_mut((off / 8) as usize))
-                {
-                    *w = merged(*w);
-                }
-            }
-            Target::BteTxChannel { ch, off } => {
-                self.tx_channel_write(p, usize::from(ch), off, sub, data)
-            }
-            Target::TxRingBase => self.tx_base = merged(self.tx_base),
-            Target::TxRingCount => self.tx_count = merged(self.tx_count),
-            _ => {}
-        }
-    }
-
-    fn tx_channel_write(
-        &mut self,
-        p: &mut impl BtePort,
-        ch: usize,
-        off: u64,
-        sub: u64,
-        data: &[u8],
-    ) {
-        let Some(c) = self.tx.get_mut(ch) else {
-            return;
-        };
-        match off & !7 {
-            regs::BTE_CHANNEL_ERR_RC => c.err_rc = 0,
-            o if o < 32 => {
-                let Ok(mut img) = c.regs.encode() else {
-                    return;
-                };
-                let q = (o / 8) as usize;
-                let v = regs::merge(qword_of(&img, q), sub, data);
-                patch(&mut img, q, v);
-                let Ok(mut n) = TxChannel::decode(&img) else {
-                    return;
-                };
-                n.read_index = c.regs.read_index;
-                if n.flags & txvc_flag::RESET != 0 {
-                    // Forget queued TXDs; transfers already started run to completion.
-                    n.read_index = 0;
-                    n.write_index = 0;
-                    n.flags &= !txvc_flag::RESET;
-                    c.active = None;
-                }
-                c.regs = n;
-                if q == 3 {
-                    self.kick(p);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Make sure a BTE step is scheduled.
-    fn kick(&mut self, p: &mut impl BtePort) {
-        if !self.step_armed && (0..CHANNELS).any(|c| self.has_work(c)) {
-            self.step_armed = true;
-            p.step_after(SimDuration::ZERO);
-        }
-    }
-
     /// One BTE step: refill the token bucket, issue up to the budget, re-arm.
     pub(crate) fn step(&mut self, p: &mut impl BtePort) {
         self.step_armed = false;
@@ -403,7 +55,7 @@ impl Bte {
 
     /// Issue packets round-robin over the channels until `budget` bytes are used or no
     /// channel can go on. Returns the bytes used.
-    fn issue_budget(&mut self, p: &mut impl BtePort, budget: u64) -> u64 {
+    pub(super) fn issue_budget(&mut self, p: &mut impl BtePort, budget: u64) -> u64 {
         let mut used = 0u64;
         let mut idle = 0;
         while used < budget && idle < CHANNELS {
@@ -422,7 +74,12 @@ impl Bte {
 
     /// Start the next TXD of `ch` if none is active, then issue one packet of the active one
     /// (with `left` bytes of the step's budget left).
-    fn channel_work(&mut self, p: &mut impl BtePort, ch: usize, left: u64) -> Option<u64> {
+    pub(super) fn channel_work(
+        &mut self,
+        p: &mut impl BtePort,
+        ch: usize,
+        left: u64,
+    ) -> Option<u64> {
         if !self.has_work(ch) {
             return None;
         }
@@ -444,7 +101,7 @@ impl Bte {
     }
 
     /// Validate a TXD and create its transfer; on a local error it completes at once.
-    fn start(
+    pub(super) fn start(
         &mut self,
         p: &mut impl BtePort,
         ch: usize,
@@ -509,7 +166,7 @@ impl Bte {
         Some(id)
     }
 
-    fn validate(domains: &Domains, dma: &DmaPort, x: &Xfer) -> Result<(), Fault> {
+    pub(super) fn validate(domains: &Domains, dma: &DmaPort, x: &Xfer) -> Result<(), Fault> {
         x.txd.op().map_err(|_| Fault::BadCommand)?;
         x.txd.mode1().map_err(|_| Fault::BadCommand)?;
         let len = x.total;
@@ -538,7 +195,7 @@ impl Bte {
         }
     }
 
-    fn read_local(
+    pub(super) fn read_local(
         domains: &Domains,
         dma: &DmaPort,
         local: Local,
@@ -554,7 +211,7 @@ impl Bte {
     /// The frames of PUT or GET transfer `id` that may go now as one train: as many as frame by
     /// frame the step would issue with `left` bytes of budget and the flow-control window
     /// would let out. `None` when that is one frame or the destination needs frames.
-    fn train_frames(&self, p: &impl BtePort, id: u32, left: u64) -> Option<(u32, u64)> {
+    pub(super) fn train_frames(&self, p: &impl BtePort, id: u32, left: u64) -> Option<(u32, u64)> {
         let x = self.xfers.get(&id)?;
         if x.op == BteOp::Send || !p.train_ok(x.dest.pe) {
             return None;
@@ -575,7 +232,7 @@ impl Bte {
     /// payload bytes: PUT frames with their payload left in host memory, or GET requests
     /// whose answers come back as one train landing at the first frame's landing, which
     /// covers them all.
-    fn issue_train(
+    pub(super) fn issue_train(
         &mut self,
         p: &mut impl BtePort,
         id: u32,
@@ -639,7 +296,7 @@ impl Bte {
 
     /// Issue the next packet of transfer `id` (a train of frames when allowed, with `left`
     /// bytes of the step's budget left); returns the bytes it accounts for.
-    fn issue_packet(&mut self, p: &mut impl BtePort, id: u32, left: u64) -> u64 {
+    pub(super) fn issue_packet(&mut self, p: &mut impl BtePort, id: u32, left: u64) -> u64 {
         if let Some((frames, n)) = self.train_frames(p, id, left) {
             let r = self.issue_train(p, id, frames, n);
             return self.issued(p, id, n, r.err());
@@ -716,7 +373,13 @@ impl Bte {
     /// After `n` bytes of transfer `id` were issued (or `fault` stopped it): when it was
     /// the last of them, the local event (now, or once every request is answered if part
     /// went as a train) and, with nothing outstanding, the next phase. Returns `n`.
-    fn issued(&mut self, p: &mut impl BtePort, id: u32, n: u64, fault: Option<Fault>) -> u64 {
+    pub(super) fn issued(
+        &mut self,
+        p: &mut impl BtePort,
+        id: u32,
+        n: u64,
+        fault: Option<Fault>,
+    ) -> u64 {
         let Some(x) = self.xfers.get_mut(&id) else {
             return n;
         };
@@ -749,7 +412,7 @@ impl Bte {
         n
     }
 
-    fn note_issue(&mut self, id: u32, n: u64) {
+    pub(super) fn note_issue(&mut self, id: u32, n: u64) {
         if let Some(x) = self.xfers.get_mut(&id) {
             x.issued += n;
             x.outstanding += 1;
@@ -789,7 +452,7 @@ impl Bte {
         }
     }
 
-    fn advance(&mut self, p: &mut impl BtePort, id: u32) {
+    pub(super) fn advance(&mut self, p: &mut impl BtePort, id: u32) {
         let Some(x) = self.xfers.get_mut(&id) else {
             return;
         };
@@ -816,7 +479,7 @@ impl Bte {
     }
 
     /// Retire a transfer: status write-back, events, interrupt.
-    fn finish(&mut self, p: &mut impl BtePort, id: u32) {
+    pub(super) fn finish(&mut self, p: &mut impl BtePort, id: u32) {
         let Some(x) = self.xfers.remove(&id) else {
             return;
         };
@@ -876,134 +539,5 @@ impl Bte {
             p.raise(irq_index(ch as u32, IRQ_TX) as u16);
         }
         self.kick(p);
-    }
-
-    /// Transfers with requests outstanding and no progress for `timeout`.
-    pub(crate) fn expired(&self, now: SimTime, timeout: SimDuration) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .xfers
-            .iter()
-            .filter(|(_, x)| x.outstanding > 0 && now.since(x.last_progress) >= timeout)
-            .map(|(&id, _)| id)
-            .collect();
-        v.sort_unstable();
-        v
-    }
-
-    /// Whether any transfer is still running.
-    pub(crate) fn busy(&self) -> bool {
-        !self.xfers.is_empty()
-    }
-}
-
-impl BteRx {
-    /// RX descriptors backed by storage (0 at reset).
-    pub(crate) fn allocated_entries(&self) -> usize {
-        self.rxd.allocated_entries()
-    }
-
-    /// Load from a BTE RX register.
-    pub(crate) fn reg_read(&self, t: Target) -> u64 {
-        match t {
-            Target::RxRingBase => self.rx_base,
-            Target::RxRingCount => self.rx_count,
-            Target::BteRx(i) => self.rxd.get(i as usize).copied().unwrap_or(0),
-            Target::BteRxChannel { ch, off } => self
-                .rx
-                .get(usize::from(ch))
-                .filter(|_| off < 32)
-                .and_then(|c| c.encode().ok())
-                .map_or(0, |img| qword_of(&img, (off / 8) as usize)),
-            _ => 0,
-        }
-    }
-
-    /// Store to a BTE RX register.
-    pub(crate) fn reg_write(&mut self, t: Target, sub: u64, data: &[u8]) {
-        let merged = |old: u64| regs::merge(old, sub, data);
-        match t {
-            Target::RxRingBase => self.rx_base = merged(self.rx_base),
-            Target::RxRingCount => self.rx_count = merged(self.rx_count),
-            Target::BteRx(i) => {
-                if let Ok(w) = self.rxd.get_mut(i as usize) {
-                    *w = merged(*w);
-                }
-            }
-            Target::BteRxChannel { ch, off } if off < 32 => {
-                if let Some(c) = self.rx.get_mut(usize::from(ch))
-                    && let Ok(mut img) = c.encode()
-                {
-                    let q = (off / 8) as usize;
-                    let old = qword_of(&img, q);
-                    patch(&mut img, q, merged(old));
-                    if let Ok(mut n) = RxChannel::decode(&img) {
-                        // The read index belongs to the hardware.
-                        n.read_index = c.read_index;
-                        if n.flags & rxvc_flag::RESET != 0 {
-                            n.read_index = 0;
-                            n.write_index = 0;
-                            n.flags &= !rxvc_flag::RESET;
-                        }
-                        *c = n;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// A SEND arrived: deliver it into RX channel `hdr.cmd` (data, then the CPU RX
-    /// descriptor). Returns the MSI-X vector to raise, if the channel or buffer asks for one.
-    pub(crate) fn receive(
-        &mut self,
-        dma: &DmaPort,
-        hdr: &Header,
-        payload: &[u8],
-    ) -> Result<Option<u16>, Fault> {
-        let ch = usize::from(hdr.cmd);
-        let rx = *self.rx.get(ch).ok_or(Fault::BadCommand)?;
-        if rx.flags & rxvc_flag::ENABLE == 0 {
-            return Err(Fault::NoRxBuffer);
-        }
-        let (base, count) = (u16_lane(self.rx_base, ch), u16_lane(self.rx_count, ch));
-        if count == 0 || rx.read_index % count == rx.write_index % count {
-            return Err(Fault::NoRxBuffer);
-        }
-        let pos = rx.read_index % count;
-        let raw = self.rxd.get((base + pos) as usize).copied().unwrap_or(0);
-        let rxd = RxDescriptor::decode(&raw.to_le_bytes()).unwrap_or_default();
-        let n = (payload.len() as u64).min(rx.buf_size);
-        let mut flags = RXD_FLAG_BTE_COMPLETE;
-        if hdr.flags & flag::IMMED != 0 {
-            flags |= RXD_FLAG_IMM_AVAILABLE;
-        }
-        if (payload.len() as u64) > rx.buf_size {
-            flags |= u64::from(HwStatus::MemBoundsErr.code()) << RXD_FLAG_ERR_STATUS_SHIFT;
-        }
-        let data = payload.get(..n as usize).unwrap_or(&[]);
-        dma.write(rxd.base_addr, data).map_err(|_| Fault::Dma)?;
-        let cpu = CpuRxDescriptor {
-            buff_addr: rxd.base_addr,
-            mode1: rxd.mode1,
-            flags,
-            data_len: n,
-            imm_data: if hdr.flags & flag::IMMED != 0 {
-                hdr.op1
-            } else {
-                0
-            },
-        };
-        if rx.cpu_ring_addr != 0
-            && let Ok(img) = cpu.encode()
-        {
-            let at = rx.cpu_ring_addr.checked_add(32 * pos).ok_or(Fault::Dma)?;
-            dma.write(at, &img).map_err(|_| Fault::Dma)?;
-        }
-        if let Some(c) = self.rx.get_mut(ch) {
-            c.read_index = (pos + 1) % count;
-        }
-        let irq = rxd.mode1 & u64::from(RxdMode::IRQ_ENABLE.bits()) != 0
-            || rx.flags & rxvc_flag::IRQ_ENABLE != 0;
-        Ok(irq.then_some(irq_index(ch as u32, IRQ_RX) as u16))
     }
 }
