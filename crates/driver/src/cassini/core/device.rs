@@ -63,15 +63,6 @@ pub enum DeviceError {
     Memory(#[from] MemError),
 }
 
-/// PCI command register: memory space and bus master enable.
-pub(super) const PCI_COMMAND: u16 = 0x04;
-pub(super) const PCI_COMMAND_MEMORY: u32 = 1 << 1;
-pub(super) const PCI_COMMAND_MASTER: u32 = 1 << 2;
-/// Capabilities pointer and the MSI-X capability id.
-pub(super) const PCI_CAPABILITY_LIST: u16 = 0x34;
-pub(super) const PCI_CAP_ID_MSIX: u32 = 0x11;
-pub(super) const PCI_MSIX_ENABLE: u32 = 1 << 15;
-
 impl CxiDevice {
     /// Bring up the device behind `function` (the probe): identify it, enable memory and bus
     /// mastering, enable MSI-X, program the device-wide defaults, create the default service.
@@ -109,15 +100,13 @@ impl CxiDevice {
         let hw = CassHw::new(bar0, generation);
         let ident = hw.identify(function.vendor_id(), function.device_id())?;
 
-        // pci_enable_device + pci_set_master.
-        let cmd = function.config_read(PCI_COMMAND)?;
-        function.config_write(PCI_COMMAND, cmd | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER)?;
+        function.enable_device()?;
 
         let want = config.msix_vectors.min(function.msix_vectors());
         let irqs = if want > 0 {
             let irqs = function.enable_msix(want)?;
             hw.msix_program(want).map_err(hw::InitError::from)?;
-            msix_capability_enable(&function, true)?;
+            function.set_msix_enable(true)?;
             Some(irqs)
         } else {
             None
@@ -455,29 +444,6 @@ impl CxiDevice {
             c.mmaps.remove(&token);
         }
     }
-}
-
-/// Set or clear the MSI-X enable bit of the function's MSI-X capability (config space).
-pub(super) fn msix_capability_enable(
-    function: &PciFunction,
-    on: bool,
-) -> Result<(), crate::pci::PciError> {
-    let mut ptr = (function.config_read(PCI_CAPABILITY_LIST)? & 0xfc) as u16;
-    let mut hops = 0;
-    while ptr != 0 && hops < 48 {
-        let dw = function.config_read(ptr)?;
-        if dw & 0xff == PCI_CAP_ID_MSIX {
-            let ctl = if on {
-                dw | PCI_MSIX_ENABLE << 16
-            } else {
-                dw & !(PCI_MSIX_ENABLE << 16)
-            };
-            return function.config_write(ptr, ctl);
-        }
-        ptr = ((dw >> 8) & 0xfc) as u16;
-        hops += 1;
-    }
-    Ok(())
 }
 
 pub(super) fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
