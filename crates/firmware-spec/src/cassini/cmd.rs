@@ -15,12 +15,14 @@
 //! value, enumerated fields must hold a named value. Anything else is a [`FormatError`] (the
 //! emulator turns it into `C_EVENT_COMMAND_FAILURE`), never a panic.
 
+pub use super::cmd_header::{
+    CmdHeader, CmdSize, CmdType, CqOp, CtOp, DmaFlags, DmaOp, Payload, TgtOp,
+};
 pub use super::ct::{CtCmd, EmbeddedDma, TrigDma};
 pub use super::dma::{DmaAmo, DmaEth, FullDma, NomatchDma};
 pub use super::idc::{
     CState, ChecksumCtrl, IdcAmo, IdcEth, IdcEthHdr, IdcHdr, IdcMsg, IdcMsgHdr, IdcPut, IdcSmallAmo,
 };
-pub use super::cmd_header::{CmdHeader, CmdSize, CmdType, CqOp, CtOp, DmaFlags, DmaOp, Payload, TgtOp};
 pub use super::layout::FormatError;
 pub use super::tgt::{SetStateCmd, TargetCmd};
 
