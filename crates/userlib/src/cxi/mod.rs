@@ -19,6 +19,7 @@ pub mod cp;
 pub mod csr;
 pub mod ct;
 pub mod device;
+pub mod devinfo;
 pub mod domain;
 pub mod error;
 pub mod evtq;
@@ -33,10 +34,8 @@ pub use cmdq::{CmdQueue, CqOptions};
 pub use cp::Cp;
 pub use csr::{Counter, Csrs};
 pub use ct::Ct;
-pub use device::{
-    CXI_DEFAULT_SVC_ID, Device, DeviceInfo, OpenOptions, get_device_list, open_device,
-    open_device_with,
-};
+pub use device::{Device, OpenOptions, open_device, open_device_with};
+pub use devinfo::{CXI_DEFAULT_SVC_ID, DeviceInfo, get_device_list};
 pub use domain::Domain;
 pub use error::{CxiError, Result};
 pub use evtq::{EqOptions, EventQueue};

@@ -45,7 +45,7 @@ const ZEROS: [u8; 256] = [0u8; 256];
 const PENDING_MAX: usize = 128;
 
 /// The ring writer: write pointer, cached free space and read pointer, padding and wrap
-/// rules, over any [`RingMemory`]. [`CmdQueue`] adds the doorbell and the emitters.
+/// rules, over any [`RingMemory`]. [`CmdQueue`](super::CmdQueue) adds the doorbell and the emitters.
 #[derive(Debug)]
 pub struct RingWriter<M> {
     mem: M,

@@ -1,249 +1,36 @@
-//! SMSG: short messages into per-peer mailboxes, with credits (gemini.md §1.8).
-//!
-//! Setup: each side sizes its mailbox with [`buffer_size_needed`], registers it with its
-//! *remote* CQ as `dst_cq`, zeroes it, swaps its [`SmsgAttr`] with the peer (a datagram:
-//! [`attr_to_bytes`] / [`attr_from_bytes`]), and calls [`Ep::smsg_init`] on a bound endpoint.
-//!
-//! The mailbox format is ours (`firmware_spec::gemini::smsg`, docs/gemini-formats.md): a
-//! 64-byte control block, then `mbox_maxcredit` slots; message `seqno` goes in slot
-//! `seqno % mbox_maxcredit` as a 16-byte header, the user header, the data. The protocol
-//! (docs/userlib-gni.md):
-//!
-//! - A send is two FMA sequences. The first writes the slot with PUT_MSG stores (the NIC
-//!   makes the slot header visible after the payload) and raises a remote event
-//!   (`GNI_CQ_EVENT_TYPE_SMSG`, carrying the endpoint's remote event data) in the CQ of the
-//!   peer's mailbox. The second writes this side's control word (slots it released in its
-//!   own mailbox, messages it sent) into the peer's mailbox control block with one 8-byte
-//!   PUT_MSG store (delivered atomically), in order, and raises the local event carrying
-//!   `msg_id`. So every send also returns credits.
-//! - A sender may have `mbox_maxcredit` messages unreleased at the receiver: credits =
-//!   `maxcredit - (sent - returned)`, `returned` read from its own control block. Without
-//!   credits [`Ep::smsg_send_w_tag`] returns `GNI_RC_NOT_DONE`.
-//! - [`Ep::smsg_release`] frees the slot. When half the mailbox (at least one slot) has been
-//!   released without telling the peer, the receiver writes its control word into the
-//!   peer's mailbox with a remote event: the back-credit event in the sender's remote CQ
-//!   (which `GetNext` on it answers with `NOT_DONE`, as uGNI's credit events).
-//! - Mailboxes are `GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT` (gemini.md §1.8: the type everyone
-//!   uses, which "retransmits on some network errors"; `GNI_SmsgSetMaxRetrans`, default
-//!   `FMA_SMSG_MAX_RETRANS_DEFAULT` = 10). A sender keeps each message until the receiver
-//!   released it. When a sequence of an SMSG endpoint fails with a recoverable transaction
-//!   error, [`crate::gni::Cq::get_event`] does not hand the error over: it writes every
-//!   unreleased message of the CQ's SMSG endpoints again, with the same sequence number into
-//!   the same slot (a copy of a message the receiver already has is ignored: its slot holds
-//!   another sequence number by then, or the same message), and each endpoint's control word.
-//!   The local event of a send whose own sequence failed is raised by the retransmission
-//!   (its event data carries [`SEND_EVENT_MARK`]), so every send still has one local event.
-//!   After `max_retrans` rounds without the peer releasing anything, the error goes to the
-//!   caller.
+//! SMSG on an endpoint: `GNI_SmsgInit`, sending into the peer's mailbox and returning
+//! credits, taking and releasing received messages, and the retransmission rounds the NIC
+//! runs for its SMSG endpoints when a sequence fails.
 
 use firmware_spec::gemini::cqe::Cqe;
-use firmware_spec::gemini::fma::{SyncType, op};
-use firmware_spec::gemini::gni::{CqEventType, DlvrMode, ReturnCode, SmsgType};
+use firmware_spec::gemini::fma::SyncType;
+use firmware_spec::gemini::gni::{CqEventType, DlvrMode, ReturnCode};
 use firmware_spec::gemini::limits::SMSG_ANY_TAG;
-use firmware_spec::gemini::mdd::MemHandle;
 use firmware_spec::gemini::smsg::{
-    self as fs, HEADER_SIZE, SmsgAttr, SmsgHeader, credits_available, send_check, slot_kind,
-    slot_offset, slot_size,
+    HEADER_SIZE, SmsgAttr, SmsgHeader, send_check, slot_kind, slot_offset, slot_size,
 };
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use driver::clock::Instant;
-use driver::mem::Pinned;
 
-use super::cdm::{NicInner, lock};
-use super::ep::{Ep, EpInner};
-use super::error::{GniError, Result};
-use super::fma::{Target, Win};
-use super::mem::handle_info;
+use crate::gni::ep::Ep;
+use crate::gni::error::{GniError, Result};
+use crate::gni::fma::Win;
+use crate::gni::mem::handle_info;
+use crate::gni::objects::{EpInner, NicInner};
+use crate::gni::post::fma_data56;
+use crate::gni::sync::lock;
 
-/// The descriptor command of SMSG mailbox writes (`GHAL_FMA_PUT_MSG & 0x1F`).
-const PUT_MSG_COMMAND: u64 = (op::PUT_MSG & 0x1F) as u64;
-/// Bytes of an [`SmsgAttr`] on the wire ([`attr_to_bytes`]).
-pub const ATTR_WIRE_SIZE: usize = 48;
-/// Alignment a mailbox needs in this library (its control word is one 8-byte store).
-pub const MBOX_ALIGN: u64 = 8;
-
-/// `GNI_SmsgBufferSizeNeeded`: bytes of one mailbox for `attr` (reads the type, max
-/// credit and max size; a multiple of 64). `GNI_RC_INVALID_PARAM` for an invalid type,
-/// zero credits, or a max size of 0 or above 65535.
-pub fn buffer_size_needed(attr: &SmsgAttr) -> Result<u32> {
-    fs::buffer_size_needed(attr).map_err(|rc| GniError::new(rc, "invalid SMSG attributes"))
-}
-
-/// An [`SmsgAttr`] as bytes for a datagram (our layout, little endian): type u32 @0,
-/// buff_size u32 @4, msg_buffer u64 @8, mem_hndl 16 B @16, mbox_offset u32 @32,
-/// msg_maxsize u32 @36, mbox_maxcredit u16 @40, zero to 48.
-pub fn attr_to_bytes(a: &SmsgAttr) -> [u8; ATTR_WIRE_SIZE] {
-    let mut b = [0u8; ATTR_WIRE_SIZE];
-    b[0..4].copy_from_slice(&a.msg_type.code().to_le_bytes());
-    b[4..8].copy_from_slice(&a.buff_size.to_le_bytes());
-    b[8..16].copy_from_slice(&a.msg_buffer.to_le_bytes());
-    b[16..32].copy_from_slice(&a.mem_hndl.to_bytes());
-    b[32..36].copy_from_slice(&a.mbox_offset.to_le_bytes());
-    b[36..40].copy_from_slice(&a.msg_maxsize.to_le_bytes());
-    b[40..42].copy_from_slice(&a.mbox_maxcredit.to_le_bytes());
-    b
-}
-
-/// Decode [`attr_to_bytes`]; `GNI_RC_INVALID_PARAM` when short or of an unknown type.
-pub fn attr_from_bytes(b: &[u8]) -> Result<SmsgAttr> {
-    if b.len() < ATTR_WIRE_SIZE {
-        return Err(GniError::param("SMSG attributes too short"));
-    }
-    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-    let mut q = [0u8; 8];
-    q.copy_from_slice(&b[8..16]);
-    Ok(SmsgAttr {
-        msg_type: SmsgType::try_from(u32_at(0))
-            .map_err(|_| GniError::param("unknown SMSG type"))?,
-        buff_size: u32_at(4),
-        msg_buffer: u64::from_le_bytes(q),
-        mem_hndl: MemHandle::from_bytes(&b[16..32])
-            .map_err(|_| GniError::param("SMSG memory handle"))?,
-        mbox_offset: u32_at(32),
-        msg_maxsize: u32_at(36),
-        mbox_maxcredit: u16::from_le_bytes([b[40], b[41]]),
-    })
-}
-
-/// A message taken with `GNI_SmsgGetNext[WTag]`: the user header followed by the data, as
-/// the sender passed them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SmsgMsg {
-    /// The message's tag.
-    pub tag: u8,
-    /// Its sequence number on the mailbox.
-    pub seqno: u32,
-    /// Bytes of user header at the start of `bytes`.
-    pub hdr_len: usize,
-    /// User header, then data.
-    pub bytes: Vec<u8>,
-}
-
-impl SmsgMsg {
-    /// The user header.
-    pub fn header(&self) -> &[u8] {
-        &self.bytes[..self.hdr_len.min(self.bytes.len())]
-    }
-
-    /// The data.
-    pub fn data(&self) -> &[u8] {
-        &self.bytes[self.hdr_len.min(self.bytes.len())..]
-    }
-}
-
-/// `FMA_SMSG_MAX_RETRANS_DEFAULT` (gni_pub.h; gemini.md §1.8): retransmission rounds of an
-/// `MBOX_AUTO_RETRANSMIT` mailbox before an error reaches the caller.
-pub const SMSG_MAX_RETRANS_DEFAULT: u32 = 10;
-
-/// Bit of an SMSG send's local event data (in the TID field, bits 32–47, which an SMSG
-/// event does not use; `GNI_CQ_GET_MSG_ID` reads bits 0–31): the failed sequence was the one
-/// that raises the send's local event, so the retransmission must raise it.
-pub const SEND_EVENT_MARK: u64 = 1 << 47;
-
-/// Errors that arrive within this time after a retransmission round belong to the failure
-/// that round answered: the NIC reports a lost request only after its request timeout (100
-/// ms in the model, `emu_gemini::config`), so they are of sequences written before the round,
-/// whose messages the round already wrote again. They raise their local events and do not
-/// start another round.
-const RETRANS_BURST: Duration = Duration::from_millis(1);
-
-/// A message sent and not yet released by the receiver, kept for retransmission.
-struct Unacked {
-    seqno: u32,
-    /// Offset of its slot in the remote mailbox.
-    slot: u64,
-    /// Slot header, user header, data (padded to 8 bytes).
-    image: Vec<u8>,
-    /// The remote event's data.
-    remote_ev: u64,
-}
-
-/// The SMSG state of one endpoint.
-pub(crate) struct Smsg {
-    local: SmsgAttr,
-    remote: SmsgAttr,
-    /// The local mailbox's pages (kept alive).
-    mbox: Pinned,
-    /// Host address of the local mailbox.
-    base: u64,
-    /// The remote mailbox: MDH and offset in its domain.
-    rmdh: u16,
-    rbase: u64,
-    sent: u32,
-    r_seqno: u32,
-    released: u32,
-    reported: u32,
-    current: bool,
-    /// Messages the receiver has not released, oldest first (at most `mbox_maxcredit`).
-    unacked: VecDeque<Unacked>,
-    /// Retransmission rounds since the receiver last released a message.
-    retrans: u32,
-    /// `returned` when last looked at.
-    last_returned: u32,
-    /// A retransmission found no free FMA sequence: it is done on the next poll, with these
-    /// local events.
-    pending: Option<Vec<u64>>,
-    /// When the last retransmission round was written.
-    last_round: Option<Instant>,
-    /// Buffers of released messages' images, reused for the next sends.
-    spare: Vec<Vec<u8>>,
-}
-
-/// Most image buffers an endpoint keeps for reuse.
-const SPARE_IMAGES: usize = 16;
+use super::mailbox::{
+    RETRANS_BURST, SEND_EVENT_MARK, Smsg, SmsgMsg, Unacked, buffer_size_needed, check_attr,
+};
 
 impl Smsg {
-    fn mem(&self) -> &std::sync::Arc<dyn driver::mem::HostMem> {
-        self.mbox.pages.memory()
-    }
-
-    /// Slots the peer released of the mailbox this side sends into.
-    fn returned(&self) -> Result<u32> {
-        Ok(self.mem().load_u64(self.base, Ordering::Acquire)? as u32)
-    }
-
-    fn credits(&self) -> Result<u32> {
-        Ok(credits_available(
-            self.remote.mbox_maxcredit,
-            self.sent,
-            self.returned()?,
-        ))
-    }
-
-    fn control_word(&self) -> u64 {
-        u64::from(self.released) | u64::from(self.sent) << 32
-    }
-
-    fn threshold(&self) -> u32 {
-        (u32::from(self.local.mbox_maxcredit) / 2).max(1)
-    }
-
-    fn slot(&self) -> u64 {
-        self.base
-            + slot_offset(
-                self.r_seqno,
-                self.local.mbox_maxcredit,
-                self.local.msg_maxsize,
-            )
-    }
-
-    fn target(&self, pe: u32, dlvr: DlvrMode) -> Target {
-        Target {
-            command: PUT_MSG_COMMAND,
-            rem_mdh: self.rmdh,
-            src_mdh: 0,
-            dlvr,
-            pe,
-        }
-    }
-
     /// Tell the peer how many slots were released (with a remote event) when enough have
     /// piled up; `force` does it for any. Out of FMA sequences, it waits for the next call.
-    fn return_credits(
+    pub(super) fn return_credits(
         &mut self,
         nic: &NicInner,
         pe: u32,
@@ -260,33 +47,11 @@ impl Smsg {
             Err(e) if e.rc() == ReturnCode::ErrorResource => return Ok(()),
             Err(e) => return Err(e),
         }
-        let data56 = super::post::fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
+        let data56 = fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
         fma.aim(&self.target(pe, DlvrMode::IN_ORDER), self.rbase)?;
         fma.store_u64(Win::PutWc, self.control_word())?;
         fma.sync(SyncType::REMOTE_EVENT, data56)?;
         self.reported = self.released;
-        Ok(())
-    }
-
-    /// Forget the messages the receiver released; a release is progress (the retransmission
-    /// rounds start again).
-    fn prune(&mut self) -> Result<()> {
-        let r = self.returned()?;
-        if r != self.last_returned {
-            self.last_returned = r;
-            self.retrans = 0;
-        }
-        while self
-            .unacked
-            .front()
-            .is_some_and(|u| (u.seqno.wrapping_sub(r) as i32) < 0)
-        {
-            if let Some(u) = self.unacked.pop_front()
-                && self.spare.len() < SPARE_IMAGES
-            {
-                self.spare.push(u.image);
-            }
-        }
         Ok(())
     }
 
@@ -296,7 +61,7 @@ impl Smsg {
     /// `Ok(false)` when the round budget `max` is spent. Out of FMA sequences, the round is
     /// left pending for the next poll. Returns the messages written again through `sent`.
     #[allow(clippy::too_many_arguments)]
-    fn retransmit(
+    pub(super) fn retransmit(
         &mut self,
         nic: &NicInner,
         pe: u32,
@@ -323,7 +88,7 @@ impl Smsg {
         let resend = if burst { 0 } else { self.unacked.len() };
         let mut fma = lock(&nic.fma);
         if let Some(cq) = cq {
-            fma.ensure_cq(nic, cq)?;
+            nic.fma_cq(&mut fma, cq)?;
         }
         let n = resend as u64 + local.len().max(1) as u64;
         match fma.reserve(n) {
@@ -358,7 +123,7 @@ impl Smsg {
         if local.is_empty() {
             // No event on success; a failure is reported with this data, typed SMSG, so
             // that it comes back here.
-            let quiet = super::post::fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
+            let quiet = fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
             fma.aim(&inorder, self.rbase)?;
             fma.store_u64(Win::PutWc, word)?;
             fma.sync(SyncType::NO_EVENT, quiet)?;
@@ -395,7 +160,7 @@ impl NicInner {
     pub(crate) fn smsg_recover(&self, cq: u32, e: &Cqe) -> Result<bool> {
         let mut local = Vec::new();
         if e.data() & SEND_EVENT_MARK != 0 {
-            local.push(super::post::fma_data56(CqEventType::Smsg, e.data())?);
+            local.push(fma_data56(CqEventType::Smsg, e.data())?);
         }
         let eps = self.smsg_eps_on(cq);
         if eps.is_empty() {
@@ -449,21 +214,6 @@ impl NicInner {
         }
         Ok(())
     }
-}
-
-fn check_attr(a: &SmsgAttr, what: &'static str) -> Result<u64> {
-    let need = buffer_size_needed(a)?;
-    if a.buff_size < need {
-        return Err(GniError::param(what));
-    }
-    let base = a
-        .msg_buffer
-        .checked_add(u64::from(a.mbox_offset))
-        .ok_or(GniError::param("mailbox address overflows"))?;
-    if !base.is_multiple_of(MBOX_ALIGN) {
-        return Err(GniError::param("mailbox not 8-byte aligned"));
-    }
-    Ok(base)
 }
 
 impl Ep {
@@ -567,13 +317,12 @@ impl Ep {
         image.extend_from_slice(data);
         image.resize(total.next_multiple_of(8), 0);
         let slot = slot_offset(s.sent, s.remote.mbox_maxcredit, s.remote.msg_maxsize);
-        let remote_ev = super::post::fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
-        let local_ev =
-            super::post::fma_data56(CqEventType::Smsg, u64::from(msg_id) | SEND_EVENT_MARK)?;
+        let remote_ev = fma_data56(CqEventType::Smsg, u64::from(ev_remote))?;
+        let local_ev = fma_data56(CqEventType::Smsg, u64::from(msg_id) | SEND_EVENT_MARK)?;
 
         let mut fma = lock(&nic.fma);
         if let Some(cq) = cq {
-            fma.ensure_cq(nic, cq.id)?;
+            nic.fma_cq(&mut fma, cq.id)?;
         }
         fma.reserve(2).map_err(|e| {
             if e.rc() == ReturnCode::ErrorResource {
@@ -718,73 +467,5 @@ impl Ep {
             .as_mut()
             .ok_or(GniError::state("GNI_SmsgInit was not called"))?;
         s.return_credits(&self.inner.nic, pe, ev_remote, true)
-    }
-}
-
-/// An attribute set for a mailbox of `credits` messages of at most `maxsize` bytes at
-/// `buffer + offset` registered as `handle` (type `MBOX_AUTO_RETRANSMIT`, buff_size from
-/// [`buffer_size_needed`]).
-pub fn mailbox_attr(
-    buffer: u64,
-    offset: u32,
-    handle: MemHandle,
-    credits: u16,
-    maxsize: u32,
-) -> Result<SmsgAttr> {
-    let mut a = SmsgAttr {
-        msg_type: SmsgType::MboxAutoRetransmit,
-        msg_buffer: buffer,
-        buff_size: 0,
-        mem_hndl: handle,
-        mbox_offset: offset,
-        mbox_maxcredit: credits,
-        msg_maxsize: maxsize,
-    };
-    a.buff_size = buffer_size_needed(&a)?;
-    Ok(a)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn attrs_round_trip_and_size() {
-        let a = mailbox_attr(
-            0x10_0000,
-            128,
-            MemHandle {
-                qword1: 7,
-                qword2: 9,
-            },
-            4,
-            48,
-        )
-        .unwrap();
-        assert_eq!(a.buff_size, 64 + 4 * 64);
-        let b = attr_to_bytes(&a);
-        assert_eq!(attr_from_bytes(&b).unwrap(), a);
-        assert!(attr_from_bytes(&b[..40]).is_err());
-        let mut bad = b;
-        bad[0] = 9;
-        assert!(attr_from_bytes(&bad).is_err());
-        assert_eq!(
-            mailbox_attr(0, 0, MemHandle::default(), 0, 8)
-                .unwrap_err()
-                .rc(),
-            ReturnCode::InvalidParam
-        );
-    }
-
-    #[test]
-    fn messages_split_header_and_data() {
-        let m = SmsgMsg {
-            tag: 3,
-            seqno: 0,
-            hdr_len: 2,
-            bytes: vec![1, 2, 3, 4, 5],
-        };
-        assert_eq!(m.header(), &[1, 2]);
-        assert_eq!(m.data(), &[3, 4, 5]);
     }
 }
