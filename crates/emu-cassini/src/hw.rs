@@ -50,7 +50,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, TrafficClass, Train};
-use emu_core::pci::MsixTable;
+use emu_core::pci_shell::PciShell;
 use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
 use firmware_spec::cassini::dfa::PidBits;
@@ -79,7 +79,8 @@ use crate::wire::{Fab, Response};
 pub(crate) struct Hw {
     pub(crate) nid: u32,
     pub(crate) nid_base: u32,
-    pub(crate) msix: MsixTable,
+    /// The PCI function: configuration space and MSI-X (the PCIe interface, PI).
+    pub(crate) pi: PciShell,
     pub(crate) tables: Tables,
     pub(crate) atu: Atu,
     pub(crate) ee: Ee,
@@ -97,12 +98,12 @@ pub(crate) struct Hw {
 }
 
 impl Hw {
-    pub(crate) fn new(cfg: &CassiniConfig, msix: MsixTable) -> Self {
+    pub(crate) fn new(cfg: &CassiniConfig, pi: PciShell) -> Self {
         let lpe = Lpe::new(cfg.lpe).unwrap_or_default();
         Hw {
             nid: cfg.nid & 0xF_FFFF,
             nid_base: cfg.nid_base,
-            msix,
+            pi,
             tables: Tables::new(),
             atu: Atu::new(),
             ee: Ee::new(),
@@ -236,7 +237,7 @@ impl Hw {
     fn post(&mut self, io: &mut DeviceIo<'_>, eq: u16, event: &[u8], class: EventClass) -> bool {
         let _span = tracing::trace_span!("ee", eq).entered();
         self.ee
-            .post(&mut self.atu, &mut self.msix, io, eq, event, class)
+            .post(&mut self.atu, &mut self.pi, io, eq, event, class)
     }
 
     /// Every block that keeps counters, for a counter read.

@@ -8,6 +8,8 @@
 //! - [`memory`], [`dma`]: host memory (vm-memory) and the DMA port through which a device
 //!   reaches it, only via a translation table (seam 2).
 //! - [`pci`]: type-0 configuration space, BAR sizing, MSI-X.
+//! - [`pci_shell`]: the PCI function a device model wraps around its blocks (configuration
+//!   space, MSI-X table, the messages a configuration write released).
 //! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
 //! - [`nic_faults`]: the seeded fault sites inside the NIC models (a profile the engines
 //!   lend to every handler).
@@ -28,6 +30,7 @@ pub mod memory;
 pub mod mmio;
 pub mod nic_faults;
 pub mod pci;
+pub mod pci_shell;
 pub mod rng;
 pub mod sparse;
 pub mod stall;
