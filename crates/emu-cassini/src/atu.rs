@@ -593,6 +593,21 @@ impl Atu {
     }
 }
 
+/// The first `n` bytes of a list of segments.
+pub(crate) fn cut_segments(segs: &[Segment], n: u64) -> Vec<Segment> {
+    let mut left = n;
+    let mut out = Vec::with_capacity(segs.len());
+    for s in segs {
+        if left == 0 {
+            break;
+        }
+        let len = s.len.min(left);
+        out.push(Segment { addr: s.addr, len });
+        left -= len;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! ([`GetCtrl`]) and the NIC-wide counters no block owns ([`Counters`]). A leaf: it imports
 //! no other module of the crate, so every block can use it without importing another block.
 
+use firmware_spec::cassini::layout::FormatError;
 use firmware_spec::cassini::rc::ReturnCode;
 
 /// How a command ended.
@@ -18,6 +19,15 @@ pub(crate) enum Exec {
 
 /// A command failure: its return code (COMMAND_FAILURE, `c_cq_status.return_code`).
 pub(crate) type Fail = ReturnCode;
+
+/// The failure of a command that does not decode: ILLEGAL_OP for a command this model does
+/// not know, CMD_INVALID_ARG for a malformed one.
+pub(crate) fn format_rc(e: &FormatError) -> Fail {
+    match e {
+        FormatError::UnsupportedCommand { .. } => ReturnCode::IllegalOp,
+        _ => ReturnCode::CmdInvalidArg,
+    }
+}
 
 /// Which reserve an event may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -292,18 +292,8 @@ fn span_of(view: &str, name: &str) -> Option<(u64, u32)> {
 }
 
 /// If entry `entry` of `c` is a counter slot named in [`COUNTERS`] or
-/// [`COUNTER_ARRAYS`], put its value into `image`; the PCT's table-occupancy status
-/// registers read the model's connection counts.
+/// [`COUNTER_ARRAYS`], put its value into `image`.
 pub(crate) fn reflect(nic: &CounterView<'_>, c: &'static Csr, entry: u32, image: &mut [u8]) {
-    use csr::fields as f;
-    if c.offset == csr::C_PCT_PRF_SCT_STATUS.offset {
-        f::c_pct_prf_sct_status::SCT_IN_USE.set(image, nic.pct.sct_in_use());
-        return;
-    }
-    if c.offset == csr::C_PCT_PRF_TCT_STATUS.offset {
-        f::c_pct_prf_tct_status::TCT_IN_USE.set(image, nic.pct.tct_in_use());
-        return;
-    }
     if !c.name.ends_with("_sts_event_cnts") || image.len() < 8 {
         return;
     }

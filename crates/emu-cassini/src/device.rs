@@ -5,7 +5,8 @@
 use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::Packet;
 use emu_core::mmio::MmioError;
-use emu_core::pci::{BarConfig, BarKind, MsixConfig, MsixTable, PciConfigSpace, PciIds};
+use emu_core::pci::{BarConfig, BarKind, MsixConfig, PciIds};
+use emu_core::pci_shell::PciShell;
 use firmware_spec::cassini::csr::{self, Generation};
 use firmware_spec::cassini::pci::{
     self as cpci, BAR0_SIZE_PF, Bar0Region, CSR_BASE, CassiniVersion, MbStsRev, Platform,
@@ -22,11 +23,7 @@ const CLASS_NETWORK_ETHERNET: u32 = 0x02_00_00;
 pub struct Cassini {
     pub(crate) cfg: CassiniConfig,
     name: String,
-    pci: PciConfigSpace,
     pub(crate) csr: CsrFile,
-    /// Interrupt deliveries released by configuration writes (which have no `DeviceIo`),
-    /// raised on the next handler call.
-    pending_irqs: Vec<u16>,
     pub(crate) hw: crate::hw::Hw,
 }
 
@@ -49,37 +46,31 @@ impl Cassini {
     pub fn new(cfg: CassiniConfig) -> Cassini {
         let id = cpci::pci_id(Generation::Cassini1, cpci::Function::Pf);
         let version = CassiniVersion::Cassini1_1;
-        let mut pci = PciConfigSpace::new(
-            PciIds {
-                vendor_id: id.vendor,
-                device_id: id.device,
-                revision: version.rev() as u8,
-                class_code: CLASS_NETWORK_ETHERNET,
-                subsystem_vendor_id: id.vendor,
-                subsystem_id: id.device,
-            },
-            true,
-        );
+        let ids = PciIds {
+            vendor_id: id.vendor,
+            device_id: id.device,
+            revision: version.rev() as u8,
+            class_code: CLASS_NETWORK_ETHERNET,
+            subsystem_vendor_id: id.vendor,
+            subsystem_id: id.device,
+        };
         let vectors = cfg.msix_vectors.clamp(1, emu_core::pci::msix::MAX_VECTORS);
         // BAR0: 64-bit, 2 GiB (MMIO_BAR_LEN_PF). The MSI-X table and PBA live in CSR space
-        // (docs/cassini-programming.md, "Interrupts"). Both calls only fail on constants that
-        // are known to be valid; a failure would leave the function without that feature.
-        let _ = pci.set_bar(
-            0,
-            BarConfig {
-                size: BAR0_SIZE_PF,
-                kind: BarKind::Mem64,
-                prefetchable: true,
-            },
-        );
-        let _ = pci.add_msix(MsixConfig {
+        // (docs/cassini-programming.md, "Interrupts").
+        let bar0 = BarConfig {
+            size: BAR0_SIZE_PF,
+            kind: BarKind::Mem64,
+            prefetchable: true,
+        };
+        let msix = MsixConfig {
             table_size: vectors,
             table_bar: 0,
             table_offset: MSIX_TABLE_BAR0 as u32,
             pba_bar: 0,
             pba_offset: MSIX_PBA_BAR0 as u32,
-        });
-        let msix = MsixTable::new(vectors).expect("1..=2048 vectors is a valid MSI-X table");
+        };
+        let pi = PciShell::new(ids, &[(0, bar0)], msix)
+            .expect("BAR0 and 1..=2048 MSI-X vectors in CSR space are a valid layout");
         let mut csr = CsrFile::new(Generation::Cassini1);
         let nid = cfg.nid & 0xF_FFFF;
         // Identity (docs/cassini-programming.md): c_mb_sts_rev reports platform NETSIM,
@@ -100,13 +91,11 @@ impl Cassini {
             csr::fields::c_oxe_cfg_fab_sfa::NID,
             u64::from(nid),
         );
-        let hw = crate::hw::Hw::new(&cfg, msix);
+        let hw = crate::hw::Hw::new(&cfg, pi);
         Cassini {
             name: format!("cassini{nid}"),
             cfg,
-            pci,
             csr,
-            pending_irqs: Vec::new(),
             hw,
         }
     }
@@ -124,9 +113,7 @@ impl Cassini {
     }
 
     fn flush_pending_irqs(&mut self, io: &mut DeviceIo<'_>) {
-        for v in self.pending_irqs.drain(..) {
-            io.interrupt(v);
-        }
+        self.hw.pi.raise_released(io);
     }
 
     fn bar0_read(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
@@ -156,14 +143,14 @@ impl Cassini {
     /// A load from the CSR region at CSR offset `off`.
     fn csr_read(&mut self, _io: &mut DeviceIo<'_>, off: u64, data: &mut [u8]) {
         let bar = CSR_BASE + off;
-        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.msix.table_bytes()) {
-            if self.hw.msix.table_read(rel, data).is_err() {
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.pi.msix().table_bytes()) {
+            if self.hw.pi.table_read(rel, data).is_err() {
                 data.fill(0);
             }
             return;
         }
-        if let Some(rel) = in_window(bar, MSIX_PBA_BAR0, self.hw.msix.pba_bytes()) {
-            if self.hw.msix.pba_read(rel, data).is_err() {
+        if let Some(rel) = in_window(bar, MSIX_PBA_BAR0, self.hw.pi.msix().pba_bytes()) {
+            if self.hw.pi.pba_read(rel, data).is_err() {
                 data.fill(0);
             }
             return;
@@ -191,15 +178,11 @@ impl Cassini {
     /// A store to the CSR region at CSR offset `off`.
     fn csr_write(&mut self, io: &mut DeviceIo<'_>, off: u64, data: &[u8]) {
         let bar = CSR_BASE + off;
-        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.msix.table_bytes()) {
-            if let Ok(released) = self.hw.msix.table_write(rel, data) {
-                for d in released {
-                    io.interrupt(d.vector);
-                }
-            }
+        if let Some(rel) = in_window(bar, MSIX_TABLE_BAR0, self.hw.pi.msix().table_bytes()) {
+            let _ = self.hw.pi.table_write(io, rel, data);
             return;
         }
-        if in_window(bar, MSIX_PBA_BAR0, self.hw.msix.pba_bytes()).is_some() {
+        if in_window(bar, MSIX_PBA_BAR0, self.hw.pi.msix().pba_bytes()).is_some() {
             return;
         }
         let mut pos = 0usize;
@@ -232,14 +215,11 @@ impl DeviceModel for Cassini {
     }
 
     fn config_read(&mut self, reg: u16) -> u32 {
-        self.pci.read(reg)
+        self.hw.pi.config_read(reg)
     }
 
     fn config_write(&mut self, reg: u16, value: u32) {
-        self.pci.write(reg, value);
-        for d in self.hw.msix.sync_control(&self.pci) {
-            self.pending_irqs.push(d.vector);
-        }
+        self.hw.pi.config_write(reg, value);
     }
 
     fn mmio_read(

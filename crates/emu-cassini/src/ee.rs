@@ -10,7 +10,7 @@
 //! so the write offset never catches up with software's read offset.
 
 use emu_core::engine::DeviceIo;
-use emu_core::pci::MsixTable;
+use emu_core::pci_shell::PciShell;
 use emu_core::sparse::SparseTable;
 use emu_core::time::SimTime;
 use firmware_spec::cassini::csr;
@@ -95,13 +95,6 @@ pub(crate) struct Ee {
     /// Queue descriptors, stored sparsely (an untouched EQ is disabled).
     eqs: SparseTable<Eq>,
     pub(crate) counters: EeCounters,
-}
-
-/// Signal MSI-X vector `vector` through the table (masking, pending bits).
-fn signal(msix: &mut MsixTable, io: &mut DeviceIo<'_>, vector: u16) {
-    if let emu_core::pci::MsixOutcome::Delivered { .. } = msix.signal(vector) {
-        io.interrupt(vector);
-    }
 }
 
 /// A NULL event (16 B, rc OK): padding.
@@ -269,7 +262,7 @@ impl Ee {
     pub(crate) fn post(
         &mut self,
         atu: &mut Atu,
-        msix: &mut MsixTable,
+        pi: &mut PciShell,
         io: &mut DeviceIo<'_>,
         n: u16,
         event: &[u8],
@@ -333,7 +326,7 @@ impl Ee {
         self.counters.events_enqueued_cntr += 1;
         let sw = EqSwState::from_u64(eq.sw);
         if eq.int_en && !sw.event_int_disable {
-            signal(msix, io, eq.int_idx);
+            pi.raise(io, eq.int_idx);
         }
         true
     }

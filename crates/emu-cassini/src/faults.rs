@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::Packet;
-use emu_core::nic_faults::{FaultTimers, Stall};
+use emu_core::stall::{FaultTimers, Stall};
 use emu_core::time::SimTime;
 
 use crate::ct::Writeback;

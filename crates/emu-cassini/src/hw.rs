@@ -1,6 +1,7 @@
-//! The NIC's hardware blocks wired together: [`Hw`] owns the state of every block, routes CSR
-//! writes, launch-page and EE-page stores, packets and timers to the block that owns them,
-//! and caches decoded configuration ([`Tables`]) so the data path never reads the CSR file.
+//! The NIC's hardware blocks wired together: [`Hw`] owns the state of every block, routes
+//! launch-page and EE-page stores, packets and timers to the block that owns them, and
+//! caches decoded configuration ([`Tables`]) so the data path never reads the CSR file. CSR
+//! accesses reach the blocks through the table of hooks in `csr_hooks`.
 //!
 //! Each block lives in its own module, named after the hardware, and never sees `Hw` or the
 //! device: it states what it needs from the rest of the NIC as a context trait (`CqCtx`,
@@ -49,10 +50,9 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::{Packet, TrafficClass, Train};
-use emu_core::pci::MsixTable;
+use emu_core::pci_shell::PciShell;
 use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::cmd::{DmaAmo, FullDma, NomatchDma};
-use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::dfa::PidBits;
 use firmware_spec::cassini::rc::ReturnCode;
 
@@ -61,15 +61,16 @@ use crate::block::{Counters, EventClass, Exec, Fail, GetCtrl};
 use crate::config::CassiniConfig;
 use crate::counters::CounterView;
 use crate::cq::{CqCtx, CqOps, Cqs, TxCq};
-use crate::csr::{CsrFile, Piece};
 use crate::ct::CtBlock;
 use crate::ee::Ee;
-use crate::ixe::{Ixe, IxeCtx, IxeOps, OutStream};
+use crate::ixe::{
+    Ixe, IxeComplete, IxeCtx, IxeLaunch, IxeOps, IxeRendezvous, IxeResponse, IxeTimeout, OutStream,
+};
 use crate::lpe::{CtUpdate, Lpe, RendezvousGet};
 use crate::pct::{Pct, PctCtx, PctOps};
 use crate::rmu::Rmu;
 use crate::tables::Tables;
-use crate::tgt::{ReplyStream, Tgt, TgtCtx, TgtOps};
+use crate::tgt::{ReplyStream, Tgt, TgtCommand, TgtCtx, TgtGet, TgtOps, TgtPut};
 use crate::tou::{TouCtx, TouOps};
 use crate::wire::{Fab, Response};
 
@@ -78,7 +79,8 @@ use crate::wire::{Fab, Response};
 pub(crate) struct Hw {
     pub(crate) nid: u32,
     pub(crate) nid_base: u32,
-    pub(crate) msix: MsixTable,
+    /// The PCI function: configuration space and MSI-X (the PCIe interface, PI).
+    pub(crate) pi: PciShell,
     pub(crate) tables: Tables,
     pub(crate) atu: Atu,
     pub(crate) ee: Ee,
@@ -95,17 +97,13 @@ pub(crate) struct Hw {
     pub(crate) faults: crate::faults::FaultState,
 }
 
-fn is(c: &'static Csr, which: &'static Csr) -> bool {
-    c.offset == which.offset && c.name == which.name
-}
-
 impl Hw {
-    pub(crate) fn new(cfg: &CassiniConfig, msix: MsixTable) -> Self {
+    pub(crate) fn new(cfg: &CassiniConfig, pi: PciShell) -> Self {
         let lpe = Lpe::new(cfg.lpe).unwrap_or_default();
         Hw {
             nid: cfg.nid & 0xF_FFFF,
             nid_base: cfg.nid_base,
-            msix,
+            pi,
             tables: Tables::new(),
             atu: Atu::new(),
             ee: Ee::new(),
@@ -132,147 +130,6 @@ impl Hw {
             + self.rmu.allocated_entries()
             + self.atu.allocated_entries()
             + self.tables.allocated_entries()
-    }
-
-    /// Patch hardware-owned fields of a CSR entry image before software reads it.
-    pub(crate) fn reflect(&self, c: &'static Csr, entry: u32, image: &mut [u8]) {
-        use csr::fields as f;
-        if is(c, csr::C_CQ_TXQ_ENABLE) {
-            let (en, fence) = self.cqs.tx_state(entry);
-            f::c_cq_txq_enable::TXQ_ENABLE.set(image, u64::from(en));
-            f::c_cq_txq_enable::FENCE.set(image, u64::from(fence));
-        } else if is(c, csr::C_CQ_TGQ_ENABLE) {
-            let en = self.cqs.tgt_enabled(entry);
-            f::c_cq_tgq_enable::TGQ_ENABLE.set(image, u64::from(en));
-        } else if is(c, csr::C_CQ_TXQ_RDPTR_TABLE) {
-            let (rd, _) = self.cqs.pointers(false, entry);
-            f::c_cq_txq_rdptr_table::MEM_Q_RD_PTR.set(image, rd);
-        } else if is(c, csr::C_CQ_TGQ_RDPTR_TABLE) {
-            let (rd, _) = self.cqs.pointers(true, entry);
-            f::c_cq_tgq_rdptr_table::MEM_Q_RD_PTR.set(image, rd);
-        } else if is(c, csr::C_CQ_TXQ_WRPTR_TABLE) {
-            let (_, wr) = self.cqs.pointers(false, entry);
-            f::c_cq_txq_wrptr_table::MEM_Q_WR_PTR.set(image, wr);
-        } else if is(c, csr::C_CQ_TGQ_WRPTR_TABLE) {
-            let (_, wr) = self.cqs.pointers(true, entry);
-            f::c_cq_tgq_wrptr_table::MEM_Q_WR_PTR.set(image, wr);
-        } else if is(c, csr::C_CQ_TXQ_ACK_CTR) {
-            f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(self.ct.pending(entry as u16)));
-        } else if is(c, csr::C_EE_CFG_EQ_SW_STATE) {
-            let sw = self.ee.sw_state(entry);
-            image[..8].copy_from_slice(&sw.to_le_bytes());
-        } else if is(c, csr::C_LPE_CFG_PTL_TABLE) {
-            crate::tgt::reflect_ptl_table(&self.lpe, entry, image);
-        } else if is(c, csr::C_CQ_CFG_CT_ENABLE) {
-            let en = self.ct.state(entry as u16).is_some_and(|s| s.enabled);
-            f::c_cq_cfg_ct_enable::CT_ENABLE.set(image, u64::from(en));
-        } else if !(crate::tou::tou_reflect(&self.ct, c, entry, image)
-            || crate::tgt::lpe_reflect(&self.lpe, c, entry, image))
-        {
-            crate::counters::reflect(&self.counter_view(), c, entry, image);
-        }
-    }
-
-    /// Software wrote (part of) a CSR entry: let the owning block pick up the change.
-    pub(crate) fn csr_written(
-        &mut self,
-        csrs: &mut CsrFile,
-        io: &mut DeviceIo<'_>,
-        p: &Piece,
-        data: &[u8],
-    ) {
-        use csr::fields as f;
-        let (c, n) = (p.csr, p.entry);
-        if is(c, csr::C_CQ_TXQ_ENABLE) {
-            let en = csrs.field(c, n, f::c_cq_txq_enable::TXQ_ENABLE) != 0;
-            self.cq_enable(csrs, io, false, n, en);
-        } else if is(c, csr::C_CQ_TGQ_ENABLE) {
-            let en = csrs.field(c, n, f::c_cq_tgq_enable::TGQ_ENABLE) != 0;
-            self.cq_enable(csrs, io, true, n, en);
-        } else if is(c, csr::C_CQ_TXQ_BASE_TABLE) || is(c, csr::C_CQ_TXQ_TC_TABLE) {
-            self.cqs.config_written(csrs, false, n);
-        } else if is(c, csr::C_CQ_TGQ_TABLE) {
-            self.cqs.config_written(csrs, true, n);
-        } else if is(c, csr::C_CQ_TXQ_WRPTR_TABLE) {
-            let wr = csrs.field(c, n, f::c_cq_txq_wrptr_table::MEM_Q_WR_PTR);
-            self.doorbell(io, false, n, wr);
-        } else if is(c, csr::C_CQ_TGQ_WRPTR_TABLE) {
-            let wr = csrs.field(c, n, f::c_cq_tgq_wrptr_table::MEM_Q_WR_PTR);
-            self.doorbell(io, true, n, wr);
-        } else if is(c, csr::C_CQ_CFG_AC_ARRAY) {
-            if let Ok(s) = self.tables.ac_array.get_mut(n as usize) {
-                *s = csrs.field(c, n, f::c_cq_cfg_ac_array::AC) as u16;
-            }
-        } else if is(c, csr::C_CQ_CFG_CID_ARRAY) {
-            if let Ok(s) = self.tables.cid_array.get_mut(n as usize) {
-                *s = csrs.field(c, n, f::c_cq_cfg_cid_array::CID) as u8;
-            }
-            self.tables.cp_gen += 1;
-        } else if is(c, csr::C_CQ_CFG_CP_TABLE) {
-            if let Ok(s) = self.tables.cp.get_mut(n as usize) {
-                s.vni = csrs.field(c, n, f::c_cq_cfg_cp_table::VNI) as u16;
-                s.valid = csrs.field(c, n, f::c_cq_cfg_cp_table::VALID) != 0;
-            }
-            self.tables.cp_gen += 1;
-        } else if is(c, csr::C_CQ_CFG_CP_FL_TABLE) {
-            if let Ok(s) = self.tables.cp.get_mut(n as usize) {
-                s.tc = csrs.field(c, n, f::c_cq_cfg_cp_fl_table::TC) as u8;
-            }
-            self.tables.cp_gen += 1;
-        } else if is(c, csr::C_CQ_CFG_PTLTE_RGID_TABLE) {
-            if let Ok(s) = self.tables.ptlte_rgid.get_mut(n as usize) {
-                *s = csrs.field(c, n, f::c_cq_cfg_ptlte_rgid_table::RGID) as u8;
-            }
-        } else if is(c, csr::C_CQ_CFG_EQ_RGID_TABLE) {
-            if let Ok(s) = self.tables.eq_rgid.get_mut(n as usize) {
-                *s = csrs.field(c, n, f::c_cq_cfg_eq_rgid_table::RGID) as u8;
-            }
-        } else if is(c, csr::C_CQ_CFG_CT_RGID_TABLE) {
-            if let Ok(s) = self.tables.ct_rgid.get_mut(n as usize) {
-                *s = csrs.field(c, n, f::c_cq_cfg_ct_rgid_table::RGID) as u8;
-            }
-        } else if is(c, csr::C_CQ_CFG_CQ_POLICY) {
-            let qw = csrs.entry_qword(c, 0, 0);
-            for (i, p) in self.tables.policy.iter_mut().enumerate() {
-                let b = qw >> (8 * i);
-                *p = ((b & 0xF) as u8, b & 0x10 != 0);
-            }
-        } else if is(c, csr::C_ATU_CFG_AC_TABLE) {
-            self.atu.ac_written(csrs, n);
-        } else if is(c, csr::C_ATU_CFG_CQ_TABLE) {
-            self.atu.cq_cmd_written(csrs, n);
-        } else if is(c, csr::C_EE_CFG_EQ_DESCRIPTOR) {
-            self.ee.descriptor_written(csrs, n);
-        } else if is(c, csr::C_EE_CFG_LONG_EVNT_OVR_TABLE) {
-            self.ee.long_ovr_written(csrs, n);
-        } else if is(c, csr::C_EE_CFG_EQ_SW_STATE) {
-            let qw = csrs.entry_qword(c, n, 0);
-            self.ee.sw_state_written(&mut self.atu, io, n, qw);
-        } else if is(c, csr::C_LPE_CFG_PTL_TABLE) {
-            // ptl_state is in byte 24 of the entry.
-            let state_written = p.byte <= 24 && p.byte + p.len > 24;
-            crate::tgt::ptl_table_written(&mut self.lpe, csrs, n, state_written);
-        } else if is(c, csr::C_RMU_CFG_VNI_LIST_X)
-            || is(c, csr::C_RMU_CFG_VNI_LIST_Y)
-            || is(c, csr::C_RMU_CFG_VNI_LIST_INVALIDATE)
-            || is(c, csr::C_RMU_CFG_PORTAL_LIST_X)
-            || is(c, csr::C_RMU_CFG_PORTAL_LIST_Y)
-            || is(c, csr::C_RMU_CFG_PORTAL_LIST_INVALIDATE)
-            || is(c, csr::C_RMU_CFG_PORTAL_INDEX_TABLE)
-        {
-            self.rmu.written(csrs, c, n, data);
-        } else if is(c, csr::C_PCT_CFG_TIMING) {
-            self.pct.timing_written(csrs);
-        } else if is(c, csr::C_CQ_CFG_CT_WB_MEM_ADDR)
-            || is(c, csr::C_CQ_CFG_CT_ENABLE)
-            || is(c, csr::C_CQ_CFG_INIT_CT_HW_STATE)
-        {
-            self.ct_config_written(csrs, io, c, n);
-        } else {
-            // TLE pools, CQ error flags, LE pools, rendezvous Gets.
-            let _ = crate::tou::tou_csr_written(&mut self.ct, csrs, p, data)
-                || crate::tgt::lpe_csr_written(&mut self.tgt, &mut self.lpe, csrs, c, n);
-        }
     }
 
     /// A load from EQ `eq`'s EE page.
@@ -380,11 +237,11 @@ impl Hw {
     fn post(&mut self, io: &mut DeviceIo<'_>, eq: u16, event: &[u8], class: EventClass) -> bool {
         let _span = tracing::trace_span!("ee", eq).entered();
         self.ee
-            .post(&mut self.atu, &mut self.msix, io, eq, event, class)
+            .post(&mut self.atu, &mut self.pi, io, eq, event, class)
     }
 
     /// Every block that keeps counters, for a counter read.
-    fn counter_view(&self) -> CounterView<'_> {
+    pub(crate) fn counter_view(&self) -> CounterView<'_> {
         CounterView {
             counters: &self.counters,
             ct: &self.ct,
@@ -434,7 +291,7 @@ impl CqCtx for Hw {
     }
     fn exec_target(&mut self, io: &mut DeviceIo<'_>, n: u32, bytes: &[u8]) -> Result<Exec, Fail> {
         let _span = tracing::trace_span!("tgt_cq", cq = n, len = bytes.len()).entered();
-        TgtOps::exec_target(self, io, n, bytes)
+        TgtCommand::exec_target(self, io, n, bytes)
     }
 }
 
@@ -498,10 +355,10 @@ impl IxeCtx for Hw {
         CqOps::run_ring(self, io, tgt, n);
     }
     fn expire_target_messages(&mut self, now: u64, limit: u64) {
-        TgtOps::expire_target_messages(self, now, limit);
+        TgtPut::expire_target_messages(self, now, limit);
     }
     fn target_busy(&mut self) -> bool {
-        TgtOps::target_busy(self)
+        TgtPut::target_busy(self)
     }
 }
 
@@ -523,7 +380,7 @@ impl PctCtx for Hw {
         TgtOps::receive(self, io, pkt);
     }
     fn request_lost(&mut self, io: &mut DeviceIo<'_>, handle: u32, rc: ReturnCode) {
-        IxeOps::request_lost(self, io, handle, rc);
+        IxeComplete::request_lost(self, io, handle, rc);
     }
     fn stream_next(
         &mut self,
@@ -531,16 +388,16 @@ impl PctCtx for Hw {
         stream: &mut OutStream,
         room: u32,
     ) -> Option<Packet> {
-        IxeOps::stream_next(self, io, stream, room)
+        IxeLaunch::stream_next(self, io, stream, room)
     }
     fn note_progress(&mut self, io: &mut DeviceIo<'_>) {
-        IxeOps::note_progress(self, io);
+        IxeTimeout::note_progress(self, io);
     }
     fn reply_next(&mut self, io: &mut DeviceIo<'_>, stream: &mut ReplyStream, room: u32) -> Packet {
-        TgtOps::reply_next(self, io, stream, room)
+        TgtGet::reply_next(self, io, stream, room)
     }
     fn reply_read(&mut self, io: &mut DeviceIo<'_>, token: u64) {
-        TgtOps::reply_read(self, io, token);
+        TgtGet::reply_read(self, io, token);
     }
 }
 
@@ -597,7 +454,7 @@ impl TgtCtx for Hw {
         payload: &[u8],
         train: Option<&Train>,
     ) {
-        IxeOps::response(self, io, rsp, payload, train);
+        IxeResponse::response(self, io, rsp, payload, train);
     }
     fn launch_rendezvous_get(
         &mut self,
@@ -607,13 +464,13 @@ impl TgtCtx for Hw {
         tc: TrafficClass,
         ct: Option<CtUpdate>,
     ) {
-        IxeOps::launch_rendezvous_get(self, io, g, put, tc, ct);
+        IxeRendezvous::launch_rendezvous_get(self, io, g, put, tc, ct);
     }
     fn ixe_scan_armed(&mut self) -> bool {
-        IxeOps::ixe_scan_armed(self)
+        IxeTimeout::ixe_scan_armed(self)
     }
     fn arm_scan(&mut self, io: &mut DeviceIo<'_>) {
-        IxeOps::arm_scan(self, io);
+        IxeTimeout::arm_scan(self, io);
     }
     fn pct_send(&mut self, io: &mut DeviceIo<'_>, pkt: Packet) {
         let _span = tracing::trace_span!("pct", dst = pkt.dst.0, len = pkt.data.len()).entered();

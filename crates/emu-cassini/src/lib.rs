@@ -5,13 +5,14 @@
 //!
 //! The public surface is the device ([`Cassini`], [`CassiniConfig`], which implements
 //! `emu_core::engine::DeviceModel`); the driver/device contract it follows is
-//! `docs/cassini-programming.md`. Around it: [`harness`] (a minimal host side that programs
-//! the NIC through MMIO only, for tests, [`demo`] and [`perf`]), and the pure state machines
-//! the device is built from: [`lpe`] (matching), [`ct`] (counting events, triggered
-//! operations), [`amo`] (atomics).
+//! `docs/cassini-programming.md`. Beside it, the pure state machines the device is built
+//! from: [`lpe`] (matching), [`ct`] (counting events, triggered operations), [`amo`]
+//! (atomics). With the `harness` feature (tests, examples, the CLI): `harness` (a minimal
+//! host side that programs the NIC through MMIO only), `demo` and `perf` built on it.
 //!
 //! Internal blocks, named after the hardware: `device` (PCI function, BAR0 decode), `csr`
-//! (register file, access classes), `hw` (the blocks wired together, CSR write hooks), `cq`
+//! (register file, access classes), `csr_hooks` (what a CSR read or write does: a table of
+//! hooks, a row per register), `hw` (the blocks wired together), `cq`
 //! (command queues), `ixe` (initiator: transmit commands, segmentation, ACK/REPLY), `tgt`
 //! (target: incoming packets, data placement, target commands, portal table), `pct`
 //! (reliability: connections, sequence numbers, retransmission), `rmu` (VNI and portal
@@ -30,16 +31,20 @@ mod config;
 mod counters;
 mod cq;
 mod csr;
+mod csr_hooks;
 pub mod ct;
+#[cfg(feature = "harness")]
 pub mod demo;
 mod device;
 mod ee;
 mod faults;
+#[cfg(feature = "harness")]
 pub mod harness;
 mod hw;
 mod ixe;
 pub mod lpe;
 mod pct;
+#[cfg(feature = "harness")]
 pub mod perf;
 mod rmu;
 mod tables;

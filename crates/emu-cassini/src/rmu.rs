@@ -8,7 +8,7 @@
 //! Lookups are cached until the next RMU write.
 
 use emu_core::sparse::SparseTable;
-use firmware_spec::cassini::csr::{self, Csr};
+use firmware_spec::cassini::csr::{self, Csr, Field};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
@@ -50,8 +50,47 @@ pub(crate) struct Rmu {
 const VNI_MASK: u64 = 0xFFFF;
 const PORTAL_MASK: u64 = 0xFFFF_FFFF;
 
-fn is(c: &'static Csr, which: &'static Csr) -> bool {
-    c.offset == which.offset && c.name == which.name
+/// The two TCAMs, each programmed through an X word, a Y word and an invalidate strobe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TcamList {
+    /// `c_rmu_cfg_vni_list_*`.
+    Vni,
+    /// `c_rmu_cfg_portal_list_*`.
+    Portal,
+}
+
+impl TcamList {
+    /// The X word and its `valid` field.
+    fn x(self) -> (&'static Csr, &'static Field) {
+        use csr::fields as f;
+        match self {
+            TcamList::Vni => (csr::C_RMU_CFG_VNI_LIST_X, f::c_rmu_cfg_vni_list_x::VALID),
+            TcamList::Portal => (
+                csr::C_RMU_CFG_PORTAL_LIST_X,
+                f::c_rmu_cfg_portal_list_x::VALID,
+            ),
+        }
+    }
+
+    /// The Y word and its `valid` field.
+    fn y(self) -> (&'static Csr, &'static Field) {
+        use csr::fields as f;
+        match self {
+            TcamList::Vni => (csr::C_RMU_CFG_VNI_LIST_Y, f::c_rmu_cfg_vni_list_y::VALID),
+            TcamList::Portal => (
+                csr::C_RMU_CFG_PORTAL_LIST_Y,
+                f::c_rmu_cfg_portal_list_y::VALID,
+            ),
+        }
+    }
+
+    /// The key bits an entry matches on.
+    fn mask(self) -> u64 {
+        match self {
+            TcamList::Vni => VNI_MASK,
+            TcamList::Portal => PORTAL_MASK,
+        }
+    }
 }
 
 impl Rmu {
@@ -75,103 +114,70 @@ impl Rmu {
         }
     }
 
-    /// An RMU CSR was written (entry `n`, `data` = the bytes software stored).
-    pub(crate) fn written(&mut self, csrs: &mut CsrFile, c: &'static Csr, n: u32, data: &[u8]) {
-        use csr::fields as f;
+    fn tcam(&mut self, l: TcamList) -> &mut SparseTable<Tcam> {
+        match l {
+            TcamList::Vni => &mut self.vni,
+            TcamList::Portal => &mut self.portal,
+        }
+    }
+
+    /// `c_rmu_cfg_{vni,portal}_list_x[n]` was written: the bits entry `n` requires to be 1.
+    pub(crate) fn x_written(&mut self, csrs: &CsrFile, l: TcamList, n: u32) {
         self.cache.clear();
-        let i = n as usize;
-        if is(c, csr::C_RMU_CFG_VNI_LIST_X) {
-            if let Ok(t) = self.vni.get_mut(i) {
-                t.x = csrs.entry_qword(c, n, 0) & VNI_MASK;
-            }
-        } else if is(c, csr::C_RMU_CFG_VNI_LIST_Y) {
-            if let Ok(t) = self.vni.get_mut(i) {
-                t.y = csrs.entry_qword(c, n, 0) & VNI_MASK;
-                t.valid = true;
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_VNI_LIST_X,
-                    f::c_rmu_cfg_vni_list_x::VALID,
-                    n,
-                    true,
-                );
-                Self::set_valid(csrs, c, f::c_rmu_cfg_vni_list_y::VALID, n, true);
-            }
-        } else if is(c, csr::C_RMU_CFG_VNI_LIST_INVALIDATE) {
-            if data.first().is_some_and(|b| b & 1 != 0)
-                && let Ok(t) = self.vni.get_mut(i)
-            {
-                t.valid = false;
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_VNI_LIST_X,
-                    f::c_rmu_cfg_vni_list_x::VALID,
-                    n,
-                    false,
-                );
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_VNI_LIST_Y,
-                    f::c_rmu_cfg_vni_list_y::VALID,
-                    n,
-                    false,
-                );
-            }
-        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_X) {
-            if let Ok(t) = self.portal.get_mut(i) {
-                t.x = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
-            }
-        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_Y) {
-            if let Ok(t) = self.portal.get_mut(i) {
-                t.y = csrs.entry_qword(c, n, 0) & PORTAL_MASK;
-                t.valid = true;
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_PORTAL_LIST_X,
-                    f::c_rmu_cfg_portal_list_x::VALID,
-                    n,
-                    true,
-                );
-                Self::set_valid(csrs, c, f::c_rmu_cfg_portal_list_y::VALID, n, true);
-            }
-        } else if is(c, csr::C_RMU_CFG_PORTAL_LIST_INVALIDATE) {
-            if data.first().is_some_and(|b| b & 1 != 0)
-                && let Ok(t) = self.portal.get_mut(i)
-            {
-                t.valid = false;
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_PORTAL_LIST_X,
-                    f::c_rmu_cfg_portal_list_x::VALID,
-                    n,
-                    false,
-                );
-                Self::set_valid(
-                    csrs,
-                    csr::C_RMU_CFG_PORTAL_LIST_Y,
-                    f::c_rmu_cfg_portal_list_y::VALID,
-                    n,
-                    false,
-                );
-            }
-        } else if is(c, csr::C_RMU_CFG_PORTAL_INDEX_TABLE) {
-            let qw = csrs.entry_qword(c, n, 0);
-            for k in 0..4 {
-                if let Ok(s) = self.index.get_mut(4 * i + k) {
-                    *s = ((qw >> (16 * k)) & 0x7FF) as u16;
-                }
+        let (c, ..) = l.x();
+        let x = csrs.entry_qword(c, n, 0) & l.mask();
+        if let Ok(t) = self.tcam(l).get_mut(n as usize) {
+            t.x = x;
+        }
+    }
+
+    /// `c_rmu_cfg_{vni,portal}_list_y[n]` was written: the bits entry `n` requires to be 0;
+    /// the entry becomes valid.
+    pub(crate) fn y_written(&mut self, csrs: &mut CsrFile, l: TcamList, n: u32) {
+        self.cache.clear();
+        let (c, _) = l.y();
+        let y = csrs.entry_qword(c, n, 0) & l.mask();
+        if let Ok(t) = self.tcam(l).get_mut(n as usize) {
+            t.y = y;
+            t.valid = true;
+            Self::set_valid(csrs, l, n, true);
+        }
+    }
+
+    /// `c_rmu_cfg_{vni,portal}_list_invalidate[n]` was written: a 1 invalidates entry `n`.
+    pub(crate) fn invalidate_written(
+        &mut self,
+        csrs: &mut CsrFile,
+        l: TcamList,
+        n: u32,
+        data: &[u8],
+    ) {
+        self.cache.clear();
+        if data.first().is_some_and(|b| b & 1 != 0)
+            && let Ok(t) = self.tcam(l).get_mut(n as usize)
+        {
+            t.valid = false;
+            Self::set_valid(csrs, l, n, false);
+        }
+    }
+
+    /// `c_rmu_cfg_portal_index_table[n]` was written: the PtlTE indexes of portal entries
+    /// `4n` to `4n + 3`.
+    pub(crate) fn index_written(&mut self, csrs: &CsrFile, n: u32) {
+        self.cache.clear();
+        let qw = csrs.entry_qword(csr::C_RMU_CFG_PORTAL_INDEX_TABLE, n, 0);
+        for k in 0..4 {
+            if let Ok(s) = self.index.get_mut(4 * n as usize + k) {
+                *s = ((qw >> (16 * k)) & 0x7FF) as u16;
             }
         }
     }
 
-    fn set_valid(
-        csrs: &mut CsrFile,
-        c: &'static Csr,
-        f: &firmware_spec::cassini::csr::Field,
-        n: u32,
-        v: bool,
-    ) {
-        csrs.hw_set(c, n, f, u64::from(v));
+    /// The hardware-owned `valid` bits of entry `n` of list `l`, in its X and Y words.
+    fn set_valid(csrs: &mut CsrFile, l: TcamList, n: u32, v: bool) {
+        for (c, f) in [l.x(), l.y()] {
+            csrs.hw_set(c, n, f, u64::from(v));
+        }
     }
 
     /// The PtlTE addressed by a packet on `vni` to DFA endpoint `ep` with `index_ext`.

@@ -7,6 +7,19 @@
 use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::csr;
 
+use crate::csr::CsrFile;
+
+/// The resource-group tables of the objects a command may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RgidTable {
+    /// `c_cq_cfg_ptlte_rgid_table`.
+    Ptlte,
+    /// `c_cq_cfg_eq_rgid_table`.
+    Eq,
+    /// `c_cq_cfg_ct_rgid_table`.
+    Ct,
+}
+
 /// A communication profile (`c_cq_cfg_cp_table` + `c_cq_cfg_cp_fl_table`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Cp {
@@ -98,6 +111,80 @@ impl Tables {
     /// Resource group of PtlTE `pt`.
     pub(crate) fn ptlte_rgid(&self, pt: u16) -> u8 {
         self.ptlte_rgid.get(usize::from(pt)).copied().unwrap_or(0)
+    }
+
+    // ---- the CSR writes that change them (hooked by `csr_hooks`) ----
+
+    /// `c_cq_cfg_ac_array[n]` was written.
+    pub(crate) fn ac_written(&mut self, csrs: &CsrFile, n: u32) {
+        use csr::fields::c_cq_cfg_ac_array as f;
+        if let Ok(s) = self.ac_array.get_mut(n as usize) {
+            *s = csrs.field(csr::C_CQ_CFG_AC_ARRAY, n, f::AC) as u16;
+        }
+    }
+
+    /// `c_cq_cfg_cid_array[n]` was written.
+    pub(crate) fn cid_written(&mut self, csrs: &CsrFile, n: u32) {
+        use csr::fields::c_cq_cfg_cid_array as f;
+        if let Ok(s) = self.cid_array.get_mut(n as usize) {
+            *s = csrs.field(csr::C_CQ_CFG_CID_ARRAY, n, f::CID) as u8;
+        }
+        self.cp_gen += 1;
+    }
+
+    /// `c_cq_cfg_cp_table[n]` was written.
+    pub(crate) fn cp_written(&mut self, csrs: &CsrFile, n: u32) {
+        use csr::fields::c_cq_cfg_cp_table as f;
+        let c = csr::C_CQ_CFG_CP_TABLE;
+        if let Ok(s) = self.cp.get_mut(n as usize) {
+            s.vni = csrs.field(c, n, f::VNI) as u16;
+            s.valid = csrs.field(c, n, f::VALID) != 0;
+        }
+        self.cp_gen += 1;
+    }
+
+    /// `c_cq_cfg_cp_fl_table[n]` was written.
+    pub(crate) fn cp_fl_written(&mut self, csrs: &CsrFile, n: u32) {
+        use csr::fields::c_cq_cfg_cp_fl_table as f;
+        if let Ok(s) = self.cp.get_mut(n as usize) {
+            s.tc = csrs.field(csr::C_CQ_CFG_CP_FL_TABLE, n, f::TC) as u8;
+        }
+        self.cp_gen += 1;
+    }
+
+    /// `c_cq_cfg_{ptlte,eq,ct}_rgid_table[n]` was written.
+    pub(crate) fn rgid_written(&mut self, csrs: &CsrFile, table: RgidTable, n: u32) {
+        use csr::fields as f;
+        let (t, c, fld) = match table {
+            RgidTable::Ptlte => (
+                &mut self.ptlte_rgid,
+                csr::C_CQ_CFG_PTLTE_RGID_TABLE,
+                f::c_cq_cfg_ptlte_rgid_table::RGID,
+            ),
+            RgidTable::Eq => (
+                &mut self.eq_rgid,
+                csr::C_CQ_CFG_EQ_RGID_TABLE,
+                f::c_cq_cfg_eq_rgid_table::RGID,
+            ),
+            RgidTable::Ct => (
+                &mut self.ct_rgid,
+                csr::C_CQ_CFG_CT_RGID_TABLE,
+                f::c_cq_cfg_ct_rgid_table::RGID,
+            ),
+        };
+        if let Ok(s) = t.get_mut(n as usize) {
+            *s = csrs.field(c, n, fld) as u8;
+        }
+    }
+
+    /// `c_cq_cfg_cq_policy` was written: a byte per policy, {shift (4 bits), write back on
+    /// empty (bit 4)}.
+    pub(crate) fn policy_written(&mut self, csrs: &CsrFile) {
+        let qw = csrs.entry_qword(csr::C_CQ_CFG_CQ_POLICY, 0, 0);
+        for (i, p) in self.policy.iter_mut().enumerate() {
+            let b = qw >> (8 * i);
+            *p = ((b & 0xF) as u8, b & 0x10 != 0);
+        }
     }
 }
 

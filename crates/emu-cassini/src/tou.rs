@@ -37,10 +37,6 @@ use crate::ct::{CmdSource, CtAction, CtBlock, CtCommand, Effects, TlePoolConfig,
 /// Bit of `tle_oversubscribed` in `c_cq_err_flg` / `c_cq_err_clr`.
 const TLE_OVERSUBSCRIBED_BIT: u32 = 33;
 
-fn same(c: &'static csr::Csr, which: &'static csr::Csr) -> bool {
-    c.offset == which.offset && c.name == which.name
-}
-
 /// What the TOU glue needs from the rest of the NIC: the CT block it drives, the transmit
 /// CQs (TLE pools, stalls, failures), the ATU and the event queues for its effects, and the
 /// initiator that launches fired CT_TRIG_DMA commands. `hw` implements it.
@@ -209,109 +205,123 @@ pub(crate) trait TouOps: TouCtx {
         }
     }
 
-    /// A CT configuration CSR was written.
-    fn ct_config_written(
-        &mut self,
-        csrs: &CsrFile,
-        io: &mut DeviceIo<'_>,
-        c: &'static csr::Csr,
-        n: u32,
-    ) {
-        use csr::fields as f;
+    /// `c_cq_cfg_ct_enable[n]` was written: CT `n` enabled (writing back to the address in
+    /// `c_cq_cfg_ct_wb_mem_addr[n]`) or disabled.
+    fn ct_enable_written(&mut self, csrs: &CsrFile, n: u32) {
+        use csr::fields::c_cq_cfg_ct_enable as f;
         let Ok(ct) = u16::try_from(n) else {
             return;
         };
-        let before = self.ct().tles_in_use();
         let wb = WbAddr::from_csr(csrs.entry_qword(csr::C_CQ_CFG_CT_WB_MEM_ADDR, n, 0));
-        if c.offset == csr::C_CQ_CFG_CT_ENABLE.offset {
-            let en = csrs.field(c, n, f::c_cq_cfg_ct_enable::CT_ENABLE) != 0;
-            let _ = if en {
-                self.ct().enable(ct, wb)
-            } else {
-                self.ct().disable(ct)
-            };
-        } else if c.offset == csr::C_CQ_CFG_CT_WB_MEM_ADDR.offset {
-            let _ = self.ct().set_writeback(ct, wb);
-        } else if c.offset == csr::C_CQ_CFG_INIT_CT_HW_STATE.offset {
-            let qw = csrs.entry_qword(c, 0, 0);
-            let handle = (qw & 0x7FF) as u16;
-            if qw & (1 << 11) != 0 {
-                let _ = self.ct().init(handle);
-            }
-            if qw & (1 << 12) != 0 {
-                let _ = self.ct().cancel(handle);
-            }
-            self.wake_stalled(io, before);
-        }
-    }
-}
-
-/// The TLE pool and CQ error-flag CSRs (module docs); returns whether `c` was one of
-/// them.
-pub(crate) fn tou_csr_written(ct: &mut CtBlock, csrs: &CsrFile, p: &Piece, data: &[u8]) -> bool {
-    use csr::fields as f;
-    let (c, n) = (p.csr, p.entry);
-    if same(c, csr::C_CQ_CFG_TLE_POOL) {
-        let cfg = TlePoolConfig {
-            num_reserved: csrs.field(c, n, f::c_cq_cfg_tle_pool::NUM_RESERVED) as u16,
-            max_alloc: csrs.field(c, n, f::c_cq_cfg_tle_pool::MAX_ALLOC) as u16,
+        let en = csrs.field(csr::C_CQ_CFG_CT_ENABLE, n, f::CT_ENABLE) != 0;
+        let _ = if en {
+            self.ct().enable(ct, wb)
+        } else {
+            self.ct().disable(ct)
         };
-        let _ = ct.set_tle_pool(n as u8, cfg);
-    } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
-        let shared = csrs.field(c, 0, f::c_cq_cfg_sts_tle_shared::NUM_SHARED);
-        ct.set_tle_shared(shared as u16);
-    } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
-        ct.clear_tle_max(n as u8);
-    } else if same(c, csr::C_CQ_ERR_CLR) || same(c, csr::C_CQ_ERR_FLG) {
-        // Writing 1 to the bit in `c_cq_err_clr` (a strobe) or in `c_cq_err_flg`
-        // (write-1-to-clear) clears it.
-        let byte = (TLE_OVERSUBSCRIBED_BIT / 8) as usize;
-        let hit = byte
-            .checked_sub(p.byte)
-            .and_then(|i| data.get(i))
-            .is_some_and(|b| b & (1 << (TLE_OVERSUBSCRIBED_BIT % 8)) != 0);
-        if hit {
-            ct.clear_tle_oversubscribed();
-        }
-    } else {
-        return false;
     }
-    true
+
+    /// `c_cq_cfg_ct_wb_mem_addr[n]` was written: CT `n` writes back there from now on.
+    fn ct_writeback_written(&mut self, csrs: &CsrFile, n: u32) {
+        let Ok(ct) = u16::try_from(n) else {
+            return;
+        };
+        let wb = WbAddr::from_csr(csrs.entry_qword(csr::C_CQ_CFG_CT_WB_MEM_ADDR, n, 0));
+        let _ = self.ct().set_writeback(ct, wb);
+    }
+
+    /// `c_cq_cfg_init_ct_hw_state` was written: initialise and/or cancel the CT it names
+    /// (bit 11 init, bit 12 cancel); queues stalled for a TLE the cancel freed run again.
+    fn ct_init_written(&mut self, csrs: &CsrFile, io: &mut DeviceIo<'_>) {
+        let before = self.ct().tles_in_use();
+        let qw = csrs.entry_qword(csr::C_CQ_CFG_INIT_CT_HW_STATE, 0, 0);
+        let handle = (qw & 0x7FF) as u16;
+        if qw & (1 << 11) != 0 {
+            let _ = self.ct().init(handle);
+        }
+        if qw & (1 << 12) != 0 {
+            let _ = self.ct().cancel(handle);
+        }
+        self.wake_stalled(io, before);
+    }
 }
 
-/// Patch the hardware-owned fields of the TLE, ack-counter and error-flag CSRs; false if
-/// `c` is not one of them.
-pub(crate) fn tou_reflect(
-    ct: &CtBlock,
-    c: &'static csr::Csr,
-    entry: u32,
-    image: &mut [u8],
-) -> bool {
-    use csr::fields as f;
-    let pool = |e: u32| ct.tle_pool_status(e as u8).unwrap_or_default();
-    if same(c, csr::C_CQ_CFG_TLE_POOL) {
-        f::c_cq_cfg_tle_pool::IN_USE.set(image, u64::from(pool(entry).in_use));
-    } else if same(c, csr::C_CQ_STS_TLE_IN_USE) {
-        f::c_cq_sts_tle_in_use::COUNT.set(image, u64::from(pool(entry).in_use));
-    } else if same(c, csr::C_CQ_STS_MAX_TLE_IN_USE) {
-        f::c_cq_sts_max_tle_in_use::MAX.set(image, u64::from(pool(entry).max_in_use));
-    } else if same(c, csr::C_CQ_CFG_STS_TLE_SHARED) {
-        let shared = u64::from(ct.tle_shared_allocated());
-        f::c_cq_cfg_sts_tle_shared::NUM_SHARED_ALLOCATED.set(image, shared);
-        let total = ct.tles_in_use() as u64;
-        f::c_cq_cfg_sts_tle_shared::NUM_TOTAL_ALLOCATED.set(image, total);
-    } else if same(c, csr::C_CQ_TXQ_ACK_CTR) {
-        let n = ct.pending(entry as u16);
-        f::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
-    } else if same(c, csr::C_CQ_TGQ_ACK_CTR) {
+// ---- the TLE pool, ack-counter and CQ error-flag CSRs (module docs), hooked by `csr_hooks` ----
+
+/// `c_cq_cfg_tle_pool[n]` was written: the pool's reservation and limit.
+pub(crate) fn tle_pool_written(ct: &mut CtBlock, csrs: &CsrFile, n: u32) {
+    use csr::fields::c_cq_cfg_tle_pool as f;
+    let c = csr::C_CQ_CFG_TLE_POOL;
+    let cfg = TlePoolConfig {
+        num_reserved: csrs.field(c, n, f::NUM_RESERVED) as u16,
+        max_alloc: csrs.field(c, n, f::MAX_ALLOC) as u16,
+    };
+    let _ = ct.set_tle_pool(n as u8, cfg);
+}
+
+/// `c_cq_cfg_sts_tle_shared` was written: the TLEs the pools share.
+pub(crate) fn tle_shared_written(ct: &mut CtBlock, csrs: &CsrFile) {
+    use csr::fields::c_cq_cfg_sts_tle_shared as f;
+    let shared = csrs.field(csr::C_CQ_CFG_STS_TLE_SHARED, 0, f::NUM_SHARED);
+    ct.set_tle_shared(shared as u16);
+}
+
+/// `c_cq_err_clr` (a strobe) or `c_cq_err_flg` (write-1-to-clear) was written: writing 1
+/// to the `tle_oversubscribed` bit clears it.
+pub(crate) fn err_flag_written(ct: &mut CtBlock, p: &Piece, data: &[u8]) {
+    let byte = (TLE_OVERSUBSCRIBED_BIT / 8) as usize;
+    let hit = byte
+        .checked_sub(p.byte)
+        .and_then(|i| data.get(i))
+        .is_some_and(|b| b & (1 << (TLE_OVERSUBSCRIBED_BIT % 8)) != 0);
+    if hit {
+        ct.clear_tle_oversubscribed();
+    }
+}
+
+/// `c_cq_cfg_tle_pool[entry]` read: TLEs of the pool in use.
+pub(crate) fn reflect_tle_pool(ct: &CtBlock, entry: u32, image: &mut [u8]) {
+    let in_use = ct.tle_pool_status(entry as u8).unwrap_or_default().in_use;
+    csr::fields::c_cq_cfg_tle_pool::IN_USE.set(image, u64::from(in_use));
+}
+
+/// `c_cq_sts_tle_in_use[entry]` read: TLEs of the pool in use.
+pub(crate) fn reflect_tle_in_use(ct: &CtBlock, entry: u32, image: &mut [u8]) {
+    let in_use = ct.tle_pool_status(entry as u8).unwrap_or_default().in_use;
+    csr::fields::c_cq_sts_tle_in_use::COUNT.set(image, u64::from(in_use));
+}
+
+/// `c_cq_sts_max_tle_in_use[entry]` read: the pool's high-water mark.
+pub(crate) fn reflect_tle_max(ct: &CtBlock, entry: u32, image: &mut [u8]) {
+    let max = ct
+        .tle_pool_status(entry as u8)
+        .unwrap_or_default()
+        .max_in_use;
+    csr::fields::c_cq_sts_max_tle_in_use::MAX.set(image, u64::from(max));
+}
+
+/// `c_cq_cfg_sts_tle_shared` read: shared TLEs allocated, and TLEs in use in all.
+pub(crate) fn reflect_tle_shared(ct: &CtBlock, image: &mut [u8]) {
+    use csr::fields::c_cq_cfg_sts_tle_shared as f;
+    f::NUM_SHARED_ALLOCATED.set(image, u64::from(ct.tle_shared_allocated()));
+    f::NUM_TOTAL_ALLOCATED.set(image, ct.tles_in_use() as u64);
+}
+
+/// `c_cq_txq_ack_ctr[entry]` / `c_cq_tgq_ack_ctr[entry]` read: triggered operations of
+/// that CQ still pending (target CQs follow the transmit CQs in the CT block's numbering).
+pub(crate) fn reflect_ack_ctr(ct: &CtBlock, tgt: bool, entry: u32, image: &mut [u8]) {
+    if tgt {
         let cq = firmware_spec::cassini::limits::C_NUM_TRANSMIT_CQS as u32 + entry;
         let n = ct.pending(cq as u16);
-        f::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
-    } else if same(c, csr::C_CQ_ERR_FLG) {
-        let v = u64::from(ct.tle_oversubscribed());
-        f::c_cq_err_flg::TLE_OVERSUBSCRIBED.set(image, v);
+        csr::fields::c_cq_tgq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
     } else {
-        return false;
+        let n = ct.pending(entry as u16);
+        csr::fields::c_cq_txq_ack_ctr::MEM_Q_ACK_CTR.set(image, u64::from(n));
     }
-    true
+}
+
+/// `c_cq_err_flg` read: `tle_oversubscribed`.
+pub(crate) fn reflect_err_flag(ct: &CtBlock, image: &mut [u8]) {
+    let v = u64::from(ct.tle_oversubscribed());
+    csr::fields::c_cq_err_flg::TLE_OVERSUBSCRIBED.set(image, v);
 }

@@ -8,9 +8,14 @@
 //! - [`memory`], [`dma`]: host memory (vm-memory) and the DMA port through which a device
 //!   reaches it, only via a translation table (seam 2).
 //! - [`pci`]: type-0 configuration space, BAR sizing, MSI-X.
+//! - [`pci_shell`]: the PCI function a device model wraps around its blocks (configuration
+//!   space, MSI-X table, the messages a configuration write released).
 //! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
+//! - [`nic_faults`]: the seeded fault sites inside the NIC models (a profile the engines
+//!   lend to every handler).
 //! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
 //!   drive models (seams 3 and 4).
+//! - [`stall`]: the stalls of timed NIC fault sites, for the models.
 //! - [`sparse`]: tables stored sparsely, reading as their reset value until written.
 //! - [`clock`]: the clock host software reads for its timeouts (real time, or the
 //!   deterministic engine's virtual time inside a virtual-time runtime).
@@ -25,6 +30,8 @@ pub mod memory;
 pub mod mmio;
 pub mod nic_faults;
 pub mod pci;
+pub mod pci_shell;
 pub mod rng;
 pub mod sparse;
+pub mod stall;
 pub mod time;

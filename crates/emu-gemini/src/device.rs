@@ -63,9 +63,8 @@ use emu_core::engine::{DeviceIo, DeviceModel};
 use emu_core::fabric::{Packet, PortId, TrafficClass, Train};
 use emu_core::mmio::MmioError;
 use emu_core::nic_faults::NicSite;
-use emu_core::pci::{
-    BarConfig, BarKind, MsixConfig, MsixOutcome, MsixTable, PciConfigSpace, PciIds,
-};
+use emu_core::pci::{BarConfig, BarKind, MsixConfig, PciIds};
+use emu_core::pci_shell::PciShell;
 use emu_core::time::{SimDuration, SimTime};
 use firmware_spec::gemini::cqe::Cqe;
 use firmware_spec::gemini::pci;
@@ -88,8 +87,6 @@ pub enum GeminiError {
 /// A register-level model of one Gemini NIC (one of the two NICs of a Gemini ASIC).
 #[derive(Clone)]
 pub struct Gemini {
-    pci: PciConfigSpace,
-    irq_backlog: Vec<u16>,
     core: Core,
     fma: Fma,
     bte: Bte,
@@ -102,7 +99,8 @@ pub struct Gemini {
 #[derive(Clone)]
 struct Core {
     cfg: GeminiConfig,
-    msix: MsixTable,
+    /// The PCI function: configuration space and MSI-X.
+    pi: PciShell,
     ntt: Ntt,
     domains: Domains,
     cqs: CqTable,
@@ -134,9 +132,7 @@ struct Backplane<'a, 'io> {
 impl Backplane<'_, '_> {
     /// Raise MSI-X vector `v` (if enabled and unmasked; otherwise it pends in the PBA).
     fn raise(&mut self, v: u16) {
-        if let MsixOutcome::Delivered { .. } = self.core.msix.signal(v) {
-            self.io.interrupt(v);
-        }
+        self.core.pi.raise(self.io, v);
     }
 
     /// Deliver a CQE; counts the outcome and raises the CQ's interrupt.
@@ -431,49 +427,46 @@ impl Gemini {
 
     /// A NIC in its reset state: every table empty, every CQ and channel disabled.
     pub fn new(cfg: GeminiConfig) -> Result<Self, GeminiError> {
-        let mut pci = PciConfigSpace::new(
-            PciIds {
-                vendor_id: pci::VENDOR_ID,
-                device_id: pci::DEVICE_ID,
-                revision: pci::REVISION,
-                class_code: pci::CLASS_CODE,
-                subsystem_vendor_id: pci::VENDOR_ID,
-                subsystem_id: pci::DEVICE_ID,
-            },
-            true,
-        );
-        for b in pci::BARS {
-            pci.set_bar(
-                b.index,
-                BarConfig {
+        let ids = PciIds {
+            vendor_id: pci::VENDOR_ID,
+            device_id: pci::DEVICE_ID,
+            revision: pci::REVISION,
+            class_code: pci::CLASS_CODE,
+            subsystem_vendor_id: pci::VENDOR_ID,
+            subsystem_id: pci::DEVICE_ID,
+        };
+        let bars: Vec<(u8, BarConfig)> = pci::BARS
+            .iter()
+            .map(|b| {
+                let kind = if b.is_64bit {
+                    BarKind::Mem64
+                } else {
+                    BarKind::Mem32
+                };
+                let bar = BarConfig {
                     size: b.size,
-                    kind: if b.is_64bit {
-                        BarKind::Mem64
-                    } else {
-                        BarKind::Mem32
-                    },
+                    kind,
                     prefetchable: b.prefetchable,
-                },
-            )?;
-        }
-        pci.add_msix(MsixConfig {
+                };
+                (b.index, bar)
+            })
+            .collect();
+        let msix = MsixConfig {
             table_size: pci::MSIX_VECTORS,
             table_bar: pci::BAR2.index,
             table_offset: pci::MSIX_TABLE_OFFSET as u32,
             pba_bar: pci::BAR2.index,
             pba_offset: pci::MSIX_PBA_OFFSET as u32,
-        })?;
-        let msix = MsixTable::new(pci::MSIX_VECTORS)?;
+        };
+        let pi = PciShell::new(ids, &bars, msix)?;
         Ok(Gemini {
-            pci,
-            irq_backlog: Vec::new(),
             fma: Fma::default(),
             bte: Bte::new(&cfg),
             bte_rx: BteRx::default(),
             responder: Responder::default(),
             core: Core {
                 cfg,
-                msix,
+                pi,
                 ntt: Ntt::default(),
                 domains: Domains::default(),
                 cqs: CqTable::default(),
@@ -501,9 +494,7 @@ impl Gemini {
     }
 
     fn flush_irq_backlog(&mut self, io: &mut DeviceIo<'_>) {
-        for v in std::mem::take(&mut self.irq_backlog) {
-            io.interrupt(v);
-        }
+        self.core.pi.raise_released(io);
     }
 
     /// A frame from the fabric: to the target side; an answer it matched goes on to the
@@ -760,14 +751,11 @@ impl DeviceModel for Gemini {
     }
 
     fn config_read(&mut self, reg: u16) -> u32 {
-        self.pci.read(reg)
+        self.core.pi.config_read(reg)
     }
 
     fn config_write(&mut self, reg: u16, value: u32) {
-        self.pci.write(reg, value);
-        for d in self.core.msix.sync_control(&self.pci) {
-            self.irq_backlog.push(d.vector);
-        }
+        self.core.pi.config_write(reg, value);
     }
 
     fn mmio_read(
@@ -785,11 +773,11 @@ impl DeviceModel for Gemini {
                 Ok(())
             }
             2 if offset >= pci::MSIX_PBA_OFFSET => {
-                self.core.msix.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
+                self.core.pi.pba_read(offset - pci::MSIX_PBA_OFFSET, data)
             }
             2 => self
                 .core
-                .msix
+                .pi
                 .table_read(offset - pci::MSIX_TABLE_OFFSET, data),
             _ => Err(MmioError::Unmapped { addr: offset }),
         }
@@ -807,19 +795,12 @@ impl DeviceModel for Gemini {
         let _span = tracing::trace_span!("gemini_mmio", bar, offset, len = data.len()).entered();
         match bar {
             0 => self.reg_write(io, offset, data),
-            2 if offset >= pci::MSIX_PBA_OFFSET => self
-                .core
-                .msix
-                .pba_write(offset - pci::MSIX_PBA_OFFSET, data),
+            2 if offset >= pci::MSIX_PBA_OFFSET => {
+                self.core.pi.pba_write(offset - pci::MSIX_PBA_OFFSET, data)
+            }
             2 => {
-                for d in self
-                    .core
-                    .msix
-                    .table_write(offset - pci::MSIX_TABLE_OFFSET, data)?
-                {
-                    io.interrupt(d.vector);
-                }
-                Ok(())
+                let at = offset - pci::MSIX_TABLE_OFFSET;
+                self.core.pi.table_write(io, at, data)
             }
             _ => Err(MmioError::Unmapped { addr: offset }),
         }

@@ -5,7 +5,7 @@
 
 use emu_core::engine::DeviceIo;
 use emu_core::fabric::Packet;
-use emu_core::nic_faults::{FaultTimers, Stall};
+use emu_core::stall::{FaultTimers, Stall};
 use emu_core::time::SimTime;
 
 use crate::packet::Header;

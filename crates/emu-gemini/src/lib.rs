@@ -14,24 +14,32 @@
 //! the device implements. The [`device`] module documentation draws a packet's journey
 //! through them.
 //!
-//! For tests, demos and benchmarks: [`cluster`] builds a 3D-torus cluster of NICs on either
-//! engine, [`host`] programs a NIC through its registers as a driver and user library would,
-//! [`demo`] prints a short exchange, [`bench`](mod@bench) measures FMA put rate and BTE bandwidth.
+//! [`link`] holds the torus links' timing and retry, for whoever builds a Gemini fabric.
+//!
+//! With the `harness` feature (tests, examples, benchmarks, the CLI): `cluster` builds a
+//! 3D-torus cluster of NICs on either engine, `host` programs a NIC through its registers
+//! as a driver and user library would, `demo` prints a short exchange, `bench` measures FMA
+//! put rate and BTE bandwidth.
 #![forbid(unsafe_code)]
 
 pub mod amo;
+#[cfg(feature = "harness")]
 pub mod bench;
 pub mod bte;
+#[cfg(feature = "harness")]
 pub mod cluster;
 pub mod config;
 pub mod cq;
 pub mod datagram;
+#[cfg(feature = "harness")]
 pub mod demo;
 pub mod device;
 pub mod fault;
 mod faults;
 pub mod fma;
+#[cfg(feature = "harness")]
 pub mod host;
+pub mod link;
 pub mod mdd;
 pub mod ntt;
 pub mod packet;

@@ -315,6 +315,27 @@ pub fn value(data: &[u8]) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// 16-bit lane `ch` of a register holding one lane per channel.
+pub(crate) fn u16_lane(reg: u64, ch: usize) -> u64 {
+    (reg >> (16 * ch)) & 0xFFFF
+}
+
+/// Qword `q` of a register image (0 past its end).
+pub(crate) fn qword_of(bytes: &[u8], q: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = bytes.get(q * 8..q * 8 + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Store `v` as qword `q` of a register image.
+pub(crate) fn patch<const N: usize>(img: &mut [u8; N], q: usize, v: u64) {
+    if let Some(d) = img.get_mut(q * 8..q * 8 + 8) {
+        d.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

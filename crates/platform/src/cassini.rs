@@ -19,17 +19,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use driver::cassini::{CassiniDriver, CxiDevice, DriverConfig};
 use driver::mem::HostMem;
-use driver::pci::{BindState, PciAddress, PciBus, PciDriver, PciError};
-use emu_core::engine::deterministic::Deterministic;
-use emu_core::engine::threaded::Threaded;
-use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
-use emu_core::fabric::{CaptureSink, Fabric, FabricConfig, FabricError, PortId, Topology};
+use driver::pci::{BindState, PciAddress, PciBus, PciDriver, PciError, PciFunction};
+use emu_core::engine::{DeviceId, EngineError, Progress};
+use emu_core::fabric::{Fabric, FabricConfig, FabricError, PortId, Topology};
 use emu_core::memory::HostMemory;
 use thiserror::Error;
 
-use crate::devices::EmulatedDevice;
-use crate::engine::{EngineKind, ProgressWrap, wrap_progress};
 use crate::function::{AttachError, attach};
+use crate::machine::{EmulatedDevice, Machine, MachineBuilder, MachineNode, NicParts, NodeBuild};
 
 /// Why a cluster could not be built.
 #[derive(Debug, Error)]
@@ -69,211 +66,142 @@ pub enum ClusterError {
     },
 }
 
-/// Builder of a [`Cluster`].
-#[derive(Clone)]
-pub struct ClusterBuilder {
+/// The Cassini parts of a machine ([`NicParts`]): one Cassini per node on a fabric of the
+/// builder's topology (one switch by default), the Cassini driver probed on each.
+#[derive(Debug)]
+pub struct CassiniParts;
+
+/// The Cassini settings of a [`ClusterBuilder`].
+#[derive(Clone, Debug)]
+pub struct CassiniSettings {
     nics: usize,
-    engine: EngineKind,
     topology: Option<Topology>,
-    memory: u64,
     driver: DriverConfig,
     msix_vectors: u16,
     bind: bool,
-    wrap: Option<ProgressWrap>,
-    hosted: Option<usize>,
-    capture: Option<Arc<dyn CaptureSink>>,
-    on_node: Option<BuildProgress>,
 }
 
-/// Called after each node of a cluster is built, with (nodes built, nodes to build): how a
-/// front end shows progress while a large cluster comes up.
-pub type BuildProgress = Arc<dyn Fn(usize, usize) + Send + Sync>;
-
-impl fmt::Debug for ClusterBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClusterBuilder")
-            .field("nics", &self.nics)
-            .field("engine", &self.engine)
-            .field("topology", &self.topology)
-            .field("memory", &self.memory)
-            .field("msix_vectors", &self.msix_vectors)
-            .field("bind", &self.bind)
-            .field("progress_wrap", &self.wrap.is_some())
-            .field("hosted", &self.hosted)
-            .field("capture", &self.capture.is_some())
-            .field("on_node", &self.on_node.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for ClusterBuilder {
+impl Default for CassiniSettings {
     fn default() -> Self {
-        ClusterBuilder {
+        CassiniSettings {
             nics: 2,
-            engine: EngineKind::Deterministic { seed: 0 },
             topology: None,
-            memory: 256 << 20,
             driver: DriverConfig::default(),
             msix_vectors: 128,
             bind: true,
-            wrap: None,
-            hosted: None,
-            capture: None,
-            on_node: None,
         }
     }
 }
 
-impl ClusterBuilder {
-    /// Number of nodes, one Cassini each (default 2).
-    pub fn nics(mut self, n: usize) -> Self {
-        self.nics = n;
-        self
+/// Builder of a [`Cluster`].
+pub type ClusterBuilder = MachineBuilder<CassiniParts>;
+
+/// An emulated Cassini cluster: engine, fabric, nodes.
+pub type Cluster = Machine<CassiniParts>;
+
+impl NicParts for CassiniParts {
+    type Settings = CassiniSettings;
+    type Node = Node;
+    type Shared = Arc<dyn Progress>;
+    type Error = ClusterError;
+
+    const DEFAULT_MEMORY: u64 = 256 << 20;
+
+    fn set_driver_faults(s: &mut CassiniSettings, faults: driver::faults::DriverFaults) {
+        s.driver.faults = faults;
     }
 
-    /// The engine (default deterministic, seed 0).
-    pub fn engine(mut self, e: EngineKind) -> Self {
-        self.engine = e;
-        self
-    }
-
-    /// The fabric topology (default: one switch with a port per NIC).
-    pub fn topology(mut self, t: Topology) -> Self {
-        self.topology = Some(t);
-        self
-    }
-
-    /// Host memory per node in bytes (default 256 MiB, committed lazily).
-    pub fn memory_per_node(mut self, bytes: u64) -> Self {
-        self.memory = bytes;
-        self
-    }
-
-    /// Driver module parameters.
-    pub fn driver_config(mut self, c: DriverConfig) -> Self {
-        self.driver = c;
-        self
-    }
-
-    /// The drivers' fault sites (default none; `driver::faults`).
-    pub fn driver_faults(mut self, f: driver::faults::DriverFaults) -> Self {
-        self.driver.faults = f;
-        self
-    }
-
-    /// MSI-X vectors of each emulated function.
-    pub fn msix_vectors(mut self, n: u16) -> Self {
-        self.msix_vectors = n;
-        self
-    }
-
-    /// Whether to load the driver at build time (default true). With `false` the devices sit
-    /// unbound on their buses, out of reset, until [`Node::probe`].
-    pub fn bind_drivers(mut self, bind: bool) -> Self {
-        self.bind = bind;
-        self
-    }
-
-    /// Wrap each node's progress handle (see [`ProgressWrap`]): the node's Cassini driver
-    /// (and so every wait of the user library and of the code above it) calls the wrapped
-    /// handle; [`Cluster::progress`] stays the engine's own.
-    pub fn progress_wrap(mut self, wrap: ProgressWrap) -> Self {
-        self.wrap = Some(wrap);
-        self
-    }
-
-    /// Build only node `i` of the cluster (the fabric still has a port for every node):
-    /// what one process of a multi-process job hosts. Packets to the other nodes' ports
-    /// leave through the engine's outlet (`emu_core::fabric::remote`).
-    pub fn hosted_node(mut self, i: usize) -> Self {
-        self.hosted = Some(i);
-        self
-    }
-
-    /// Capture every packet injected into the fabric with `sink` (`nicemu trace`), from the
-    /// moment the machine is built. Off by default.
-    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
-        self.capture = Some(sink);
-        self
-    }
-
-    /// Call `f` after each node is built (see [`BuildProgress`]).
-    pub fn on_node_built(mut self, f: BuildProgress) -> Self {
-        self.on_node = Some(f);
-        self
-    }
-
-    /// Build the engine, fabric, nodes and devices, and probe the driver on every node.
-    pub fn build(self) -> Result<Cluster, ClusterError> {
-        if self.nics == 0 {
+    fn fabric(s: &CassiniSettings) -> Result<(Fabric, usize), ClusterError> {
+        if s.nics == 0 {
             return Err(ClusterError::NoNics);
         }
-        let topology = self.topology.clone().unwrap_or(Topology::SingleSwitch {
-            ports: self.nics as u32,
+        let topology = s.topology.clone().unwrap_or(Topology::SingleSwitch {
+            ports: s.nics as u32,
         });
-        let mut fabric = Fabric::new(FabricConfig::new(topology))?;
-        fabric.set_capture(self.capture.clone());
-        let started = self.engine.start(fabric)?;
-        let engine = started.engine;
-        let progress = engine.progress_handle();
-        let hosted = match self.hosted {
-            Some(i) if i >= self.nics => {
-                return Err(ClusterError::NoSuchNode {
-                    node: i,
-                    nodes: self.nics,
-                });
-            }
-            Some(i) => i..i + 1,
-            None => 0..self.nics,
-        };
-        let total = hosted.len();
-        let mut nodes = Vec::with_capacity(total);
-        for i in hosted {
-            let node_progress = wrap_progress(self.wrap.as_ref(), i, &progress);
-            nodes.push(self.build_node(i, &engine, &node_progress)?);
-            if let Some(f) = &self.on_node {
-                f(nodes.len(), total);
-            }
-        }
-        Ok(Cluster {
-            engine,
-            threaded: started.threaded,
-            deterministic: started.deterministic,
-            progress,
-            nodes,
-            kind: self.engine,
-        })
+        Ok((Fabric::new(FabricConfig::new(topology))?, s.nics))
+    }
+
+    fn shared(_: &CassiniSettings, engine: Arc<dyn Progress>, _: usize) -> Arc<dyn Progress> {
+        engine
+    }
+
+    fn progress(shared: &Arc<dyn Progress>) -> Arc<dyn Progress> {
+        Arc::clone(shared)
+    }
+
+    fn no_such_node(node: usize, nodes: usize) -> ClusterError {
+        ClusterError::NoSuchNode { node, nodes }
     }
 
     fn build_node(
-        &self,
-        i: usize,
-        engine: &Arc<dyn Engine>,
-        progress: &Arc<dyn Progress>,
+        s: &CassiniSettings,
+        _: &Arc<dyn Progress>,
+        b: NodeBuild<'_>,
     ) -> Result<Node, ClusterError> {
+        let i = b.index;
         let nid = i as u32;
         let model = emu_cassini::Cassini::new(emu_cassini::CassiniConfig {
             nid,
             nid_base: 0,
-            msix_vectors: self.msix_vectors,
+            msix_vectors: s.msix_vectors,
             ..emu_cassini::CassiniConfig::default()
         });
-        let nic = attach(engine, i, self.memory, Box::new(model), PortId(nid))?;
+        let nic = attach(b.engine, i, b.memory, Box::new(model), PortId(nid))?;
         let node = Node {
             index: i,
             nid,
             device: nic.device,
             memory: Arc::clone(&nic.host),
             ram: nic.ram,
-            driver: CassiniDriver::new(nic.host, self.driver.clone()),
+            driver: CassiniDriver::new(nic.host, s.driver.clone()),
             bus: Mutex::new(nic.bus),
             cxi: Mutex::new(Vec::new()),
-            progress: Arc::clone(progress),
+            progress: b.progress,
         };
-        if self.bind {
+        if s.bind {
             node.probe()?;
         }
         Ok(node)
+    }
+}
+
+impl MachineBuilder<CassiniParts> {
+    /// Number of nodes, one Cassini each (default 2).
+    pub fn nics(mut self, n: usize) -> Self {
+        self.nic.nics = n;
+        self
+    }
+
+    /// The fabric topology (default: one switch with a port per NIC).
+    pub fn topology(mut self, t: Topology) -> Self {
+        self.nic.topology = Some(t);
+        self
+    }
+
+    /// Driver module parameters.
+    pub fn driver_config(mut self, c: DriverConfig) -> Self {
+        self.nic.driver = c;
+        self
+    }
+
+    /// MSI-X vectors of each emulated function.
+    pub fn msix_vectors(mut self, n: u16) -> Self {
+        self.nic.msix_vectors = n;
+        self
+    }
+
+    /// Whether to load the driver at build time (default true). With `false` the devices sit
+    /// unbound on their buses, out of reset, until [`Node::probe`].
+    pub fn bind_drivers(mut self, bind: bool) -> Self {
+        self.nic.bind = bind;
+        self
+    }
+
+    /// Build only node `i` of the cluster (the fabric still has a port for every node):
+    /// what one process of a multi-process job hosts. Packets to the other nodes' ports
+    /// leave through the engine's outlet (`emu_core::fabric::remote`).
+    pub fn hosted_node(self, i: usize) -> Self {
+        self.hosted(i)
     }
 }
 
@@ -385,107 +313,36 @@ impl Node {
     }
 }
 
-/// An emulated cluster: engine, fabric, nodes.
-pub struct Cluster {
-    engine: Arc<dyn Engine>,
-    threaded: Option<Arc<Threaded>>,
-    deterministic: Option<Deterministic>,
-    progress: Arc<dyn Progress>,
-    nodes: Vec<Node>,
-    kind: EngineKind,
-}
+impl MachineNode for Node {
+    fn node_index(&self) -> usize {
+        self.index
+    }
 
-impl fmt::Debug for Cluster {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cluster")
-            .field("engine", &self.kind)
-            .field("nodes", &self.nodes.len())
-            .finish()
+    fn bus(&self) -> &Mutex<PciBus> {
+        &self.bus
+    }
+
+    fn describe(&self, bus: &PciBus, f: &PciFunction) -> EmulatedDevice {
+        let dev = bus.drvdata::<CxiDevice>(f.address());
+        EmulatedDevice::describe(
+            self.index,
+            bus,
+            f,
+            dev.as_ref().map(|d| d.info().nid),
+            dev.as_ref().map(|d| format!("{:?}", d.info().version)),
+            dev.as_ref().map(|d| format!("{:?}", d.info().platform)),
+        )
     }
 }
 
-impl Cluster {
+impl Machine<CassiniParts> {
     /// A builder (2 NICs, deterministic engine, seed 0).
     pub fn builder() -> ClusterBuilder {
         ClusterBuilder::default()
     }
 
-    /// The nodes.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
-    }
-
-    /// Node `i` (`None` if it is not in the cluster, or not hosted here).
-    pub fn node(&self, i: usize) -> Option<&Node> {
-        match self.nodes.get(i) {
-            Some(n) if n.index == i => Some(n),
-            _ => self.nodes.iter().find(|n| n.index == i),
-        }
-    }
-
-    /// The threaded engine's own handle, when the cluster runs on one (to connect it to
-    /// the fabric between processes).
-    pub fn threaded(&self) -> Option<&Arc<Threaded>> {
-        self.threaded.as_ref()
-    }
-
-    /// The engine kind.
-    pub fn engine_kind(&self) -> &EngineKind {
-        &self.kind
-    }
-
-    /// The engine (for counters, link faults, and running it).
-    pub fn engine(&self) -> &Arc<dyn Engine> {
-        &self.engine
-    }
-
     /// The engine's progress handle.
     pub fn progress(&self) -> &Arc<dyn Progress> {
-        &self.progress
-    }
-
-    /// The deterministic engine's own handle (to step it event by event, read its trace
-    /// digest), when the cluster runs on one.
-    pub fn deterministic(&self) -> Option<&Deterministic> {
-        self.deterministic.as_ref()
-    }
-
-    /// Run engine work until nothing is left or `max` steps ran (deterministic engine: each
-    /// step is one event; threaded: each step yields). Returns the steps that did work.
-    pub fn run(&self, max: u64) -> u64 {
-        let mut n = 0;
-        while n < max && self.progress.progress() {
-            n += 1;
-        }
-        n
-    }
-
-    /// The emulated devices, for `nicemu devices`.
-    pub fn devices(&self) -> Vec<EmulatedDevice> {
-        let mut out = Vec::new();
-        for node in &self.nodes {
-            node.with_bus(|bus| {
-                for f in bus.functions() {
-                    let dev = bus.drvdata::<CxiDevice>(f.address());
-                    out.push(EmulatedDevice::describe(
-                        node.index,
-                        bus,
-                        f,
-                        dev.as_ref().map(|d| d.info().nid),
-                        dev.as_ref().map(|d| format!("{:?}", d.info().version)),
-                        dev.as_ref().map(|d| format!("{:?}", d.info().platform)),
-                    ));
-                }
-            });
-        }
-        out
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(t) = &self.threaded {
-            t.shutdown();
-        }
+        self.progress_handle()
     }
 }

@@ -6,59 +6,10 @@
 use std::fmt;
 use std::path::Path;
 
-use driver::pci::{NicKind, PciAddress, PciBus, PciFunction, PciId, RealDevice, SysfsError};
+use driver::pci::{RealDevice, SysfsError};
 
 use crate::cassini::Cluster;
-
-/// One emulated PCI function of a cluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EmulatedDevice {
-    /// Node.
-    pub node: usize,
-    /// PCI address on the node's bus.
-    pub address: PciAddress,
-    /// Vendor/device id.
-    pub id: PciId,
-    /// Which NIC.
-    pub kind: Option<NicKind>,
-    /// Revision id.
-    pub revision: u8,
-    /// Bound driver.
-    pub driver: Option<String>,
-    /// NID.
-    pub nid: Option<u32>,
-    /// Chip version.
-    pub version: Option<String>,
-    /// Platform reported by the device.
-    pub platform: Option<String>,
-}
-
-impl EmulatedDevice {
-    /// The listing entry of function `f` on `bus` of node `node`; the driver-specific facts
-    /// (NID, chip version, platform) come from whoever probed it.
-    pub fn describe(
-        node: usize,
-        bus: &PciBus,
-        f: &PciFunction,
-        nid: Option<u32>,
-        version: Option<String>,
-        platform: Option<String>,
-    ) -> Self {
-        EmulatedDevice {
-            node,
-            address: f.address(),
-            id: f.id(),
-            kind: f.nic_kind(),
-            revision: f.revision(),
-            driver: bus
-                .binding(f.address())
-                .and_then(|b| b.driver().map(str::to_string)),
-            nid,
-            version,
-            platform,
-        }
-    }
-}
+pub use crate::machine::EmulatedDevice;
 
 /// What `nicemu devices` shows: a cluster's emulated devices and the real NICs in sysfs.
 #[derive(Debug)]

@@ -12,12 +12,8 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use emu_core::engine::deterministic::Deterministic;
-use emu_core::engine::threaded::Threaded;
-use emu_core::engine::{DeviceId, Engine, EngineError, Progress};
-use emu_core::fabric::{
-    CaptureSink, Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology,
-};
+use emu_core::engine::{DeviceId, EngineError, Progress};
+use emu_core::fabric::{Fabric, FabricConfig, FabricError, FaultConfig, PortId, Topology};
 use emu_core::memory::HostMemory;
 use emu_core::time::SimDuration;
 use firmware_spec::gemini::gni::{self, JobLimits};
@@ -25,11 +21,10 @@ use thiserror::Error;
 
 use driver::gemini::{JobConfig, Kgni, KgniClient, KgniConfig, KgniDriver, Waiter};
 use driver::mem::HostMem;
-use driver::pci::{BindState, PciBus, PciDriver, PciError};
+use driver::pci::{BindState, PciBus, PciDriver, PciError, PciFunction};
 
-use crate::devices::EmulatedDevice;
-use crate::engine::{EngineKind, ProgressWrap, wrap_progress};
 use crate::function::{AttachError, attach};
+use crate::machine::{EmulatedDevice, Machine, MachineBuilder, MachineNode, NicParts, NodeBuild};
 
 /// The ptag of the job a cluster configures by default (in the user range).
 pub const DEFAULT_PTAG: u8 = 16;
@@ -87,246 +82,131 @@ pub enum GeminiClusterError {
     },
 }
 
-/// Builder of a [`GeminiCluster`].
-#[derive(Clone)]
-pub struct GeminiClusterBuilder {
+/// The Gemini parts of a machine ([`NicParts`]): a 3D torus of routers with two NICs each
+/// (as on a Gemini ASIC), kgni probed on every node and the job configured on it by a
+/// privileged launcher client; waits progress through the engine and every node's
+/// interrupt-handler work.
+#[derive(Debug)]
+pub struct GeminiParts;
+
+/// The Gemini settings of a [`GeminiClusterBuilder`].
+#[derive(Clone, Debug)]
+pub struct GeminiSettings {
     dims: [u32; 3],
     nics_per_router: u32,
-    engine: EngineKind,
-    memory: u64,
     config: KgniConfig,
     job: Option<JobConfig>,
     ntt: bool,
     faults: FaultConfig,
-    wrap: Option<ProgressWrap>,
-    hosted: Option<u32>,
     request_timeout: Option<SimDuration>,
-    capture: Option<Arc<dyn CaptureSink>>,
-    on_node: Option<crate::cassini::BuildProgress>,
 }
 
-impl fmt::Debug for GeminiClusterBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiClusterBuilder")
-            .field("dims", &self.dims)
-            .field("nics_per_router", &self.nics_per_router)
-            .field("engine", &self.engine)
-            .field("memory", &self.memory)
-            .field("job", &self.job)
-            .field("ntt", &self.ntt)
-            .field("progress_wrap", &self.wrap.is_some())
-            .field("hosted", &self.hosted)
-            .field("capture", &self.capture.is_some())
-            .field("on_node", &self.on_node.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for GeminiClusterBuilder {
+impl Default for GeminiSettings {
     fn default() -> Self {
-        GeminiClusterBuilder {
+        GeminiSettings {
             dims: [1, 1, 1],
             nics_per_router: 2,
-            engine: EngineKind::Deterministic { seed: 0 },
-            memory: 64 << 20,
             config: KgniConfig::default(),
             job: None,
             ntt: true,
             faults: FaultConfig::none(),
-            wrap: None,
-            hosted: None,
             request_timeout: None,
-            capture: None,
-            on_node: None,
         }
     }
 }
 
-impl GeminiClusterBuilder {
-    /// Routers along x, y, z (default 1×1×1).
-    pub fn dims(mut self, dims: [u32; 3]) -> Self {
-        self.dims = dims;
-        self
+/// What a Gemini machine keeps besides its nodes: the cluster-wide progress and the job.
+pub struct GeminiShared {
+    progress: Arc<ClusterProgress>,
+    job: JobConfig,
+}
+
+/// Builder of a [`GeminiCluster`].
+pub type GeminiClusterBuilder = MachineBuilder<GeminiParts>;
+
+/// An emulated Gemini cluster.
+pub type GeminiCluster = Machine<GeminiParts>;
+
+impl NicParts for GeminiParts {
+    type Settings = GeminiSettings;
+    type Node = GeminiNode;
+    type Shared = GeminiShared;
+    type Error = GeminiClusterError;
+
+    const DEFAULT_MEMORY: u64 = 64 << 20;
+
+    fn set_driver_faults(s: &mut GeminiSettings, faults: driver::faults::DriverFaults) {
+        s.config.faults = faults;
     }
 
-    /// NICs per router (default 2).
-    pub fn nics_per_router(mut self, n: u32) -> Self {
-        self.nics_per_router = n;
-        self
-    }
-
-    /// The engine (default deterministic, seed 0).
-    pub fn engine(mut self, e: EngineKind) -> Self {
-        self.engine = e;
-        self
-    }
-
-    /// RAM per node (default 64 MiB).
-    pub fn memory_per_node(mut self, bytes: u64) -> Self {
-        self.memory = bytes;
-        self
-    }
-
-    /// Driver settings of every node (`device_id` is kept per node).
-    pub fn kgni_config(mut self, c: KgniConfig) -> Self {
-        self.config = c;
-        self
-    }
-
-    /// The drivers' fault sites (default none; `driver::faults`).
-    pub fn driver_faults(mut self, f: driver::faults::DriverFaults) -> Self {
-        self.config.faults = f;
-        self
-    }
-
-    /// The job to configure on every node (default: [`DEFAULT_PTAG`], a cookie from
-    /// [`DEFAULT_PKEY`], no limits, an NTT mapping logical PE `i` to node `i`).
-    pub fn job(mut self, job: JobConfig) -> Self {
-        self.job = Some(job);
-        self
-    }
-
-    /// Whether the default job gets an NTT (default true).
-    pub fn ntt(mut self, on: bool) -> Self {
-        self.ntt = on;
-        self
-    }
-
-    /// Fabric faults (default none).
-    pub fn faults(mut self, f: FaultConfig) -> Self {
-        self.faults = f;
-        self
-    }
-
-    /// Wrap each node's progress handle (see [`ProgressWrap`]): the node's kgni waits and
-    /// the uGNI library's polls (through `Kgni::progress`) call the wrapped handle.
-    pub fn progress_wrap(mut self, wrap: ProgressWrap) -> Self {
-        self.wrap = Some(wrap);
-        self
-    }
-
-    /// Build only the node of PE `pe` (the torus still has a port for every node): what
-    /// one process of a multi-process job hosts. Packets to the other nodes' ports leave
-    /// through the engine's outlet (`emu_core::fabric::remote`).
-    pub fn hosted_node(mut self, pe: u32) -> Self {
-        self.hosted = Some(pe);
-        self
-    }
-
-    /// How long a request may go unanswered before the NIC fails it with `REQUEST_TIMEOUT`
-    /// (default the model's 100 ms, `GeminiConfig::request_timeout`).
-    pub fn request_timeout(mut self, t: SimDuration) -> Self {
-        self.request_timeout = Some(t);
-        self
-    }
-
-    /// Capture every packet injected into the fabric with `sink` (`nicemu trace`), from the
-    /// moment the machine is built. Off by default.
-    pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
-        self.capture = Some(sink);
-        self
-    }
-
-    /// Call `f` after each node is built (see [`crate::cassini::BuildProgress`]).
-    pub fn on_node_built(mut self, f: crate::cassini::BuildProgress) -> Self {
-        self.on_node = Some(f);
-        self
-    }
-
-    /// Build the engine, fabric and nodes, probe kgni on every node, configure the job.
-    pub fn build(self) -> Result<GeminiCluster, GeminiClusterError> {
+    fn fabric(s: &GeminiSettings) -> Result<(Fabric, usize), GeminiClusterError> {
         let mut fabric = Fabric::new(FabricConfig {
             topology: Topology::Torus3D {
-                dims: self.dims,
-                nics_per_router: self.nics_per_router,
+                dims: s.dims,
+                nics_per_router: s.nics_per_router,
             },
-            link: emu_gemini::cluster::gemini_link_params(),
-            faults: self.faults,
+            link: emu_gemini::link::gemini_link_params(),
+            faults: s.faults,
         })?;
-        fabric.set_capture(self.capture.clone());
         // Gemini links retry lost and damaged packets themselves (LCB link-level retry).
-        fabric.set_link_retry(Some(emu_gemini::cluster::gemini_link_retry()));
-        let ports = fabric.ports();
-        let started = self.engine.start(fabric)?;
-        let (engine, threaded) = (started.engine, started.threaded);
-        let progress = Arc::new(ClusterProgress {
-            engine: engine.progress_handle(),
-            nodes: Mutex::new(Vec::new()),
-        });
-        let cluster_progress = Arc::clone(&progress) as Arc<dyn Progress>;
-        let waiter = |node: usize| {
-            let p = wrap_progress(self.wrap.as_ref(), node, &cluster_progress);
-            if threaded.is_some() {
-                Waiter::Threaded(p)
-            } else {
-                Waiter::Deterministic(p)
-            }
-        };
-        let job = self.job.clone().unwrap_or_else(|| JobConfig {
+        fabric.set_link_retry(Some(emu_gemini::link::gemini_link_retry()));
+        let ports = fabric.ports() as usize;
+        Ok((fabric, ports))
+    }
+
+    fn shared(s: &GeminiSettings, engine: Arc<dyn Progress>, nodes: usize) -> GeminiShared {
+        let job = s.job.clone().unwrap_or_else(|| JobConfig {
             ptag: DEFAULT_PTAG,
             cookie: gni::job_create_cookie(DEFAULT_PKEY, 0),
             limits: JobLimits::default(),
-            ntt: if self.ntt {
-                (0..ports).collect()
+            ntt: if s.ntt {
+                (0..nodes as u32).collect()
             } else {
                 Vec::new()
             },
         });
-        let hosted = match self.hosted {
-            Some(pe) if pe >= ports => {
-                return Err(GeminiClusterError::NoSuchNode {
-                    node: pe as usize,
-                    nodes: ports as usize,
-                });
-            }
-            Some(pe) => pe..pe + 1,
-            None => 0..ports,
-        };
-        let total = hosted.len();
-        let mut nodes = Vec::with_capacity(total);
-        for pe in hosted {
-            let node = self.build_node(pe, &engine, &waiter(pe as usize), &job)?;
-            progress
-                .nodes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(Arc::downgrade(&node.kgni));
-            nodes.push(node);
-            if let Some(f) = &self.on_node {
-                f(nodes.len(), total);
-            }
-        }
-        Ok(GeminiCluster {
-            engine,
-            threaded,
-            deterministic: started.deterministic,
-            progress,
-            nodes,
+        GeminiShared {
+            progress: Arc::new(ClusterProgress {
+                engine,
+                nodes: Mutex::new(Vec::new()),
+            }),
             job,
-            kind: self.engine,
-        })
+        }
+    }
+
+    fn progress(shared: &GeminiShared) -> Arc<dyn Progress> {
+        Arc::clone(&shared.progress) as Arc<dyn Progress>
+    }
+
+    fn no_such_node(node: usize, nodes: usize) -> GeminiClusterError {
+        GeminiClusterError::NoSuchNode { node, nodes }
     }
 
     fn build_node(
-        &self,
-        pe: u32,
-        engine: &Arc<dyn Engine>,
-        waiter: &Waiter,
-        job: &JobConfig,
+        s: &GeminiSettings,
+        shared: &GeminiShared,
+        b: NodeBuild<'_>,
     ) -> Result<GeminiNode, GeminiClusterError> {
-        let index = pe as usize;
+        let index = b.index;
+        let pe = index as u32;
+        let waiter = if b.threaded {
+            Waiter::Threaded(b.progress)
+        } else {
+            Waiter::Deterministic(b.progress)
+        };
+        let job = &shared.job;
         let mut model_cfg = emu_gemini::GeminiConfig::new(pe);
-        if let Some(t) = self.request_timeout {
+        if let Some(t) = s.request_timeout {
             model_cfg.request_timeout = t;
         }
         let model = emu_gemini::Gemini::new(model_cfg).map_err(|e| GeminiClusterError::Device {
             node: index,
             reason: e.to_string(),
         })?;
-        let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
+        let nic = attach(b.engine, index, b.memory, Box::new(model), PortId(pe))?;
         let (host, ram, mut bus, address, device) =
             (nic.host, nic.ram, nic.bus, nic.address, nic.device);
-        let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());
+        let driver = KgniDriver::new(Arc::clone(&host), s.config.clone());
         let report = bus.probe_all(&[&driver as &dyn PciDriver]);
         let kgni = match report.first() {
             Some((a, BindState::Bound { .. })) => bus.drvdata::<Kgni>(*a),
@@ -344,7 +224,7 @@ impl GeminiClusterBuilder {
             address: address.to_string(),
             reason: "no driver data".into(),
         })?;
-        kgni.set_waiter(waiter.clone());
+        kgni.set_waiter(waiter);
         let launcher = kgni.open_privileged();
         launcher
             .configure_job(job.clone())
@@ -352,6 +232,12 @@ impl GeminiClusterBuilder {
                 node: index,
                 reason: e.to_string(),
             })?;
+        shared
+            .progress
+            .nodes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(&kgni));
         Ok(GeminiNode {
             pe,
             device,
@@ -361,6 +247,66 @@ impl GeminiClusterBuilder {
             kgni,
             launcher: Some(launcher),
         })
+    }
+
+    fn before_shutdown(nodes: &mut [GeminiNode]) {
+        // Close the launchers while the engine still runs.
+        for n in nodes {
+            n.launcher = None;
+        }
+    }
+}
+
+impl MachineBuilder<GeminiParts> {
+    /// Routers along x, y, z (default 1×1×1).
+    pub fn dims(mut self, dims: [u32; 3]) -> Self {
+        self.nic.dims = dims;
+        self
+    }
+
+    /// NICs per router (default 2).
+    pub fn nics_per_router(mut self, n: u32) -> Self {
+        self.nic.nics_per_router = n;
+        self
+    }
+
+    /// Driver settings of every node (`device_id` is kept per node).
+    pub fn kgni_config(mut self, c: KgniConfig) -> Self {
+        self.nic.config = c;
+        self
+    }
+
+    /// The job to configure on every node (default: [`DEFAULT_PTAG`], a cookie from
+    /// [`DEFAULT_PKEY`], no limits, an NTT mapping logical PE `i` to node `i`).
+    pub fn job(mut self, job: JobConfig) -> Self {
+        self.nic.job = Some(job);
+        self
+    }
+
+    /// Whether the default job gets an NTT (default true).
+    pub fn ntt(mut self, on: bool) -> Self {
+        self.nic.ntt = on;
+        self
+    }
+
+    /// Fabric faults (default none).
+    pub fn faults(mut self, f: FaultConfig) -> Self {
+        self.nic.faults = f;
+        self
+    }
+
+    /// Build only the node of PE `pe` (the torus still has a port for every node): what
+    /// one process of a multi-process job hosts. Packets to the other nodes' ports leave
+    /// through the engine's outlet (`emu_core::fabric::remote`).
+    pub fn hosted_node(self, pe: u32) -> Self {
+        self.hosted(pe as usize)
+    }
+
+    /// How long a request may go unanswered before the NIC fails it with `REQUEST_TIMEOUT`
+    /// (default the model's 100 ms, `GeminiConfig::request_timeout`).
+    pub fn request_timeout(mut self, t: SimDuration) -> Self {
+        self.nic.request_timeout = Some(t);
+        self
     }
 }
 
@@ -450,116 +396,41 @@ impl GeminiNode {
     }
 }
 
-/// An emulated Gemini cluster.
-pub struct GeminiCluster {
-    engine: Arc<dyn Engine>,
-    threaded: Option<Arc<Threaded>>,
-    deterministic: Option<Deterministic>,
-    progress: Arc<ClusterProgress>,
-    nodes: Vec<GeminiNode>,
-    job: JobConfig,
-    kind: EngineKind,
-}
+impl MachineNode for GeminiNode {
+    fn node_index(&self) -> usize {
+        self.pe as usize
+    }
 
-impl fmt::Debug for GeminiCluster {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiCluster")
-            .field("engine", &self.kind)
-            .field("nodes", &self.nodes.len())
-            .finish()
+    fn bus(&self) -> &Mutex<PciBus> {
+        &self.bus
+    }
+
+    fn describe(&self, bus: &PciBus, f: &PciFunction) -> EmulatedDevice {
+        EmulatedDevice::describe(
+            self.pe as usize,
+            bus,
+            f,
+            Some(self.pe),
+            Some("Gemini".to_string()),
+            Some("emulated".to_string()),
+        )
     }
 }
 
-impl GeminiCluster {
+impl Machine<GeminiParts> {
     /// A builder (one router with 2 NICs, deterministic engine, seed 0).
     pub fn builder() -> GeminiClusterBuilder {
         GeminiClusterBuilder::default()
     }
 
-    /// The nodes, by PE.
-    pub fn nodes(&self) -> &[GeminiNode] {
-        &self.nodes
-    }
-
-    /// Node `pe` (`None` if it is not in the cluster, or not hosted here).
-    pub fn node(&self, pe: usize) -> Option<&GeminiNode> {
-        match self.nodes.get(pe) {
-            Some(n) if n.pe as usize == pe => Some(n),
-            _ => self.nodes.iter().find(|n| n.pe as usize == pe),
-        }
-    }
-
-    /// The threaded engine's own handle, when the cluster runs on one (to connect it to
-    /// the fabric between processes).
-    pub fn threaded(&self) -> Option<&Arc<Threaded>> {
-        self.threaded.as_ref()
-    }
-
     /// The job configured on every node.
     pub fn job(&self) -> &JobConfig {
-        &self.job
-    }
-
-    /// The engine.
-    pub fn engine(&self) -> &Arc<dyn Engine> {
-        &self.engine
-    }
-
-    /// The engine kind.
-    pub fn engine_kind(&self) -> &EngineKind {
-        &self.kind
-    }
-
-    /// The deterministic engine's own handle (to step it event by event, read its trace
-    /// digest), when the cluster runs on one.
-    pub fn deterministic(&self) -> Option<&Deterministic> {
-        self.deterministic.as_ref()
-    }
-
-    /// The cluster's PCI functions, for `nicemu devices` (NID = the node's PE).
-    pub fn devices(&self) -> Vec<EmulatedDevice> {
-        let mut out = Vec::new();
-        for node in &self.nodes {
-            node.with_bus(|bus| {
-                for f in bus.functions() {
-                    out.push(EmulatedDevice::describe(
-                        node.pe as usize,
-                        bus,
-                        f,
-                        Some(node.pe),
-                        Some("Gemini".to_string()),
-                        Some("emulated".to_string()),
-                    ));
-                }
-            });
-        }
-        out
+        &self.shared.job
     }
 
     /// Progress: engine work plus every node's interrupt-handler work.
     pub fn progress(&self) -> Arc<dyn Progress> {
-        Arc::clone(&self.progress) as Arc<dyn Progress>
-    }
-
-    /// Run until nothing is left to do or `max` steps ran; returns the steps that did work.
-    pub fn run(&self, max: u64) -> u64 {
-        let mut n = 0;
-        while n < max && self.progress.progress() {
-            n += 1;
-        }
-        n
-    }
-}
-
-impl Drop for GeminiCluster {
-    fn drop(&mut self) {
-        // Close the launchers while the engine still runs.
-        for n in &mut self.nodes {
-            n.launcher = None;
-        }
-        if let Some(t) = &self.threaded {
-            t.shutdown();
-        }
+        Arc::clone(self.progress_handle())
     }
 }
 

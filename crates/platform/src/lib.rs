@@ -8,9 +8,11 @@
 //! the driver, the user libraries and the MPI layer above them never link an emulator and run
 //! the same on a real NIC bound through vfio.
 //!
-//! - [`cassini`]: clusters of Cassini nodes ([`Cluster`]).
-//! - [`gemini`]: clusters of Gemini nodes on a 3D torus ([`GeminiCluster`]), with a job
-//!   configured as a launcher would.
+//! - [`machine`]: what every machine shares whatever its NIC: the builder's common settings,
+//!   the build, the engine handles and nodes of the result ([`Machine`]).
+//! - [`cassini`]: clusters of Cassini nodes ([`Cluster`], a machine of [`CassiniParts`]).
+//! - [`gemini`]: clusters of Gemini nodes on a 3D torus ([`GeminiCluster`], a machine of
+//!   [`GeminiParts`]), with a job configured as a launcher would.
 //! - [`engine`]: which engine drives a cluster ([`EngineKind`]).
 //! - [`devices`]: the listing behind `nicemu devices`.
 //! - [`process`]: one node of a job's machine hosted in this process, linked to the other
@@ -23,9 +25,10 @@ pub mod devices;
 pub mod engine;
 mod function;
 pub mod gemini;
+pub mod machine;
 pub mod process;
 
-pub use cassini::{BuildProgress, Cluster, ClusterBuilder, ClusterError, Node};
+pub use cassini::{CassiniParts, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};
 pub use driver::faults::DriverFaults;
 pub use emu_core::engine::deterministic::Deterministic;
@@ -37,7 +40,10 @@ pub use emu_core::nic_faults::{NicFaultCounters, NicFaults};
 pub use emu_core::time::{SimDuration, SimTime};
 pub use engine::{EngineKind, ProgressWrap};
 pub use function::AttachError;
-pub use gemini::{GeminiCluster, GeminiClusterBuilder, GeminiClusterError, GeminiNode};
+pub use gemini::{
+    GeminiCluster, GeminiClusterBuilder, GeminiClusterError, GeminiNode, GeminiParts,
+};
+pub use machine::{BuildProgress, Machine, MachineBuilder};
 
 /// Which NIC a machine has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,18 +10,12 @@ use thiserror::Error;
 use super::address::{NicKind, PciAddress, PciId};
 use super::dma::{DmaError, DmaMapping, DmaTable, HostRange};
 use super::emulated::EmulatedFunction;
+use super::header::{
+    CAP_ID_MSIX, CFG_CAPABILITY_LIST, CFG_CLASS_REV, CFG_COMMAND, CFG_ID, COMMAND_MASTER,
+    COMMAND_MEMORY, CONFIG_SPACE_SIZE, MAX_CAPABILITIES, MSIX_ENABLE, MSIX_FUNCTION_MASK, NUM_BARS,
+};
 use super::vfio::{VfioError, VfioFunction};
 use super::wait::{Interrupts, MsixError, check_msix_request};
-
-/// Size of PCI Express extended configuration space.
-pub const CONFIG_SPACE_SIZE: u16 = 4096;
-/// Number of BARs of a type-0 header.
-pub const NUM_BARS: u8 = 6;
-
-/// Config offset of the vendor id (low half) and device id (high half).
-const CFG_ID: u16 = 0x00;
-/// Config offset of the revision (byte 0) and class code (bytes 1..4).
-const CFG_CLASS_REV: u16 = 0x08;
 
 /// Why an operation on a PCI function failed.
 #[derive(Debug, Error)]
@@ -194,6 +188,35 @@ impl PciFunction {
             }
             Backend::Vfio(v) => Ok(v.config_write(offset, value)?),
         }
+    }
+
+    /// `pci_enable_device` + `pci_set_master`: memory space and bus mastering on.
+    pub fn enable_device(&self) -> Result<(), PciError> {
+        let cmd = self.config_read(CFG_COMMAND)?;
+        self.config_write(CFG_COMMAND, cmd | COMMAND_MEMORY | COMMAND_MASTER)
+    }
+
+    /// Set (`on`, with the function mask cleared) or clear the enable bit of the function's
+    /// MSI-X capability in config space. Returns whether the function has that capability.
+    pub fn set_msix_enable(&self, on: bool) -> Result<bool, PciError> {
+        let mut ptr = (self.config_read(CFG_CAPABILITY_LIST)? & 0xfc) as u16;
+        for _ in 0..MAX_CAPABILITIES {
+            if ptr == 0 {
+                break;
+            }
+            let dw = self.config_read(ptr)?;
+            if dw & 0xff == CAP_ID_MSIX {
+                let ctl = if on {
+                    (dw | MSIX_ENABLE << 16) & !(MSIX_FUNCTION_MASK << 16)
+                } else {
+                    dw & !(MSIX_ENABLE << 16)
+                };
+                self.config_write(ptr, ctl)?;
+                return Ok(true);
+            }
+            ptr = ((dw >> 8) & 0xfc) as u16;
+        }
+        Ok(false)
     }
 
     /// The MMIO handle of BAR `index` (0..6), `None` if the BAR is not implemented.

@@ -15,6 +15,7 @@ mod bus;
 mod dma;
 mod emulated;
 mod function;
+mod header;
 pub mod sysfs;
 pub mod vfio;
 mod wait;
@@ -26,6 +27,7 @@ pub use dma::{DmaError, DmaMapping, DmaTable, HostRange};
 /// store doorbells through mapped windows and never see emulator types).
 pub use emu_core::mmio::{MAX_BURST, Mmio, MmioError};
 pub use emulated::EmulatedFunction;
-pub use function::{BackendKind, CONFIG_SPACE_SIZE, NUM_BARS, PciError, PciFunction};
+pub use function::{BackendKind, PciError, PciFunction};
+pub use header::{CONFIG_SPACE_SIZE, NUM_BARS};
 pub use sysfs::{RealDevice, SysfsError, SysfsFunction, list_real_devices};
 pub use wait::{InterruptSink, Interrupts, MsixError, WaitObject, check_msix_request};

@@ -24,6 +24,7 @@ use crate::time::{SimDuration, SimTime};
 use std::sync::Arc;
 use thiserror::Error;
 
+#[cfg(feature = "harness")]
 pub mod bench;
 pub mod deterministic;
 pub mod threaded;

@@ -5,7 +5,8 @@
 //!   links and deterministic routes.
 //! - [`link`]: link timing ([`LinkParams`]) and the per-direction, per-priority queue model.
 //! - [`faults`]: the seeded fault sites ([`FaultConfig`]).
-//! - [`Fabric`]: all of it together; engines call [`Fabric::inject`] for every packet sent.
+//! - [`Fabric`] (`network`): all of it together; engines call [`Fabric::inject`] (`inject`)
+//!   for every packet sent.
 //! - [`pool`]: a free list of packet buffers that engines lend to devices.
 //! - [`remote`]: the fabric between processes (shared-memory rings on one host, TCP
 //!   between hosts) when each process hosts one node.
@@ -15,8 +16,11 @@
 
 pub mod capture;
 pub mod faults;
+mod inject;
 pub mod link;
 mod network;
+#[cfg(test)]
+mod network_tests;
 pub mod pool;
 pub mod remote;
 pub mod topology;
@@ -26,8 +30,9 @@ use std::sync::Arc;
 
 pub use capture::{CaptureBuffer, CaptureSink, Captured};
 pub use faults::FaultConfig;
+pub use inject::Deliveries;
 pub use link::{LinkCounters, LinkParams, LinkRetry, NUM_PRIORITIES};
-pub use network::{Deliveries, Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
+pub use network::{Fabric, FabricConfig, FabricCounters, FabricError, TcCounters};
 pub use pool::{BufferPool, PoolStats};
 pub use topology::{Dir, Graph, Hop, LinkId, Node, Topology};
 

@@ -3,7 +3,7 @@
 //! cassini.md §5). CT commands go to trigger CQs (`CXI_CQ_TX_WITH_TRIG_CMDS`), which accept
 //! only 64 B and 128 B CT-type commands.
 
-use super::cmd::{CmdHeader, CmdSize, CmdType, CtOp, DmaOp};
+use super::cmd_header::{CmdHeader, CmdSize, CmdType, CtOp, DmaOp};
 use super::dma::{DmaAmo, FullDma, NomatchDma};
 use super::layout::{FormatError, Layout, layout, need};
 

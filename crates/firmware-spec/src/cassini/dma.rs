@@ -4,7 +4,7 @@
 //! cassini.md §2.1).
 
 use super::amo::{AmoOp, AmoType, CswapOp};
-use super::cmd::{CmdSize, CmdType, DmaFlags, DmaOp};
+use super::cmd_header::{CmdSize, CmdType, DmaFlags, DmaOp};
 use super::idc::ChecksumCtrl;
 use super::layout::{Field, FieldDesc, FieldKind, FormatError, Layout, layout, need};
 use crate::bits::{get_bits, set_bits};

@@ -8,7 +8,7 @@
 //! CT and EQ from the CQ's C_STATE, set by the last [`CState`] command.
 
 use super::amo::{AmoOp, AmoType, CswapOp};
-use super::cmd::{CmdHeader, CmdSize, CmdType, DmaFlags, DmaOp, Payload};
+use super::cmd_header::{CmdHeader, CmdSize, CmdType, DmaFlags, DmaOp, Payload};
 use super::layout::{FormatError, Layout, c_enum, layout, need};
 use super::limits::{C_MAX_IDC_PAYLOAD_RES, C_MAX_IDC_PAYLOAD_UNR};
 

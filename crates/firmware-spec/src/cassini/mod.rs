@@ -4,6 +4,7 @@
 
 pub mod amo;
 pub mod cmd;
+pub mod cmd_header;
 pub mod csr;
 pub mod ct;
 pub mod dfa;

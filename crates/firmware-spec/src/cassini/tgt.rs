@@ -3,7 +3,7 @@
 //! `cxi_cq_emit_target`, `cxi_target_cmd_setopts`; cassini.md §2.2, §4). Always 64 B,
 //! `cmd_type = CQ`.
 
-use super::cmd::{CmdSize, CmdType, TgtOp};
+use super::cmd_header::{CmdSize, CmdType, TgtOp};
 use super::layout::layout;
 use super::le::{LeFlags, PtlList, PtlteState};
 

@@ -12,7 +12,7 @@ use driver::pci::Mmio;
 use firmware_spec::cassini::csr::{self, Csr};
 use firmware_spec::cassini::pci::Generation;
 
-use super::device::DevShared;
+use super::devinfo::DevShared;
 use super::error::{CxiError, Result};
 
 /// Width of a hardware counter value (`cnt[0:56]` of the event-count arrays).

@@ -20,7 +20,7 @@ use firmware_spec::cassini::status::{
 };
 
 use super::cmdq::CmdQueue;
-use super::device::DevShared;
+use super::devinfo::DevShared;
 use super::error::{CxiError, Result};
 use super::evtq::EventQueue;
 use super::lni::{Lni, LniInner};

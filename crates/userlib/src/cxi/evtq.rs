@@ -21,7 +21,7 @@ use firmware_spec::cassini::event::{Event, EventType};
 use firmware_spec::cassini::le::EqFlags;
 use firmware_spec::cassini::status::{EQ_FIRST_EVENT_OFFSET, EqStatus, EqSwState};
 
-use super::device::DevShared;
+use super::devinfo::DevShared;
 use super::error::{CxiError, Result};
 use super::lni::{Lni, LniInner, WaitInner, WaitObj};
 use super::md::{Md, MdInner};

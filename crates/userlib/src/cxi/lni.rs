@@ -8,7 +8,7 @@ use std::sync::Arc;
 use driver::cassini::uapi::{LniFreeCmd, WaitAllocCmd, WaitFreeCmd};
 use driver::pci::WaitObject;
 
-use super::device::DevShared;
+use super::devinfo::DevShared;
 use super::error::Result;
 
 /// The LNI itself, shared by everything allocated through it.

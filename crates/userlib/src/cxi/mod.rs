@@ -19,29 +19,30 @@ pub mod cp;
 pub mod csr;
 pub mod ct;
 pub mod device;
+pub mod devinfo;
 pub mod domain;
 pub mod error;
 pub mod evtq;
 pub mod lni;
 pub mod md;
 pub mod pte;
+pub mod ring;
 pub mod trig;
 pub mod wait;
 
-pub use cmdq::{CmdQueue, CqOptions, RingMemory, RingWriter};
+pub use cmdq::{CmdQueue, CqOptions};
 pub use cp::Cp;
 pub use csr::{Counter, Csrs};
 pub use ct::Ct;
-pub use device::{
-    CXI_DEFAULT_SVC_ID, Device, DeviceInfo, OpenOptions, get_device_list, open_device,
-    open_device_with,
-};
+pub use device::{Device, OpenOptions, open_device, open_device_with};
+pub use devinfo::{CXI_DEFAULT_SVC_ID, DeviceInfo, get_device_list};
 pub use domain::Domain;
 pub use error::{CxiError, Result};
 pub use evtq::{EqOptions, EventQueue};
 pub use lni::{Lni, WaitObj};
 pub use md::Md;
 pub use pte::{Pte, PteMap, PteStatusInfo};
+pub use ring::{RingMemory, RingWriter};
 
 /// Addressing helpers (`cxi_build_dfa`, `CXI_MATCH_ID`, ...), from `firmware_spec`.
 pub mod dfa {

@@ -10,52 +10,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use driver::gemini::hw::MmioWindow;
-use driver::gemini::{AttachInfo, CdmId, EpId, KgniClient, Mapping, MmapToken, Request, Response};
+use driver::gemini::{AttachInfo, KgniClient, Mapping, MmapToken, Request, Response};
 use driver::mem::UserSpace;
 use firmware_spec::gemini::gni::{CdmMode, DlvrMode};
 
-use super::cq::CqInner;
 use super::error::{GniError, Result};
 use super::fma::Fma;
+use super::objects::{CdmCore, NicInner};
+use super::sync::lock;
 use super::wait::{ProgressHook, poll_until};
-
-/// Lock a mutex, ignoring poisoning (every critical section leaves its state consistent).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The kgni CDM and what it was created with.
-pub(crate) struct CdmCore {
-    pub(crate) client: Arc<KgniClient>,
-    pub(crate) id: CdmId,
-    pub(crate) inst_id: u32,
-    pub(crate) ptag: u8,
-    pub(crate) cookie: u32,
-    pub(crate) modes: CdmMode,
-    destroyed: AtomicBool,
-}
-
-impl CdmCore {
-    fn destroy(&self) -> Result<()> {
-        if self.destroyed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.client.request(Request::CdmDestroy { cdm: self.id })?;
-        Ok(())
-    }
-}
-
-impl Drop for CdmCore {
-    fn drop(&mut self) {
-        if let Err(e) = self.destroy() {
-            tracing::debug!(cdm = self.id.0, error = %e, "gni: CdmDestroy on drop");
-        }
-    }
-}
 
 /// A communication domain (`gni_cdm_handle_t`).
 pub struct Cdm {
@@ -168,55 +135,6 @@ impl Cdm {
     /// registrations, FMA descriptor); handles still held fail afterwards.
     pub fn destroy(self) -> Result<()> {
         self.core.destroy()
-    }
-}
-
-/// The state of an attached CDM, shared by every object made under it.
-pub(crate) struct NicInner {
-    pub(crate) cdm: Arc<CdmCore>,
-    pub(crate) client: Arc<KgniClient>,
-    pub(crate) attach: AttachInfo,
-    pub(crate) fma: Mutex<Fma>,
-    hook: RwLock<Option<ProgressHook>>,
-    pub(crate) cqs: Mutex<HashMap<u32, Weak<CqInner>>>,
-    pub(crate) dgram_ids: Mutex<HashMap<u64, EpId>>,
-    smsg_dlvr: AtomicU16,
-    /// Endpoints with SMSG initialized (retransmission, `smsg`).
-    pub(crate) smsg_eps: Mutex<Vec<Weak<super::ep::EpInner>>>,
-    /// `GNI_SmsgSetMaxRetrans`.
-    pub(crate) smsg_max_retrans: AtomicU32,
-    /// SMSG messages written again (`GNI_STAT_SMSG_RETRANS_COUNT`).
-    pub(crate) smsg_retransmits: AtomicU64,
-    /// A retransmission round waits for FMA sequences.
-    pub(crate) smsg_pending: AtomicBool,
-}
-
-impl NicInner {
-    pub(crate) fn cdm_id(&self) -> CdmId {
-        self.cdm.id
-    }
-
-    pub(crate) fn modes(&self) -> CdmMode {
-        self.cdm.modes
-    }
-
-    /// The progress hook: the one set with [`Nic::set_progress`], else the kgni device's own
-    /// (`Kgni::progress`, which follows the engine the node assembly reported).
-    pub(crate) fn hook(&self) -> Option<ProgressHook> {
-        let set = self
-            .hook
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        Some(set.unwrap_or_else(|| Arc::clone(self.client.device()) as ProgressHook))
-    }
-
-    pub(crate) fn smsg_dlvr(&self) -> DlvrMode {
-        DlvrMode(self.smsg_dlvr.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn cq_by_id(&self, id: u32) -> Option<Arc<CqInner>> {
-        lock(&self.cqs).get(&id).and_then(Weak::upgrade)
     }
 }
 

@@ -15,24 +15,23 @@
 //! Recovery is the documented one: drain the CQ, rescan what may have been missed (every
 //! SMSG mailbox), then [`Cq::clear_overrun`]; later events are `GNI_RC_SUCCESS` again.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use driver::clock::Instant;
 
-use driver::gemini::hw::MmioWindow;
 use driver::gemini::{CqId, CqInfo, Mapping, Request};
-use driver::mem::MemWindow;
 use driver::pci::Mmio;
 use firmware_spec::gemini::cq::USER_READ_INDEX_OFFSET;
 use firmware_spec::gemini::cqe::{Cqe, CqeSource, HwStatus};
 use firmware_spec::gemini::gni::{CqEventType, CqMode, PostType, ReturnCode};
 use firmware_spec::gemini::post::PostDescriptor;
 
-use super::cdm::{Nic, NicInner, lock};
+use super::cdm::Nic;
 use super::error::{GniError, Result};
+use super::objects::{CqInner, CqState, PostBook};
+use super::sync::lock;
 
 /// `STATUS` of a CQ alias page: bit 0 `OVERRUN` (sticky, write 1 to clear), bits 32..63 the
 /// lost-event count (docs/gemini-programming.md, ours).
@@ -81,32 +80,6 @@ impl Completed {
     }
 }
 
-/// An FMA post waiting for its local event.
-pub(crate) struct Pending {
-    pub(crate) desc: PostDescriptor,
-    pub(crate) ep: u32,
-}
-
-/// An RDMA post waiting for its local and/or global event, with the event data each
-/// carries.
-pub(crate) struct RdmaPending {
-    pub(crate) seq: u64,
-    pub(crate) desc: PostDescriptor,
-    pub(crate) ep: u32,
-    pub(crate) local: Option<u32>,
-    pub(crate) global: Option<u32>,
-}
-
-/// The posts whose completions this CQ will report (for `GetCompleted`).
-#[derive(Default)]
-pub(crate) struct PostBook {
-    /// FMA posts by transaction id (the `tid` of their event).
-    pub(crate) fma: HashMap<u16, Pending>,
-    /// RDMA posts in post order.
-    pub(crate) rdma: VecDeque<RdmaPending>,
-    pub(crate) next_seq: u64,
-}
-
 /// Events a polled CQ consumes before its read index is stored to `RD_INDEX` (an MMIO store
 /// to the alias page): the NIC needs the read index only to know how much of the ring is
 /// free. The ring is made [`RD_BATCH`] − 1 entries larger than asked for, so the NIC always
@@ -123,56 +96,6 @@ fn rd_batch(entry_count: u32, mode: CqMode) -> u32 {
         1
     } else {
         RD_BATCH
-    }
-}
-
-struct CqState {
-    rd: u32,
-    /// The read index last stored to `RD_INDEX`.
-    stored: u32,
-    /// Events consumed since `STATUS` was last read: an overrun since then needs a full
-    /// ring's worth of them (see [`Cq::get_event`]).
-    since_status: u32,
-    /// The current overrun was reported.
-    reported: bool,
-    /// PUT/GET completions still to be reported as transaction errors
-    /// ([`Cq::inject_post_errors`]).
-    inject: u32,
-}
-
-pub(crate) struct CqInner {
-    pub(crate) nic: Arc<NicInner>,
-    pub(crate) id: u32,
-    entries: u32,
-    /// Read-index stores are made every this many events ([`RD_BATCH`]).
-    batch: u32,
-    mode: CqMode,
-    ring: MemWindow,
-    alias: Arc<MmioWindow>,
-    st: Mutex<CqState>,
-    pub(crate) book: Mutex<PostBook>,
-    destroyed: AtomicBool,
-}
-
-impl CqInner {
-    fn destroy(&self) -> Result<()> {
-        if self.destroyed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.nic
-            .client
-            .request(Request::CqDestroy { cq: CqId(self.id) })?;
-        self.destroyed.store(true, Ordering::Release);
-        lock(&self.nic.cqs).remove(&self.id);
-        Ok(())
-    }
-}
-
-impl Drop for CqInner {
-    fn drop(&mut self) {
-        if let Err(e) = self.destroy() {
-            tracing::debug!(cq = self.id, error = %e, "gni: CqDestroy on drop");
-        }
     }
 }
 

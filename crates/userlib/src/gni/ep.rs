@@ -8,7 +8,7 @@
 //! endpoint listens for any peer's bound datagram; an exchange swaps both payloads
 //! (≤ 128 bytes each).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,62 +16,11 @@ use driver::gemini::{DatagramResult, EpId, KgniError, Request, Response};
 use firmware_spec::gemini::gni::{PostState, ReturnCode};
 use firmware_spec::gemini::limits;
 
-use super::cdm::{Nic, NicInner, lock};
-use super::cq::{Cq, CqInner};
+use super::cdm::Nic;
+use super::cq::Cq;
 use super::error::{GniError, Result};
-use super::smsg::Smsg;
-
-/// What `EpBind` set and what events carry.
-pub(crate) struct EpState {
-    /// `(remote_addr, remote_id)` once bound.
-    pub(crate) bound: Option<(u32, u32)>,
-    /// Data of local events (`None`: the peer's instance id).
-    pub(crate) ev_local: Option<u32>,
-    /// Data of global and remote events (default: this CDM's instance id).
-    pub(crate) ev_remote: u32,
-    /// SMSG state, after `SmsgInit`.
-    pub(crate) smsg: Option<Smsg>,
-}
-
-impl EpState {
-    /// `(pe, local event data, remote event data)` of a bound endpoint.
-    pub(crate) fn peer(&self) -> Result<(u32, u32, u32)> {
-        let (addr, id) = self
-            .bound
-            .ok_or(GniError::state("the endpoint is not bound"))?;
-        Ok((addr, self.ev_local.unwrap_or(id), self.ev_remote))
-    }
-}
-
-pub(crate) struct EpInner {
-    pub(crate) nic: Arc<NicInner>,
-    pub(crate) id: EpId,
-    pub(crate) cq: Option<Arc<CqInner>>,
-    pub(crate) st: Mutex<EpState>,
-    destroyed: AtomicBool,
-}
-
-impl EpInner {
-    fn destroy(&self) -> Result<()> {
-        if self.destroyed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.nic
-            .client
-            .request(Request::EpDestroy { ep: self.id })?;
-        self.destroyed.store(true, Ordering::Release);
-        lock(&self.nic.dgram_ids).retain(|_, e| *e != self.id);
-        Ok(())
-    }
-}
-
-impl Drop for EpInner {
-    fn drop(&mut self) {
-        if let Err(e) = self.destroy() {
-            tracing::debug!(ep = self.id.0, error = %e, "gni: EpDestroy on drop");
-        }
-    }
-}
+use super::objects::{CqInner, EpInner, EpState};
+use super::sync::lock;
 
 /// An endpoint (`gni_ep_handle_t`).
 pub struct Ep {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use driver::gemini::hw::MmioWindow;
-use driver::gemini::{CqId, Request};
+use driver::gemini::{CdmId, CqId, KgniClient, Request};
 use driver::pci::{MAX_BURST, Mmio};
 use firmware_spec::gemini::fma::{
     self, FmaDescriptor, FmaMode2, GetControlWord, SyncType, compose_base_offset, reg,
@@ -17,9 +17,8 @@ use firmware_spec::gemini::fma::{
 use firmware_spec::gemini::gni::{DlvrMode, ReturnCode};
 use firmware_spec::gemini::limits;
 
-use super::cdm::NicInner;
 use super::error::{GniError, Result};
-use super::wait::poll_until;
+use super::wait::{ProgressHook, poll_until};
 
 /// `ERR_RC` of a descriptor page: the `gni_return_t` of the last locally rejected request
 /// (docs/gemini-programming.md, ours).
@@ -198,13 +197,19 @@ impl Fma {
     /// Make `cq` the descriptor's CQ (a privileged field: a kgni request). Switching waits
     /// until the descriptor has no sequence in flight, so no completion lands in the wrong
     /// CQ.
-    pub(crate) fn ensure_cq(&mut self, nic: &NicInner, cq: u32) -> Result<()> {
+    pub(crate) fn ensure_cq(
+        &mut self,
+        client: &KgniClient,
+        cdm: CdmId,
+        hook: impl FnOnce() -> Option<ProgressHook>,
+        cq: u32,
+    ) -> Result<()> {
         if self.cq == Some(cq) {
             return Ok(());
         }
         if self.cq.is_some() {
             let page = Arc::clone(&self.page);
-            let hook = nic.hook();
+            let hook = hook();
             poll_until(hook.as_ref(), Some(QUIESCE_TIMEOUT), || {
                 let w = page.read_u64(reg::STATUS)?;
                 Ok(((w >> fma::SSID_SHIFT) & fma::SSID_MASK == 0).then_some(()))
@@ -216,8 +221,8 @@ impl Fma {
                 )
             })?;
         }
-        nic.client.request(Request::FmaSetCq {
-            cdm: nic.cdm_id(),
+        client.request(Request::FmaSetCq {
+            cdm,
             cq: Some(CqId(cq)),
         })?;
         self.cq = Some(cq);

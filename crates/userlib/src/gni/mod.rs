@@ -27,8 +27,10 @@ pub mod ep;
 pub mod error;
 mod fma;
 pub mod mem;
+mod objects;
 pub mod post;
 pub mod smsg;
+mod sync;
 pub mod wait;
 
 pub use cdm::{Cdm, Nic};

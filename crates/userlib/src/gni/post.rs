@@ -15,12 +15,12 @@ use firmware_spec::gemini::gni::{CqEventMode, CqEventType, DlvrMode, PostType, R
 use firmware_spec::gemini::limits;
 use firmware_spec::gemini::post::PostDescriptor;
 
-use super::cdm::lock;
-use super::cq::{Pending, RdmaPending};
 use super::ep::Ep;
 use super::error::{GniError, Result};
 use super::fma::{Target, Win};
 use super::mem::{handle_info, offset_in};
+use super::objects::{Pending, RdmaPending};
+use super::sync::lock;
 
 /// Whether `mode` asks for a local completion event.
 pub(crate) fn local_events(mode: CqEventMode) -> bool {
@@ -99,7 +99,7 @@ impl Ep {
 
         let mut fma = lock(&nic.fma);
         if let Some(cq) = cq {
-            fma.ensure_cq(nic, cq.id)?;
+            nic.fma_cq(&mut fma, cq.id)?;
         }
         fma.reserve(1)?;
         let tid = match cq {
@@ -217,7 +217,7 @@ impl Ep {
         });
         let mut fma = lock(&nic.fma);
         if let Some(cq) = cq {
-            fma.ensure_cq(nic, cq.id)?;
+            nic.fma_cq(&mut fma, cq.id)?;
         }
         fma.reserve(1)?;
         let tid = match cq {

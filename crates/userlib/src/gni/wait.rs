@@ -1,38 +1,21 @@
-//! Waiting for the device without knowing which engine drives it.
-//!
-//! Everything the Gemini produces for user space (CQ entries, SMSG mailbox slots, GET and
-//! AMO results) lands in host memory, so waiting is polling. What makes the same loop
-//! correct on both engines is the progress hook of the kgni device (`Kgni::progress`, which
-//! follows the engine the node assembly reported), or one handed to a [`crate::gni::Nic`]
-//! with [`crate::gni::Nic::set_progress`]:
-//!
-//! - on the deterministic engine nothing happens unless the waiter runs the next device
-//!   event (and the kgni interrupt-handler work), which the hook does;
-//! - on the threaded engine the devices run by themselves; the hook runs a due item in the
-//!   caller's thread if there is one, else yields the CPU.
-//!
-//! Without a hook (real hardware, or a threaded engine with nobody to help), a wait spins a
-//! bounded number of polls and then yields the CPU.
+//! Waiting for a Gemini: [`crate::wait::poll_until`] with the progress hook of the kgni
+//! device (`Kgni::progress`, which follows the engine the node assembly reported), or one
+//! handed to a [`crate::gni::Nic`] with [`crate::gni::Nic::set_progress`], failing with
+//! `GNI_RC_TIMEOUT`. Without a hook (real hardware, or a threaded engine with nobody to help),
+//! a wait spins a bounded number of polls and then yields the CPU.
 
 use std::sync::Arc;
 use std::time::Duration;
-
-use driver::clock::Instant;
 
 use firmware_spec::gemini::gni::ReturnCode;
 
 use super::error::{GniError, Result};
 
+pub use crate::wait::SPIN_POLLS;
 pub use driver::Progress;
 
 /// A progress hook: one call runs one unit of device (and driver) work.
 pub type ProgressHook = Arc<dyn Progress>;
-
-/// Polls between two progress calls (or CPU yields) when the last one found nothing to do.
-pub const SPIN_POLLS: u32 = 256;
-
-/// Iterations between two looks at the clock.
-const CLOCK_EVERY: u32 = 64;
 
 /// Call `f` until it returns `Some`, letting the device progress in between. `timeout:
 /// None` waits for ever; otherwise `GNI_RC_TIMEOUT` when it passes. Errors from `f` end the
@@ -40,38 +23,17 @@ const CLOCK_EVERY: u32 = 64;
 pub fn poll_until<T>(
     hook: Option<&ProgressHook>,
     timeout: Option<Duration>,
-    mut f: impl FnMut() -> Result<Option<T>>,
+    f: impl FnMut() -> Result<Option<T>>,
 ) -> Result<T> {
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    let mut spins = 0u32;
-    let mut n = 0u32;
-    loop {
-        if let Some(v) = f()? {
-            return Ok(v);
+    let progress = || match hook {
+        Some(h) => h.progress(),
+        None => {
+            std::thread::yield_now();
+            false
         }
-        if spins > 0 {
-            spins -= 1;
-            std::hint::spin_loop();
-        } else {
-            let did = match hook {
-                Some(h) => h.progress(),
-                None => {
-                    std::thread::yield_now();
-                    false
-                }
-            };
-            if !did {
-                spins = SPIN_POLLS;
-            }
-        }
-        n = n.wrapping_add(1);
-        if n.is_multiple_of(CLOCK_EVERY)
-            && let Some(d) = deadline
-            && Instant::now() >= d
-        {
-            return Err(GniError::new(ReturnCode::Timeout, "wait timed out"));
-        }
-    }
+    };
+    let timed_out = || GniError::new(ReturnCode::Timeout, "wait timed out");
+    crate::wait::poll_until(progress, timeout, timed_out, f)
 }
 
 #[cfg(test)]

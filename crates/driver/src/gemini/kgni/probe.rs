@@ -183,17 +183,9 @@ impl Kgni {
     /// address and its vector number as data and is unmasked, and the capability's enable bit
     /// is set (function mask clear). The device delivers a vector only when all of that holds.
     fn msix_setup(function: &PciFunction) -> Result<(), KgniProbeError> {
-        const PCI_COMMAND: u16 = 0x04;
-        const COMMAND_MEMORY: u32 = 1 << 1;
-        const COMMAND_MASTER: u32 = 1 << 2;
-        const CAP_LIST: u16 = 0x34;
-        const CAP_ID_MSIX: u32 = 0x11;
-        const MSIX_ENABLE: u32 = 1 << 15;
-        const MSIX_FUNCTION_MASK: u32 = 1 << 14;
         // The x86 interrupt address window; the emulated platform delivers by vector.
         const MSI_ADDR: u32 = 0xFEE0_0000;
-        let cmd = function.config_read(PCI_COMMAND)?;
-        function.config_write(PCI_COMMAND, cmd | COMMAND_MEMORY | COMMAND_MASTER)?;
+        function.enable_device()?;
         let bar2 = function
             .bar(gpci::BAR2.index)
             .ok_or_else(|| KgniProbeError::Unsupported("no BAR 2 (MSI-X)".into()))?;
@@ -211,20 +203,11 @@ impl Kgni {
             mmio(e + 8, v)?;
             mmio(e + 12, 0)?;
         }
-        let mut ptr = (function.config_read(CAP_LIST)? & 0xfc) as u16;
-        for _ in 0..48 {
-            if ptr == 0 {
-                break;
-            }
-            let dw = function.config_read(ptr)?;
-            if dw & 0xff == CAP_ID_MSIX {
-                let ctl = (dw | (MSIX_ENABLE << 16)) & !(MSIX_FUNCTION_MASK << 16);
-                function.config_write(ptr, ctl)?;
-                return Ok(());
-            }
-            ptr = ((dw >> 8) & 0xfc) as u16;
+        if function.set_msix_enable(true)? {
+            Ok(())
+        } else {
+            Err(KgniProbeError::Unsupported("no MSI-X capability".into()))
         }
-        Err(KgniProbeError::Unsupported("no MSI-X capability".into()))
     }
 
     fn read_reset(

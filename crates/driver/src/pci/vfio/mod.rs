@@ -264,7 +264,7 @@ impl VfioFunction {
             .flatten()
             .ok_or(VfioError::NoConfigRegion)?;
         let mut bars = Vec::new();
-        for bar in 0..u32::from(super::function::NUM_BARS) {
+        for bar in 0..u32::from(super::header::NUM_BARS) {
             let index = VFIO_PCI_BAR0_REGION_INDEX + bar;
             let region = match device.region_info(index) {
                 Some(info) => VfioRegion::discover(index, &info)?,
