@@ -40,6 +40,7 @@
 //! The unsafe code is in two submodules: `raw` (the accesses, the fault handler, the probe)
 //! and `hooks` (the monitor's interception of the C library).
 
+pub mod bench;
 mod hooks;
 mod raw;
 
