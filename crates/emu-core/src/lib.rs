@@ -7,6 +7,8 @@
 //!   write at an offset with a width.
 //! - [`memory`], [`dma`]: host memory (vm-memory) and the DMA port through which a device
 //!   reaches it, only via a translation table (seam 2).
+//! - [`procmem`]: host memory's second backend, for a node hosted in a process: the process's
+//!   own registered memory, reached with no crash and no stray write.
 //! - [`pci`]: type-0 configuration space, BAR sizing, MSI-X.
 //! - [`pci_shell`]: the PCI function a device model wraps around its blocks (configuration
 //!   space, MSI-X table, the messages a configuration write released).
@@ -31,6 +33,7 @@ pub mod mmio;
 pub mod nic_faults;
 pub mod pci;
 pub mod pci_shell;
+pub mod procmem;
 pub mod rng;
 pub mod sparse;
 pub mod stall;

@@ -146,7 +146,14 @@ impl NicParts for CassiniParts {
             msix_vectors: s.msix_vectors,
             ..emu_cassini::CassiniConfig::default()
         });
-        let nic = attach(b.engine, i, b.memory, Box::new(model), PortId(nid))?;
+        let nic = attach(
+            b.engine,
+            i,
+            b.memory,
+            b.process_memory,
+            Box::new(model),
+            PortId(nid),
+        )?;
         let node = Node {
             index: i,
             nid,

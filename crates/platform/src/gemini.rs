@@ -203,7 +203,14 @@ impl NicParts for GeminiParts {
             node: index,
             reason: e.to_string(),
         })?;
-        let nic = attach(b.engine, index, b.memory, Box::new(model), PortId(pe))?;
+        let nic = attach(
+            b.engine,
+            index,
+            b.memory,
+            b.process_memory,
+            Box::new(model),
+            PortId(pe),
+        )?;
         let (host, ram, mut bus, address, device) =
             (nic.host, nic.ram, nic.bus, nic.address, nic.device);
         let driver = KgniDriver::new(Arc::clone(&host), s.config.clone());

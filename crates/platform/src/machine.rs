@@ -101,6 +101,9 @@ pub struct NodeBuild<'a> {
     pub progress: Arc<dyn Progress>,
     /// Host memory of the node in bytes.
     pub memory: u64,
+    /// Whether the node's host memory includes this process's own memory
+    /// ([`MachineBuilder::process_memory`]).
+    pub process_memory: bool,
 }
 
 /// What a NIC brings to a machine (see the module documentation).
@@ -152,6 +155,7 @@ pub struct MachineBuilder<K: NicParts> {
     memory: u64,
     wrap: Option<ProgressWrap>,
     hosted: Option<usize>,
+    process_memory: bool,
     capture: Option<Arc<dyn CaptureSink>>,
     on_node: Option<BuildProgress>,
     pub(crate) nic: K::Settings,
@@ -164,6 +168,7 @@ impl<K: NicParts> Clone for MachineBuilder<K> {
             memory: self.memory,
             wrap: self.wrap.clone(),
             hosted: self.hosted,
+            process_memory: self.process_memory,
             capture: self.capture.clone(),
             on_node: self.on_node.clone(),
             nic: self.nic.clone(),
@@ -178,6 +183,7 @@ impl<K: NicParts> Default for MachineBuilder<K> {
             memory: K::DEFAULT_MEMORY,
             wrap: None,
             hosted: None,
+            process_memory: false,
             capture: None,
             on_node: None,
             nic: K::Settings::default(),
@@ -193,6 +199,7 @@ impl<K: NicParts> fmt::Debug for MachineBuilder<K> {
             .field("nic", &self.nic)
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
+            .field("process_memory", &self.process_memory)
             .field("capture", &self.capture.is_some())
             .field("on_node", &self.on_node.is_some())
             .finish_non_exhaustive()
@@ -231,6 +238,16 @@ impl<K: NicParts> MachineBuilder<K> {
     /// engine's outlet (`emu_core::fabric::remote`).
     pub(crate) fn hosted(mut self, i: usize) -> Self {
         self.hosted = Some(i);
+        self
+    }
+
+    /// Give each node the process's own memory beside its RAM (default off): the RAM sits at
+    /// its own virtual addresses, and the driver registers any mapped memory of this process
+    /// (`cxil_map` of a program's pointer, `GNI_MemRegister` of its buffer), which the NIC then
+    /// reads and writes directly (`emu_core::procmem`, docs/emu-core-memory.md). What a node
+    /// hosted in a rank process has; [`crate::process::join`] turns it on.
+    pub fn process_memory(mut self, on: bool) -> Self {
+        self.process_memory = on;
         self
     }
 
@@ -275,6 +292,7 @@ impl<K: NicParts> MachineBuilder<K> {
                 threaded: started.threaded.is_some(),
                 progress: wrap_progress(self.wrap.as_ref(), i, &progress),
                 memory: self.memory,
+                process_memory: self.process_memory,
             };
             nodes.push(K::build_node(&self.nic, &shared, b)?);
             if let Some(f) = &self.on_node {

@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::procmem::ProcError;
+
 /// Why a host-memory access failed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MemoryError {
@@ -18,6 +20,10 @@ pub enum MemoryError {
     /// latest snapshot.
     #[error("cannot restore host memory: {0}")]
     Snapshot(&'static str),
+    /// An access outside the RAM of a node hosted in this process, to the process's own
+    /// memory, failed ([`crate::procmem`]).
+    #[error(transparent)]
+    Process(#[from] ProcError),
 }
 
 /// Why a page allocation or free failed.

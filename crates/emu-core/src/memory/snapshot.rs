@@ -86,7 +86,7 @@ impl HostMemory {
             ));
         }
         for &(addr, len) in lock(&self.inner.exposed).iter() {
-            written.mark(addr, len);
+            written.mark(addr - self.inner.base, len);
         }
         let zero = [0u8; SNAPSHOT_CHUNK as usize];
         let mut copied = 0;

@@ -239,7 +239,7 @@ impl Ep {
             .ok_or(GniError::param(
                 "local mailbox outside the process's memory",
             ))?;
-        let base = mbox.pages.addr() + mbox.offset;
+        let base = mbox.host_address(0);
         let rinfo = handle_info(&remote.mem_hndl)?;
         let rbase = rbase_addr
             .checked_sub(rinfo.va)

@@ -155,7 +155,7 @@ pub(super) const SPARE_IMAGES: usize = 16;
 
 impl Smsg {
     pub(super) fn mem(&self) -> &std::sync::Arc<dyn driver::mem::HostMem> {
-        self.mbox.pages.memory()
+        self.mbox.memory()
     }
 
     /// Slots the peer released of the mailbox this side sends into.
