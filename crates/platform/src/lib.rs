@@ -15,6 +15,8 @@
 //! - [`devices`]: the listing behind `nicemu devices`.
 //! - [`process`]: one node of a job's machine hosted in this process, linked to the other
 //!   processes' nodes ([`process::join`]).
+//! - [`rendezvous`]: how the ranks of a job find each other when a library the application
+//!   loads hosts the NIC (the libfabric provider, libugni) and no PMI-1 is at hand.
 
 #![forbid(unsafe_code)]
 
@@ -24,6 +26,7 @@ pub mod engine;
 mod function;
 pub mod gemini;
 pub mod process;
+pub mod rendezvous;
 
 pub use cassini::{BuildProgress, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};

@@ -26,7 +26,9 @@
 //! published: ranks with the same one link through shared memory; default the kernel's host
 //! name; `nicemu run --hosts` sets it), `NICEMU_NODE_MEMORY_MIB` (the node's RAM, default
 //! 1024: committed only as it is touched; the OSU one-sided bandwidth tests allocate a
-//! 256 MiB window), and the launcher's `PMI_PORT`.
+//! 256 MiB window), the launcher's `PMI_PORT`, and on a Gemini node the job credentials
+//! `PMI_GNI_PTAG`/`PMI_GNI_COOKIE` (`pmi::gni`): the node's job is configured with them, as
+//! ALPS configures the job a Cray launcher hands them for.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -60,6 +62,10 @@ pub enum HostError {
     /// The exchange of addresses through PMI failed.
     #[error(transparent)]
     Pmi(#[from] pmi::Error),
+    /// The launcher's variables do not describe a job, or its rendezvous directory cannot
+    /// be used ([`crate::rendezvous`]).
+    #[error("{0}")]
+    Launch(String),
 }
 
 /// How this process hosts its node and joins the job (see the module doc for the variables).
@@ -84,6 +90,8 @@ pub struct HostConfig {
     /// The launcher's `PMI_PORT` (`host:port`), if it gave one: the route to it tells which
     /// of this host's addresses the other hosts reach.
     pub pmi_port: Option<String>,
+    /// The ptag and cookie of the job a Gemini node configures.
+    pub gni: pmi::gni::Credentials,
 }
 
 impl HostConfig {
@@ -99,6 +107,7 @@ impl HostConfig {
             tcp_advertise: None,
             host: None,
             pmi_port: None,
+            gni: pmi::gni::Credentials::default(),
         }
     }
 
@@ -168,6 +177,8 @@ impl HostConfig {
             );
         }
         cfg.pmi_port = lookup("PMI_PORT");
+        cfg.gni = pmi::gni::Credentials::from_lookup(&lookup)
+            .map_err(|e| bad(e.var, &e.value, "expected a decimal number"))?;
         Ok(cfg)
     }
 }
@@ -350,6 +361,12 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                     .engine(engine)
                     .memory_per_node(cfg.memory)
                     .hosted_node(rank)
+                    .job(driver::gemini::JobConfig {
+                        ptag: cfg.gni.ptag,
+                        cookie: cfg.gni.cookie,
+                        limits: Default::default(),
+                        ntt: Vec::new(),
+                    })
                     .request_timeout(gemini_request_timeout(cfg.timeout))
                     .build()
                     .map_err(|e| HostError::Machine(e.to_string()))?,
