@@ -531,16 +531,24 @@ pub fn cassini_counters(c: &Cluster, node: usize) -> Vec<(String, u64)> {
 }
 
 /// The Gemini model's counter registers (`COUNTERS_BASE + 8 * index`, the model's register
-/// contract): the traffic ones.
+/// contract): traffic, the kinds of request (FMA PUTs, including SMSG messages, GETs, AMOs,
+/// BTE transfers), CQ events, lost events and timeouts.
 const GEMINI_COUNTERS: &[(u32, &str)] = &[
     (0, "packets_tx"),
     (1, "packets_rx"),
     (2, "bytes_tx"),
     (3, "bytes_rx"),
+    (5, "fma_puts"),
+    (6, "fma_gets"),
+    (7, "amos"),
+    (8, "bte_txds"),
+    (9, "cq_events"),
+    (10, "cq_lost"),
     (12, "timeouts"),
 ];
 
-fn gemini_counters(g: &GeminiCluster, node: usize) -> Vec<(String, u64)> {
+/// The Gemini counters of `node` in `g`, by name (as [`HostedNode::nic_counters`]).
+pub fn gemini_counters(g: &GeminiCluster, node: usize) -> Vec<(String, u64)> {
     let Some(n) = g.node(node) else {
         return Vec::new();
     };

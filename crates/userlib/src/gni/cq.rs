@@ -62,12 +62,15 @@ pub struct Completed {
     pub desc: PostDescriptor,
     /// The endpoint it was posted on.
     pub ep: u32,
+    /// The token the post was made with (`Ep::post_fma_as`; 0 otherwise).
+    pub user: u64,
 }
 
 /// An FMA post waiting for its local event.
 pub(crate) struct Pending {
     pub(crate) desc: PostDescriptor,
     pub(crate) ep: u32,
+    pub(crate) user: u64,
 }
 
 /// An RDMA post waiting for its local and/or global event, with the event data each
@@ -76,6 +79,7 @@ pub(crate) struct RdmaPending {
     pub(crate) seq: u64,
     pub(crate) desc: PostDescriptor,
     pub(crate) ep: u32,
+    pub(crate) user: u64,
     pub(crate) local: Option<u32>,
     pub(crate) global: Option<u32>,
 }
@@ -404,7 +408,7 @@ impl Cq {
             .source()
             .map_err(|_| GniError::new(ReturnCode::DescriptorError, "event has no source"))?;
         let mut book = lock(&self.inner.book);
-        let (mut desc, ep) = if source == CqeSource::Bte {
+        let (mut desc, ep, user) = if source == CqeSource::Bte {
             let data = cqe.inst_id();
             let pos = book
                 .rdma
@@ -420,7 +424,7 @@ impl Cq {
             } else {
                 p.global = None;
             }
-            let out = (p.desc, p.ep);
+            let out = (p.desc, p.ep, p.user);
             if p.local.is_none() && p.global.is_none() {
                 book.rdma.remove(pos);
             }
@@ -430,7 +434,7 @@ impl Cq {
                 ReturnCode::DescriptorError,
                 "no FMA post with this transaction id",
             ))?;
-            (p.desc, p.ep)
+            (p.desc, p.ep, p.user)
         } else {
             return Err(GniError::new(
                 ReturnCode::DescriptorError,
@@ -454,7 +458,7 @@ impl Cq {
             rc = ReturnCode::TransactionError;
             desc.status = u64::from(HwStatus::RequestTimeout.code());
         }
-        Ok(Completed { rc, desc, ep })
+        Ok(Completed { rc, desc, ep, user })
     }
 
     /// Error injection above the NIC (ours, after the libfabric GNI provider's
@@ -474,6 +478,12 @@ impl Cq {
 
     /// `GNI_CqDestroy`: `GNI_RC_ERROR_RESOURCE` while an endpoint or registration uses it.
     pub fn destroy(self) -> Result<()> {
+        self.inner.destroy()
+    }
+
+    /// [`Cq::destroy`] through a shared reference: on `GNI_RC_ERROR_RESOURCE` the CQ stays
+    /// usable (a C handle keeps naming it); after success every use fails.
+    pub fn try_destroy(&self) -> Result<()> {
         self.inner.destroy()
     }
 }

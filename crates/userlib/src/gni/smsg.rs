@@ -135,6 +135,25 @@ impl SmsgMsg {
     }
 }
 
+/// Where the current message lies in the local mailbox ([`Ep::smsg_get_next_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmsgInPlace {
+    /// The message's tag.
+    pub tag: u8,
+    /// Its sequence number on the mailbox.
+    pub seqno: u32,
+    /// Bytes of user header.
+    pub hdr_len: u32,
+    /// Bytes of data after the header.
+    pub data_len: u32,
+    /// Host address of the slot (its 16-byte slot header comes first).
+    host: u64,
+    /// The user header's address in the process (`msg_buffer + mbox_offset` of the local
+    /// attributes, plus the slot's offset and the slot header): what the C
+    /// `GNI_SmsgGetNext[WTag]` returns.
+    pub va: u64,
+}
+
 /// `FMA_SMSG_MAX_RETRANS_DEFAULT` (gni_pub.h; gemini.md §1.8): retransmission rounds of an
 /// `MBOX_AUTO_RETRANSMIT` mailbox before an error reaches the caller.
 pub const SMSG_MAX_RETRANS_DEFAULT: u32 = 10;
@@ -635,6 +654,31 @@ impl Ep {
     /// (0xFF), a message with another tag gives `GNI_RC_NO_MATCH` and stays. The message
     /// stays current (later calls return it again) until [`Ep::smsg_release`].
     pub fn smsg_get_next_w_tag(&self, tag: u8) -> Result<Option<SmsgMsg>> {
+        let Some((at, mem)) = self.smsg_next(tag)? else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0u8; (at.hdr_len + at.data_len) as usize];
+        mem.read(at.host + u64::from(HEADER_SIZE), &mut bytes)?;
+        Ok(Some(SmsgMsg {
+            tag: at.tag,
+            seqno: at.seqno,
+            hdr_len: at.hdr_len as usize,
+            bytes,
+        }))
+    }
+
+    /// [`Ep::smsg_get_next_w_tag`] without copying the message out of the mailbox: where it
+    /// lies in the process's memory, as the C `GNI_SmsgGetNextWTag` hands out a pointer to
+    /// the message in the mailbox. Valid until [`Ep::smsg_release`].
+    pub fn smsg_get_next_in_place(&self, tag: u8) -> Result<Option<SmsgInPlace>> {
+        Ok(self.smsg_next(tag)?.map(|(at, _)| at))
+    }
+
+    /// The next message's slot, made current; `None` when there is none.
+    fn smsg_next(
+        &self,
+        tag: u8,
+    ) -> Result<Option<(SmsgInPlace, std::sync::Arc<dyn driver::mem::HostMem>)>> {
         let mut st = lock(&self.inner.st);
         let (pe, _, ev_remote) = st.peer()?;
         let s = st
@@ -663,15 +707,17 @@ impl Ep {
                 "the next message has another tag",
             ));
         }
-        let mut bytes = vec![0u8; len as usize];
-        mem.read(slot + u64::from(HEADER_SIZE), &mut bytes)?;
         s.current = true;
-        Ok(Some(SmsgMsg {
+        let local_base = s.local.msg_buffer + u64::from(s.local.mbox_offset);
+        let at = SmsgInPlace {
             tag: h.tag as u8,
             seqno: s.r_seqno,
-            hdr_len: h.hdr_len as usize,
-            bytes,
-        }))
+            hdr_len: h.hdr_len as u32,
+            data_len: h.data_len as u32,
+            host: slot,
+            va: local_base + (slot - s.base) + u64::from(HEADER_SIZE),
+        };
+        Ok(Some((at, mem)))
     }
 
     /// `GNI_SmsgRelease`: done with the current message; its slot is free for the sender.
