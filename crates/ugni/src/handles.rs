@@ -147,7 +147,7 @@ mod tests {
         assert_ne!(a, 0);
         assert_eq!(a & 0xF, 5);
         assert_eq!(*t.get(a).unwrap(), 1);
-        assert_eq!(t.get(a + 16).err(), Some(ReturnCode::InvalidParam));
+        assert_eq!(t.get(a + 1).err(), Some(ReturnCode::InvalidParam));
         assert_eq!(t.get(0).err(), Some(ReturnCode::InvalidParam));
         t.remove(a);
         assert_eq!(t.get(a).err(), Some(ReturnCode::InvalidParam));
