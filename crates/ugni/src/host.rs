@@ -14,13 +14,19 @@
 //! hands the process, `PMI_GNI_PTAG`/`PMI_GNI_COOKIE` (`pmi::gni`; nicemu's defaults when
 //! unset), as ALPS does before the application starts: a domain created with other
 //! credentials fails the ptag/cookie check at `GNI_CdmAttach` (`GNI_RC_PERMISSION_ERROR`).
-//! The node lives as long as the process.
+//! The node lives as long as the process. When the process exits, the node is let finish
+//! what it still has to send (kgni's queued datagram messages, BTE transfers, packets on
+//! their way to other processes) for a short while, and its links are closed cleanly
+//! ([`at_exit`]): on a real system kgni and the NIC outlive the process that posted the
+//! work, so a peer waiting for the last answer of a process that exited right after its
+//! own wait ended still gets it.
 //!
 //! Other variables: those of `platform::process` (`NICEMU_NODE_MEMORY_MIB`,
 //! `NICEMU_FABRIC*`, ...), and `NICEMU_UGNI_COUNTER_REPORT=1`, which prints the NIC's and the
 //! library's counters on stderr when the last domain is destroyed.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use driver::gemini::{Kgni, KgniClient};
 use driver::mem::UserSpace;
@@ -59,6 +65,8 @@ pub(crate) struct Process {
     /// `NICEMU_UGNI_COUNTER_REPORT` was set.
     pub(crate) report: bool,
     admin: OnceLock<Arc<KgniClient>>,
+    /// Free positions of the BTE channels when nothing is in flight.
+    idle_bte: [u16; 4],
 }
 
 impl Process {
@@ -138,6 +146,7 @@ pub(crate) fn process() -> Result<Arc<Process>, String> {
     }
     let p = Arc::new(build()?);
     *slot = Some(Arc::clone(&p));
+    crate::ffi::exit_hook();
     Ok(p)
 }
 
@@ -187,7 +196,13 @@ fn build() -> Result<Process, String> {
         Host::Job(h) => h.gemini().map(|(_, n)| Arc::clone(n.memory())),
     }
     .ok_or("the emulated node has no Gemini")?;
+    let idle_bte = match &host {
+        Host::Alone(c) => c.node(0).map(|n| n.kgni().free_counts().bte),
+        Host::Job(h) => h.gemini().map(|(_, n)| n.kgni().free_counts().bte),
+    }
+    .unwrap_or_default();
     Ok(Process {
+        idle_bte,
         host,
         rank,
         size,
@@ -196,6 +211,44 @@ fn build() -> Result<Process, String> {
         report,
         admin: OnceLock::new(),
     })
+}
+
+/// How long an exiting process lets its node finish sending at most.
+const LINGER: Duration = Duration::from_secs(2);
+/// How long the node must have had nothing to do (nothing received, sent or queued) for the
+/// exit to go on.
+const QUIET: Duration = Duration::from_millis(20);
+
+/// The process is exiting (an `atexit` handler): let the node finish sending, then close
+/// its links to the other processes (module doc).
+pub fn at_exit() {
+    let Some(p) = built() else {
+        return;
+    };
+    let Some(k) = p.kgni() else {
+        return;
+    };
+    let idle_bte = p.idle_bte;
+    let sent = |p: &Process| match &p.host {
+        Host::Job(h) => h.fabric_counters().sent,
+        Host::Alone(_) => 0,
+    };
+    let start = Instant::now();
+    let mut last = (sent(&p), Instant::now());
+    while start.elapsed() < LINGER {
+        let did = k.service();
+        let busy = did || k.free_counts().bte != idle_bte;
+        let s = sent(&p);
+        if busy || s != last.0 {
+            last = (s, Instant::now());
+        } else if last.1.elapsed() >= QUIET {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if let Host::Job(h) = &p.host {
+        h.fabric().close();
+    }
 }
 
 /// The NIC address device `device_id` has or will have, without building the node: what

@@ -34,9 +34,10 @@ fn device(id: u32) -> R<()> {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GNI_GetNumLocalDevices(num_devices: *mut i32) -> gni_return_t {
-    // SAFETY: the caller passes a writable count or null.
     call("GNI_GetNumLocalDevices", || {
-        put(unsafe { out(num_devices) }, 1)
+        // SAFETY: the caller passes a writable count or null.
+        let o = unsafe { out(num_devices) };
+        put(o, 1)
     })
 }
 

@@ -155,6 +155,21 @@ pub static gni_statistic_str: [CStr; 7] = c_str_table!(
     "GNI_STAT_SMSG_RETRANS_STALL",
 );
 
+extern "C" fn ugni_at_exit() {
+    // A panic must not unwind out of an exit handler.
+    let _ = catch_unwind(crate::host::at_exit);
+}
+
+/// Have [`crate::host::at_exit`] run when the process exits.
+pub(crate) fn exit_hook() {
+    // SAFETY: `ugni_at_exit` is an `extern "C" fn()` with no arguments, what atexit takes,
+    // and catches every panic.
+    let rc = unsafe { libc::atexit(ugni_at_exit) };
+    if rc != 0 {
+        eprintln!("nicemu-ugni: atexit failed; the node will not linger at exit");
+    }
+}
+
 /// `GNI_NUM_STATS`.
 pub const GNI_NUM_STATS: u32 = 7;
 
