@@ -164,6 +164,114 @@ fn two_processes_connect_with_datagrams() {
     assert_eq!(out.matches("datagram: OK").count(), 2, "{out}");
 }
 
+/// The structures of `gni_pub.h` as gcc lays them out are the ones the library reads and
+/// writes.
+#[test]
+fn structure_layouts_match_the_library() {
+    use std::mem::{offset_of, size_of};
+    use ugni::ffi::misc::{
+        gni_dev_res_desc_t, gni_job_limits_t, gni_job_res_desc_t, gni_ntt_descriptor_t,
+        gni_version_info_t,
+    };
+    use ugni::ffi::unsupported::gni_msgq_attr_t;
+    use ugni::ffi::{gni_mem_handle_t, gni_smsg_attr_t};
+    if no_gcc() {
+        return;
+    }
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ugni-c-layouts");
+    let o = Command::new("gcc")
+        .args(["-std=gnu11", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(crate_dir().join("tests/c/layouts.c"))
+        .arg(format!("-I{}", crate_dir().join("include").display()))
+        .output()
+        .expect("running gcc");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = Command::new(&exe).output().expect("running layouts");
+    let c: std::collections::HashMap<String, usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect();
+    let mut want: Vec<(String, usize)> = vec![
+        ("gni_mem_handle_t".into(), size_of::<gni_mem_handle_t>()),
+        ("gni_smsg_attr_t".into(), size_of::<gni_smsg_attr_t>()),
+        (
+            "gni_smsg_attr_t.msg_buffer".into(),
+            offset_of!(gni_smsg_attr_t, msg_buffer),
+        ),
+        (
+            "gni_smsg_attr_t.buff_size".into(),
+            offset_of!(gni_smsg_attr_t, buff_size),
+        ),
+        (
+            "gni_smsg_attr_t.mem_hndl".into(),
+            offset_of!(gni_smsg_attr_t, mem_hndl),
+        ),
+        (
+            "gni_smsg_attr_t.mbox_offset".into(),
+            offset_of!(gni_smsg_attr_t, mbox_offset),
+        ),
+        (
+            "gni_smsg_attr_t.mbox_maxcredit".into(),
+            offset_of!(gni_smsg_attr_t, mbox_maxcredit),
+        ),
+        (
+            "gni_smsg_attr_t.msg_maxsize".into(),
+            offset_of!(gni_smsg_attr_t, msg_maxsize),
+        ),
+        (
+            "gni_post_descriptor_t".into(),
+            firmware_spec::gemini::post::C_SIZE,
+        ),
+        ("gni_job_limits_t".into(), size_of::<gni_job_limits_t>()),
+        (
+            "gni_job_limits_t.ntt_size".into(),
+            offset_of!(gni_job_limits_t, ntt_size),
+        ),
+        ("gni_ntt_descriptor_t".into(), size_of::<gni_ntt_descriptor_t>()),
+        (
+            "gni_ntt_descriptor_t.u".into(),
+            offset_of!(gni_ntt_descriptor_t, table),
+        ),
+        (
+            "gni_ntt_descriptor_t.flags".into(),
+            offset_of!(gni_ntt_descriptor_t, flags),
+        ),
+        ("gni_version_info_t".into(), size_of::<gni_version_info_t>()),
+        (
+            "gni_version_info_t.kgni_version".into(),
+            offset_of!(gni_version_info_t, kgni_version),
+        ),
+        (
+            "gni_version_info_t.kgni_build_string".into(),
+            offset_of!(gni_version_info_t, kgni_build_string),
+        ),
+        ("gni_dev_res_desc_t".into(), size_of::<gni_dev_res_desc_t>()),
+        ("gni_job_res_desc_t".into(), size_of::<gni_job_res_desc_t>()),
+        ("gni_msgq_attr_t".into(), size_of::<gni_msgq_attr_t>()),
+        (
+            "gni_msgq_attr_t.rcv_cq_sz".into(),
+            offset_of!(gni_msgq_attr_t, rcv_cq_sz),
+        ),
+        ("gni_error_event_t".into(), 48),
+        ("gni_cq_entry_t".into(), 8),
+        ("gni_return_t".into(), 4),
+    ];
+    // The post descriptor, field by field, against firmware_spec's C image.
+    for (name, off, _) in firmware_spec::gemini::post::C_LAYOUT {
+        if !matches!(*name, "next_descr" | "prev_descr") {
+            want.push((format!("gni_post_descriptor_t.{name}"), *off));
+        }
+    }
+    for (k, v) in &want {
+        assert_eq!(c.get(k), Some(v), "{k}: C {:?}, library {v}", c.get(k));
+    }
+    assert_eq!(c.len(), want.len(), "every line of layouts.c is compared");
+}
+
 /// Every function `gni_pub.h` declares is exported by the library, and the two tables.
 #[test]
 fn the_header_and_the_library_agree() {
