@@ -26,7 +26,9 @@
 //! published: ranks with the same one link through shared memory; default the kernel's host
 //! name; `nicemu run --hosts` sets it), `NICEMU_NODE_MEMORY_MIB` (the node's RAM, default
 //! 1024: committed only as it is touched; the OSU one-sided bandwidth tests allocate a
-//! 256 MiB window), the launcher's `PMI_PORT`, and on a Gemini node the job credentials
+//! 256 MiB window), `NICEMU_PROCESS_MEMORY` (`1`, the default: the node reaches this
+//! process's own registered memory beside its RAM, `emu_core::procmem`; `0`: only its RAM),
+//! the launcher's `PMI_PORT`, and on a Gemini node the job credentials
 //! `PMI_GNI_PTAG`/`PMI_GNI_COOKIE` (`pmi::gni`): the node's job is configured with them, as
 //! ALPS configures the job a Cray launcher hands them for.
 
@@ -90,6 +92,8 @@ pub struct HostConfig {
     /// The launcher's `PMI_PORT` (`host:port`), if it gave one: the route to it tells which
     /// of this host's addresses the other hosts reach.
     pub pmi_port: Option<String>,
+    /// Whether the node reaches this process's own memory (registered ranges) beside its RAM.
+    pub process_memory: bool,
     /// The ptag and cookie of the job a Gemini node configures.
     pub gni: pmi::gni::Credentials,
 }
@@ -107,6 +111,7 @@ impl HostConfig {
             tcp_advertise: None,
             host: None,
             pmi_port: None,
+            process_memory: true,
             gni: pmi::gni::Credentials::default(),
         }
     }
@@ -175,6 +180,13 @@ impl HostConfig {
                     .parse()
                     .map_err(|_| bad("NICEMU_FABRIC_IP", &v, "expected an IP address"))?,
             );
+        }
+        if let Some(v) = lookup("NICEMU_PROCESS_MEMORY") {
+            cfg.process_memory = match v.trim() {
+                "1" => true,
+                "0" => false,
+                _ => return Err(bad("NICEMU_PROCESS_MEMORY", &v, "expected 0 or 1")),
+            };
         }
         cfg.pmi_port = lookup("PMI_PORT");
         cfg.gni = pmi::gni::Credentials::from_lookup(&lookup)
@@ -348,6 +360,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                 .nics(size as usize)
                 .engine(engine)
                 .memory_per_node(cfg.memory)
+                .process_memory(cfg.process_memory)
                 .hosted_node(rank as usize)
                 .build()
                 .map_err(|e| HostError::Machine(e.to_string()))?,
@@ -360,6 +373,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                     .nics_per_router(per_router)
                     .engine(engine)
                     .memory_per_node(cfg.memory)
+                    .process_memory(cfg.process_memory)
                     .hosted_node(rank)
                     .job(driver::gemini::JobConfig {
                         ptag: cfg.gni.ptag,

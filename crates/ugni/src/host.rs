@@ -172,6 +172,7 @@ fn build() -> Result<Process, String> {
                 .nics_per_router(1)
                 .engine(EngineKind::Threaded)
                 .memory_per_node(cfg.memory)
+                .process_memory(cfg.process_memory)
                 .job(driver::gemini::JobConfig {
                     ptag: cfg.gni.ptag,
                     cookie: cfg.gni.cookie,
