@@ -164,6 +164,16 @@ fn two_processes_connect_with_datagrams() {
     assert_eq!(out.matches("datagram: OK").count(), 2, "{out}");
 }
 
+#[test]
+fn two_processes_exchange_short_messages_with_credits() {
+    if no_gcc() {
+        return;
+    }
+    let prog = build("smsg");
+    let out = run_job(&prog, 2, &[]).unwrap_or_else(|e| panic!("smsg job: {e}"));
+    assert_eq!(out.matches("smsg: OK").count(), 2, "{out}");
+}
+
 /// The structures of `gni_pub.h` as gcc lays them out are the ones the library reads and
 /// writes.
 #[test]
@@ -231,7 +241,10 @@ fn structure_layouts_match_the_library() {
             "gni_job_limits_t.ntt_size".into(),
             offset_of!(gni_job_limits_t, ntt_size),
         ),
-        ("gni_ntt_descriptor_t".into(), size_of::<gni_ntt_descriptor_t>()),
+        (
+            "gni_ntt_descriptor_t".into(),
+            size_of::<gni_ntt_descriptor_t>(),
+        ),
         (
             "gni_ntt_descriptor_t.u".into(),
             offset_of!(gni_ntt_descriptor_t, table),

@@ -91,4 +91,61 @@ static inline void exchange(uint32_t addr, uint32_t inst, int peer, uint32_t *pe
 	}
 }
 
+/* Swap `len` bytes with the peer over a bound datagram (both sides call it). */
+static inline void swap_blob(gni_nic_handle_t nic, uint32_t paddr, uint32_t pinst, const void *in,
+			     void *out, uint16_t len)
+{
+	gni_ep_handle_t ep;
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	OK(GNI_EpCreate(nic, NULL, &ep));
+	OK(GNI_EpBind(ep, paddr, pinst));
+	OK(GNI_EpPostData(ep, (void *)in, len, out, len));
+	OK(GNI_EpPostDataWait(ep, 60000, &st, &ra, &ri));
+	CHECK(st == GNI_POST_COMPLETED && ra == paddr && ri == pinst, "datagram swap (%d)", st);
+	OK(GNI_EpUnbind(ep));
+	OK(GNI_EpDestroy(ep));
+}
+
+/* Both sides wait for each other. */
+static inline void barrier(gni_nic_handle_t nic, uint32_t paddr, uint32_t pinst)
+{
+	uint32_t a = 0x5a5a5a5a, b = 0;
+	swap_blob(nic, paddr, pinst, &a, &b, sizeof a);
+	CHECK(b == 0x5a5a5a5a, "barrier token");
+}
+
+/* The next event of `cq` (polling up to 60 s); its return code in *rc. */
+static inline gni_cq_entry_t next_event(gni_cq_handle_t cq, gni_return_t *rc)
+{
+	gni_cq_entry_t ev = 0;
+	double start = now();
+	for (;;) {
+		*rc = GNI_CqGetEvent(cq, &ev);
+		if (*rc != GNI_RC_NOT_DONE)
+			return ev;
+		CHECK(now() - start < 60, "no CQ event within 60 s");
+	}
+}
+
+/* The next event of `cq`, which must be GNI_RC_SUCCESS. */
+static inline gni_cq_entry_t wait_event(gni_cq_handle_t cq)
+{
+	gni_return_t rc;
+	gni_cq_entry_t ev = next_event(cq, &rc);
+	CHECK(rc == GNI_RC_SUCCESS, "CQ event returned %s", gni_err_str[rc]);
+	return ev;
+}
+
+/* Wait for the completion of the post `d` on local CQ `cq`. */
+static inline void complete(gni_cq_handle_t cq, gni_post_descriptor_t *d)
+{
+	gni_cq_entry_t ev = wait_event(cq);
+	gni_post_descriptor_t *got = NULL;
+	CHECK(GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_POST, "a POST event");
+	OK(GNI_GetCompleted(cq, ev, &got));
+	CHECK(got == d, "GNI_GetCompleted returns the posted descriptor (%p, %p)", (void *)got,
+	      (void *)d);
+}
+
 #endif
