@@ -174,6 +174,29 @@ fn two_processes_exchange_short_messages_with_credits() {
     assert_eq!(out.matches("smsg: OK").count(), 2, "{out}");
 }
 
+#[test]
+fn two_processes_put_get_amo_and_cq_write_in_their_own_memory() {
+    if no_gcc() {
+        return;
+    }
+    let prog = build("rma");
+    let out = run_job(&prog, 2, &[]).unwrap_or_else(|e| panic!("rma job: {e}"));
+    assert_eq!(out.matches("rma: OK").count(), 2, "{out}");
+}
+
+#[test]
+fn a_full_cq_reports_its_overrun_once() {
+    if no_gcc() {
+        return;
+    }
+    let out = run_alone(&build("overrun"), &[]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("overrun: OK"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// The structures of `gni_pub.h` as gcc lays them out are the ones the library reads and
 /// writes.
 #[test]
