@@ -1,6 +1,8 @@
 //! Starting a job: N processes of one program on this host, each told how to reach the PMI
-//! server (`PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE`), their output forwarded line by line,
-//! the job ended as a whole when one rank fails.
+//! server (`PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE`) and, as a Cray launcher does, its
+//! Gemini job credentials (`PMI_GNI_PTAG`, `PMI_GNI_COOKIE`, `PMI_GNI_DEV_ID`,
+//! `PMI_GNI_LOC_ADDR`), their output forwarded line by line, the job ended as a whole when one
+//! rank fails.
 
 #![forbid(unsafe_code)]
 
@@ -204,6 +206,8 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
     let mut failure: Option<String> = None;
     let mut verdict = Verdict::default();
 
+    let gni_credentials = pmi::gni::Credentials::from_lookup(|v| std::env::var(v).ok())
+        .map_err(|e| JobError::Invalid(e.to_string()))?;
     for r in 0..spec.ranks {
         let host = placement.get(r as usize).copied();
         // This rank's index among the ranks of its host, and how many that host has.
@@ -229,6 +233,9 @@ pub fn run(spec: &JobSpec, out: Sink, err: Sink) -> Result<(), JobError> {
             ("MPI_LOCALNRANKS".into(), local_n.to_string()),
             ("MPI_LOCALRANKID".into(), local_id.to_string()),
         ];
+        // The Gemini job credentials as a Cray launcher hands them over (`pmi::gni`): the
+        // rank's node is node `r` of the job's machine, its NIC address `r`.
+        env.extend(gni_credentials.env(r));
         if let Some(h) = host {
             // Ranks that share a host name share memory; the others link over TCP.
             env.push(("NICEMU_HOST".into(), spec.hosts[h].name.clone()));

@@ -26,10 +26,11 @@ use driver::pci::{BindState, PciBus, PciDriver, PciError, PciFunction};
 use crate::function::{AttachError, attach};
 use crate::machine::{EmulatedDevice, Machine, MachineBuilder, MachineNode, NicParts, NodeBuild};
 
-/// The ptag of the job a cluster configures by default (in the user range).
-pub const DEFAULT_PTAG: u8 = 16;
+/// The ptag of the job a cluster configures by default (in the user range; the one
+/// `nicemu run` hands its ranks as `PMI_GNI_PTAG`).
+pub const DEFAULT_PTAG: u8 = pmi::gni::DEFAULT_PTAG;
 /// The protection key of the default job (in the user range 128..=65407).
-pub const DEFAULT_PKEY: u16 = 0x4000;
+pub const DEFAULT_PKEY: u16 = pmi::gni::DEFAULT_PKEY;
 
 /// Why a cluster could not be built.
 #[derive(Debug, Error)]

@@ -28,7 +28,9 @@
 //! 1024: committed only as it is touched; the OSU one-sided bandwidth tests allocate a
 //! 256 MiB window), `NICEMU_PROCESS_MEMORY` (`1`, the default: the node reaches this
 //! process's own registered memory beside its RAM, `emu_core::procmem`; `0`: only its RAM),
-//! and the launcher's `PMI_PORT`.
+//! the launcher's `PMI_PORT`, and on a Gemini node the job credentials
+//! `PMI_GNI_PTAG`/`PMI_GNI_COOKIE` (`pmi::gni`): the node's job is configured with them, as
+//! ALPS configures the job a Cray launcher hands them for.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -83,6 +85,10 @@ pub enum HostError {
     /// The exchange of addresses through PMI failed.
     #[error(transparent)]
     Pmi(#[from] pmi::Error),
+    /// The launcher's variables do not describe a job, or its rendezvous directory cannot
+    /// be used ([`crate::rendezvous`]).
+    #[error("{0}")]
+    Launch(String),
 }
 
 /// How this process hosts its node and joins the job (see the module doc for the variables).
@@ -109,6 +115,8 @@ pub struct HostConfig {
     pub pmi_port: Option<String>,
     /// Whether the node reaches this process's own memory (registered ranges) beside its RAM.
     pub process_memory: bool,
+    /// The ptag and cookie of the job a Gemini node configures.
+    pub gni: pmi::gni::Credentials,
 }
 
 impl HostConfig {
@@ -125,6 +133,7 @@ impl HostConfig {
             host: None,
             pmi_port: None,
             process_memory: true,
+            gni: pmi::gni::Credentials::default(),
         }
     }
 
@@ -189,6 +198,8 @@ impl HostConfig {
             };
         }
         cfg.pmi_port = lookup("PMI_PORT");
+        cfg.gni = pmi::gni::Credentials::from_lookup(&lookup)
+            .map_err(|e| bad(e.var, &e.value, "expected a decimal number"))?;
         Ok(cfg)
     }
 }
@@ -373,6 +384,12 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                     .memory_per_node(cfg.memory)
                     .process_memory(cfg.process_memory)
                     .hosted_node(rank)
+                    .job(driver::gemini::JobConfig {
+                        ptag: cfg.gni.ptag,
+                        cookie: cfg.gni.cookie,
+                        limits: Default::default(),
+                        ntt: Vec::new(),
+                    })
                     .request_timeout(gemini_request_timeout(cfg.timeout))
                     .build()
                     .map_err(|e| HostError::Machine(e.to_string()))?,
@@ -537,16 +554,24 @@ pub fn cassini_counters(c: &Cluster, node: usize) -> Vec<(String, u64)> {
 }
 
 /// The Gemini model's counter registers (`COUNTERS_BASE + 8 * index`, the model's register
-/// contract): the traffic ones.
+/// contract): traffic, the kinds of request (FMA PUTs, including SMSG messages, GETs, AMOs,
+/// BTE transfers), CQ events, lost events and timeouts.
 const GEMINI_COUNTERS: &[(u32, &str)] = &[
     (0, "packets_tx"),
     (1, "packets_rx"),
     (2, "bytes_tx"),
     (3, "bytes_rx"),
+    (5, "fma_puts"),
+    (6, "fma_gets"),
+    (7, "amos"),
+    (8, "bte_txds"),
+    (9, "cq_events"),
+    (10, "cq_lost"),
     (12, "timeouts"),
 ];
 
-fn gemini_counters(g: &GeminiCluster, node: usize) -> Vec<(String, u64)> {
+/// The Gemini counters of `node` in `g`, by name (as [`HostedNode::nic_counters`]).
+pub fn gemini_counters(g: &GeminiCluster, node: usize) -> Vec<(String, u64)> {
     let Some(n) = g.node(node) else {
         return Vec::new();
     };

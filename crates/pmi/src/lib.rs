@@ -14,6 +14,7 @@
 mod client;
 mod error;
 mod fd;
+pub mod gni;
 mod launch;
 mod mapping;
 pub mod server;

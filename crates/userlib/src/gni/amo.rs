@@ -90,7 +90,10 @@ pub fn compare_swap(
 /// The checks `GNI_PostFma` makes on an AMO beyond [`PostDescriptor::check`]: a cached
 /// command needs `GNI_CDM_MODE_CACHED_AMO_ENABLED`.
 pub(crate) fn check_mode(desc: &PostDescriptor, modes: CdmMode) -> Result<()> {
-    if let Ok(cmd) = desc.amo()
+    // Only an AMO's command matters: other posts may carry any value there (a program that
+    // reuses descriptors leaves old ones).
+    if desc.post_type.is_amo()
+        && let Ok(cmd) = desc.amo()
         && cmd.is_cached()
         && !modes.contains(CdmMode::CACHED_AMO_ENABLED)
     {

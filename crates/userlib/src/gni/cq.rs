@@ -61,6 +61,8 @@ pub struct Completed {
     pub desc: PostDescriptor,
     /// The endpoint it was posted on.
     pub ep: u32,
+    /// The token the post was made with (`Ep::post_fma_as`; 0 otherwise).
+    pub user: u64,
 }
 
 impl Completed {
@@ -344,7 +346,7 @@ impl Cq {
             .source()
             .map_err(|_| GniError::new(ReturnCode::DescriptorError, "event has no source"))?;
         let mut book = lock(&self.inner.book);
-        let (mut desc, ep) = if source == CqeSource::Bte {
+        let (mut desc, ep, user) = if source == CqeSource::Bte {
             let data = cqe.inst_id();
             let pos = book
                 .rdma
@@ -360,7 +362,7 @@ impl Cq {
             } else {
                 p.global = None;
             }
-            let out = (p.desc, p.ep);
+            let out = (p.desc, p.ep, p.user);
             if p.local.is_none() && p.global.is_none() {
                 book.rdma.remove(pos);
             }
@@ -370,7 +372,7 @@ impl Cq {
                 ReturnCode::DescriptorError,
                 "no FMA post with this transaction id",
             ))?;
-            (p.desc, p.ep)
+            (p.desc, p.ep, p.user)
         } else {
             return Err(GniError::new(
                 ReturnCode::DescriptorError,
@@ -394,7 +396,7 @@ impl Cq {
             rc = ReturnCode::TransactionError;
             desc.status = u64::from(HwStatus::RequestTimeout.code());
         }
-        Ok(Completed { rc, desc, ep })
+        Ok(Completed { rc, desc, ep, user })
     }
 
     /// Error injection above the NIC (ours, after the libfabric GNI provider's
@@ -414,6 +416,12 @@ impl Cq {
 
     /// `GNI_CqDestroy`: `GNI_RC_ERROR_RESOURCE` while an endpoint or registration uses it.
     pub fn destroy(self) -> Result<()> {
+        self.inner.destroy()
+    }
+
+    /// [`Cq::destroy`] through a shared reference: on `GNI_RC_ERROR_RESOURCE` the CQ stays
+    /// usable (a C handle keeps naming it); after success every use fails.
+    pub fn try_destroy(&self) -> Result<()> {
         self.inner.destroy()
     }
 }
@@ -559,6 +567,7 @@ mod tests {
             rc: ReturnCode::TransactionError,
             desc: PostDescriptor::new(PostType::RdmaGet),
             ep: 0,
+            user: 0,
         };
         c.desc.status = HwStatus::RequestTimeout.code().into();
         assert_eq!(c.error_str(&ok), "status REQUEST_TIMEOUT, source Bte");

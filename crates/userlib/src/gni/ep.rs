@@ -279,6 +279,11 @@ impl Ep {
         self.inner.destroy()
     }
 
+    /// [`Ep::destroy`] through a shared reference (for a C handle); every later use fails.
+    pub fn try_destroy(&self) -> Result<()> {
+        self.inner.destroy()
+    }
+
     /// The endpoint's CQ, required for local events.
     pub(crate) fn cq(&self) -> Result<&Arc<CqInner>> {
         self.inner

@@ -37,7 +37,7 @@ pub use cdm::{Cdm, Nic};
 pub use cq::{Completed, Cq, CqEvent};
 pub use ep::Ep;
 pub use error::{GniError, Result};
-pub use smsg::SmsgMsg;
+pub use smsg::{SmsgInPlace, SmsgMsg};
 pub use wait::{Progress, ProgressHook};
 
 pub use driver::gemini::{DatagramResult, EpId};

@@ -109,6 +109,7 @@ impl NicInner {
 pub(crate) struct Pending {
     pub(crate) desc: PostDescriptor,
     pub(crate) ep: u32,
+    pub(crate) user: u64,
 }
 
 /// An RDMA post waiting for its local and/or global event, with the event data each
@@ -117,6 +118,7 @@ pub(crate) struct RdmaPending {
     pub(crate) seq: u64,
     pub(crate) desc: PostDescriptor,
     pub(crate) ep: u32,
+    pub(crate) user: u64,
     pub(crate) local: Option<u32>,
     pub(crate) global: Option<u32>,
 }

@@ -51,9 +51,16 @@ impl Ep {
     /// in flight), `GNI_RC_INVALID_STATE` (not bound). One post moves at most 1 GiB (the
     /// chained-FMA limit of `gni_pub.h`; our bound for a single post).
     pub fn post_fma(&self, desc: &PostDescriptor) -> Result<()> {
+        self.post_fma_as(desc, 0)
+    }
+
+    /// [`Ep::post_fma`] with a token of the caller's that [`crate::gni::Cq::get_completed`]
+    /// hands back with the completion ([`crate::gni::Completed::user`]): a C interface
+    /// gives back the address of the caller's own descriptor this way.
+    pub fn post_fma_as(&self, desc: &PostDescriptor, user: u64) -> Result<()> {
         check(desc, false, self)?;
         if desc.post_type == PostType::CqWrite {
-            return self.post_cq_write(desc);
+            return self.post_cq_write_as(desc, user);
         }
         let (pe, ev_local, ev_remote) = lock(&self.inner.st).peer()?;
         let nic = &self.inner.nic;
@@ -111,6 +118,7 @@ impl Ep {
                     Pending {
                         desc: *desc,
                         ep: self.inner.id.0,
+                        user,
                     },
                 );
                 tid
@@ -198,6 +206,11 @@ impl Ep {
     /// `GNI_PostCqWrite(ep, desc)`: a CQ write of the low 48 bits of `cqwrite_value` into
     /// the CQ of the remote region `remote_mem_hndl` names (registered with a `dst_cq`).
     pub fn post_cq_write(&self, desc: &PostDescriptor) -> Result<()> {
+        self.post_cq_write_as(desc, 0)
+    }
+
+    /// [`Ep::post_cq_write`] with the caller's token (see [`Ep::post_fma_as`]).
+    pub fn post_cq_write_as(&self, desc: &PostDescriptor, user: u64) -> Result<()> {
         if desc.post_type != PostType::CqWrite {
             return Err(GniError::param(
                 "GNI_PostCqWrite needs a CQWRITE descriptor",
@@ -229,6 +242,7 @@ impl Ep {
                     Pending {
                         desc: *desc,
                         ep: self.inner.id.0,
+                        user,
                     },
                 );
                 tid
@@ -266,6 +280,11 @@ impl Ep {
     /// at once. `src_cq_hndl` (a CQ id of this NIC, 0 = the endpoint's CQ) receives the local
     /// and global events. `GNI_RC_ERROR_RESOURCE` when the BTE queues are full.
     pub fn post_rdma(&self, desc: &PostDescriptor) -> Result<()> {
+        self.post_rdma_as(desc, 0)
+    }
+
+    /// [`Ep::post_rdma`] with the caller's token (see [`Ep::post_fma_as`]).
+    pub fn post_rdma_as(&self, desc: &PostDescriptor, user: u64) -> Result<()> {
         check(desc, true, self)?;
         let (_, ev_local, ev_remote) = lock(&self.inner.st).peer()?;
         let nic = &self.inner.nic;
@@ -291,6 +310,7 @@ impl Ep {
                     seq,
                     desc: *desc,
                     ep: self.inner.id.0,
+                    user,
                     local: local.then_some(ev_local),
                     global: global.then_some(ev_remote),
                 });

@@ -24,7 +24,8 @@ use crate::gni::post::fma_data56;
 use crate::gni::sync::lock;
 
 use super::mailbox::{
-    RETRANS_BURST, SEND_EVENT_MARK, Smsg, SmsgMsg, Unacked, buffer_size_needed, check_attr,
+    RETRANS_BURST, SEND_EVENT_MARK, Smsg, SmsgInPlace, SmsgMsg, Unacked, buffer_size_needed,
+    check_attr,
 };
 
 impl Smsg {
@@ -384,6 +385,31 @@ impl Ep {
     /// (0xFF), a message with another tag gives `GNI_RC_NO_MATCH` and stays. The message
     /// stays current (later calls return it again) until [`Ep::smsg_release`].
     pub fn smsg_get_next_w_tag(&self, tag: u8) -> Result<Option<SmsgMsg>> {
+        let Some((at, mem)) = self.smsg_next(tag)? else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0u8; (at.hdr_len + at.data_len) as usize];
+        mem.read(at.host + u64::from(HEADER_SIZE), &mut bytes)?;
+        Ok(Some(SmsgMsg {
+            tag: at.tag,
+            seqno: at.seqno,
+            hdr_len: at.hdr_len as usize,
+            bytes,
+        }))
+    }
+
+    /// [`Ep::smsg_get_next_w_tag`] without copying the message out of the mailbox: where it
+    /// lies in the process's memory, as the C `GNI_SmsgGetNextWTag` hands out a pointer to
+    /// the message in the mailbox. Valid until [`Ep::smsg_release`].
+    pub fn smsg_get_next_in_place(&self, tag: u8) -> Result<Option<SmsgInPlace>> {
+        Ok(self.smsg_next(tag)?.map(|(at, _)| at))
+    }
+
+    /// The next message's slot, made current; `None` when there is none.
+    fn smsg_next(
+        &self,
+        tag: u8,
+    ) -> Result<Option<(SmsgInPlace, std::sync::Arc<dyn driver::mem::HostMem>)>> {
         let mut st = lock(&self.inner.st);
         let (pe, _, ev_remote) = st.peer()?;
         let s = st
@@ -412,15 +438,17 @@ impl Ep {
                 "the next message has another tag",
             ));
         }
-        let mut bytes = vec![0u8; len as usize];
-        mem.read(slot + u64::from(HEADER_SIZE), &mut bytes)?;
         s.current = true;
-        Ok(Some(SmsgMsg {
+        let local_base = s.local.msg_buffer + u64::from(s.local.mbox_offset);
+        let at = SmsgInPlace {
             tag: h.tag as u8,
             seqno: s.r_seqno,
-            hdr_len: h.hdr_len as usize,
-            bytes,
-        }))
+            hdr_len: h.hdr_len as u32,
+            data_len: h.data_len as u32,
+            host: slot,
+            va: local_base + (slot - s.base) + u64::from(HEADER_SIZE),
+        };
+        Ok(Some((at, mem)))
     }
 
     /// `GNI_SmsgRelease`: done with the current message; its slot is free for the sender.

@@ -92,6 +92,25 @@ impl SmsgMsg {
     }
 }
 
+/// Where the current message lies in the local mailbox ([`Ep::smsg_get_next_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmsgInPlace {
+    /// The message's tag.
+    pub tag: u8,
+    /// Its sequence number on the mailbox.
+    pub seqno: u32,
+    /// Bytes of user header.
+    pub hdr_len: u32,
+    /// Bytes of data after the header.
+    pub data_len: u32,
+    /// Host address of the slot (its 16-byte slot header comes first).
+    pub(super) host: u64,
+    /// The user header's address in the process (`msg_buffer + mbox_offset` of the local
+    /// attributes, plus the slot's offset and the slot header): what the C
+    /// `GNI_SmsgGetNext[WTag]` returns.
+    pub va: u64,
+}
+
 /// `FMA_SMSG_MAX_RETRANS_DEFAULT` (gni_pub.h; gemini.md §1.8): retransmission rounds of an
 /// `MBOX_AUTO_RETRANSMIT` mailbox before an error reaches the caller.
 pub const SMSG_MAX_RETRANS_DEFAULT: u32 = 10;

@@ -44,6 +44,6 @@ mod endpoint;
 pub(crate) mod mailbox;
 
 pub use mailbox::{
-    ATTR_WIRE_SIZE, MBOX_ALIGN, SEND_EVENT_MARK, SMSG_MAX_RETRANS_DEFAULT, SmsgMsg,
+    ATTR_WIRE_SIZE, MBOX_ALIGN, SEND_EVENT_MARK, SMSG_MAX_RETRANS_DEFAULT, SmsgInPlace, SmsgMsg,
     attr_from_bytes, attr_to_bytes, buffer_size_needed, mailbox_attr,
 };

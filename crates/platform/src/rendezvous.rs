@@ -1,14 +1,19 @@
-//! How the processes of a job find each other's NICs: a key-value exchange through files in a
+//! How the processes of a job find each other's NICs when the NIC is hosted by a library the
+//! application loads (the libfabric provider `libnicemu-fi.so`, the uGNI library
+//! `libugni.so.0`) rather than by nicemu's own MPI: a key-value exchange through files in a
 //! rendezvous directory, good for exactly what joining the fabric between processes needs
-//! (each rank's host name, shared-memory segment and TCP address, [`platform::process::join`]).
+//! (each rank's host name, shared-memory segment and TCP address, [`crate::process::join`]).
 //!
 //! Why files: Open MPI's `mpirun` (4.1: ORTE with PMIx 4) gives its ranks no PMI-1 server,
-//! and PMIx is Open MPI's own connection to its daemon. The endpoint names themselves are
-//! exchanged by the application (Open MPI's MTL publishes `fi_getname` through its modex and
-//! calls `fi_av_insert`); the provider only needs the fabric under them, once per process.
+//! and PMIx is Open MPI's own connection to its daemon; under a PMI-1 launcher the
+//! application itself may hold the one PMI connection. The endpoint names themselves are
+//! exchanged by the application (Open MPI's MTL publishes `fi_getname` through its modex,
+//! its ugni BTL the NIC address and instance id); the library only needs the fabric under
+//! them, once per process.
 //!
-//! The job is described by the environment ([`Launch::from_env`]); a rank whose job has one
-//! process does not use this module. Each [`Rendezvous::fence`] writes this rank's keys to
+//! The job is described by the environment ([`Launch::from_lookup`]), under variables named
+//! after the library (`NICEMU_OFI_*` for the provider, `NICEMU_UGNI_*` for libugni); a rank
+//! whose job has one process does not use this module. Each [`Rendezvous::fence`] writes this rank's keys to
 //! `<dir>/<epoch>.<rank>` (written aside, then renamed: a reader never sees half a file) and
 //! waits until every rank's file of that epoch exists. [`Rendezvous::abort`] leaves
 //! `<dir>/abort` with the reason, which ends every other rank's wait with it. After the
@@ -22,9 +27,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pmi::Pmi;
-use transport::Env;
 
-use crate::error::{Error, Result};
+use crate::process::HostError;
+
+type Result<T> = std::result::Result<T, HostError>;
+
+fn launch_error(msg: String) -> HostError {
+    HostError::Launch(msg)
+}
 
 /// The default time a fence waits for the slowest rank.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -44,10 +54,10 @@ pub struct Launch {
     pub timeout: Duration,
 }
 
-/// Rank and size variables, in the order they are looked for: nicemu's own, Open MPI's
-/// (`mpirun`, also its `OMPI_MCA_*` job id), then PMI-1 launchers' (MPICH's hydra, Slurm).
+/// Rank and size variables after the library's own (`NICEMU_<NAME>_RANK`/`_SIZE`), in the
+/// order they are looked for: Open MPI's (`mpirun`, also its `OMPI_MCA_*` job id), then PMI-1
+/// launchers' (MPICH's hydra, Slurm, `nicemu run`).
 const RANK_SIZE: &[(&str, &str)] = &[
-    ("NICEMU_OFI_RANK", "NICEMU_OFI_SIZE"),
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
     ("PMI_RANK", "PMI_SIZE"),
 ];
@@ -58,12 +68,12 @@ const LOCAL: &[(&str, &str)] = &[
     ("MPI_LOCALNRANKS", "MPI_LOCALRANKID"),
 ];
 
-fn number(env: &Env, var: &str) -> Result<Option<u32>> {
-    env.get(var)
+fn number(lookup: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<u32>> {
+    lookup(var)
         .map(|v| {
             v.trim()
                 .parse()
-                .map_err(|_| Error::Nic(format!("{var}={v:?}: expected a number")))
+                .map_err(|_| launch_error(format!("{var}={v:?}: expected a number")))
         })
         .transpose()
 }
@@ -80,36 +90,46 @@ fn sane(job: &str) -> bool {
 }
 
 impl Launch {
-    /// The job this process belongs to, or `None` when it runs alone (no launcher variables,
-    /// or a job of one process).
+    /// The job this process belongs to, as the variables seen through `lookup` describe it
+    /// (`std::env::var` in a real process), for the library `name` (`ofi`, `ugni`: `NAME`
+    /// below is it in capitals); `None` when it runs alone (no launcher variables, or a job
+    /// of one process).
     ///
-    /// - rank and size: `NICEMU_OFI_RANK`/`NICEMU_OFI_SIZE`, else Open MPI's
+    /// - rank and size: `NICEMU_NAME_RANK`/`NICEMU_NAME_SIZE`, else Open MPI's
     ///   `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE`, else `PMI_RANK`/`PMI_SIZE`;
-    /// - job id: `NICEMU_OFI_JOB`, else `PMIX_NAMESPACE`, else `OMPI_MCA_ess_base_jobid`,
+    /// - job id: `NICEMU_NAME_JOB`, else `PMIX_NAMESPACE`, else `OMPI_MCA_ess_base_jobid`,
     ///   else `ppid-<parent pid>` (the ranks of one host are children of one launcher
-    ///   daemon: Open MPI's `orted`/`mpirun`, hydra's proxy);
-    /// - directory: `$NICEMU_OFI_RENDEZVOUS/nicemu-ofi-<job>` (must be shared by all hosts
+    ///   daemon: Open MPI's `orted`/`mpirun`, hydra's proxy, `nicemu run`);
+    /// - directory: `$NICEMU_NAME_RENDEZVOUS/nicemu-name-<job>` (must be shared by all hosts
     ///   of a job that spans several), else Open MPI's job session directory
     ///   `$PMIX_SERVER_TMPDIR` (removed by `mpirun` at the end of the job), else the
     ///   temporary directory;
-    /// - `NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS`: how long a fence waits (default 60 s).
-    pub fn from_env(env: &Env) -> Result<Option<Launch>> {
+    /// - `NICEMU_NAME_BOOTSTRAP_TIMEOUT_MS`: how long a fence waits (default 60 s).
+    pub fn from_lookup(
+        name: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Launch>> {
+        let upper = name.to_ascii_uppercase();
+        let var = |what: &str| format!("NICEMU_{upper}_{what}");
+        let own = (var("RANK"), var("SIZE"));
+        let pairs =
+            std::iter::once((own.0.as_str(), own.1.as_str())).chain(RANK_SIZE.iter().copied());
         let mut found = None;
-        for (r, s) in RANK_SIZE {
-            match (number(env, r)?, number(env, s)?) {
+        for (r, s) in pairs {
+            match (number(&lookup, r)?, number(&lookup, s)?) {
                 (Some(rank), Some(size)) => {
-                    found = Some((rank, size, *s));
+                    found = Some((rank, size, s.to_owned()));
                     break;
                 }
                 (None, None) => {}
-                _ => return Err(Error::Nic(format!("{r} and {s} must be set together"))),
+                _ => return Err(launch_error(format!("{r} and {s} must be set together"))),
             }
         }
         let Some((rank, size, size_var)) = found else {
             return Ok(None);
         };
         if size == 0 || rank >= size {
-            return Err(Error::Nic(format!(
+            return Err(launch_error(format!(
                 "rank {rank} is not below the job size {size} ({size_var})"
             )));
         }
@@ -117,27 +137,27 @@ impl Launch {
             return Ok(None);
         }
         let job = [
-            "NICEMU_OFI_JOB",
-            "PMIX_NAMESPACE",
-            "OMPI_MCA_ess_base_jobid",
+            var("JOB"),
+            "PMIX_NAMESPACE".into(),
+            "OMPI_MCA_ess_base_jobid".into(),
         ]
-        .iter()
-        .find_map(|v| env.get(v).map(|j| (*v, j.trim().to_owned())));
+        .into_iter()
+        .find_map(|v| lookup(&v).map(|j| (v, j.trim().to_owned())));
         let job = match job {
             Some((var, j)) if !sane(&j) => {
-                return Err(Error::Nic(format!(
+                return Err(launch_error(format!(
                     "{var}={j:?}: a job id is letters, digits, '-', '_', '.' or '@'"
                 )));
             }
             Some((_, j)) => j,
             None => format!("ppid-{}", std::os::unix::process::parent_id()),
         };
-        let base = env
-            .get("NICEMU_OFI_RENDEZVOUS")
-            .or_else(|| env.get("PMIX_SERVER_TMPDIR"))
+        let base = lookup(&var("RENDEZVOUS"))
+            .or_else(|| lookup("PMIX_SERVER_TMPDIR"))
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
-        let timeout = match env.get("NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS") {
+        let tvar = var("BOOTSTRAP_TIMEOUT_MS");
+        let timeout = match lookup(&tvar) {
             None => DEFAULT_TIMEOUT,
             Some(v) => Duration::from_millis(
                 v.trim()
@@ -145,15 +165,13 @@ impl Launch {
                     .ok()
                     .filter(|&ms: &u64| ms > 0)
                     .ok_or_else(|| {
-                        Error::Nic(format!(
-                            "NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS={v:?}: expected milliseconds > 0"
-                        ))
+                        launch_error(format!("{tvar}={v:?}: expected milliseconds > 0"))
                     })?,
             ),
         };
         let mut local = (1, 0);
         for (s, r) in LOCAL {
-            if let (Some(s), Some(r)) = (number(env, s)?, number(env, r)?) {
+            if let (Some(s), Some(r)) = (number(&lookup, s)?, number(&lookup, r)?) {
                 local = (s, r);
                 break;
             }
@@ -162,13 +180,13 @@ impl Launch {
             rank,
             size,
             local,
-            dir: base.join(format!("nicemu-ofi-{job}")),
+            dir: base.join(format!("nicemu-{}-{job}", name.to_ascii_lowercase())),
             timeout,
         }))
     }
 }
 
-/// The exchange of one rank (a [`Pmi`] for [`platform::process::join`]).
+/// The exchange of one rank (a [`Pmi`] for [`crate::process::join`]).
 pub struct Rendezvous {
     launch: Launch,
     /// Everything this rank put (each fence publishes all of it).
@@ -210,7 +228,7 @@ impl Rendezvous {
     /// Start the exchange in `launch.dir` (created if needed).
     pub fn new(launch: Launch) -> Result<Rendezvous> {
         std::fs::create_dir_all(&launch.dir)
-            .map_err(|e| Error::Nic(format!("creating {}: {e}", launch.dir.display())))?;
+            .map_err(|e| launch_error(format!("creating {}: {e}", launch.dir.display())))?;
         Ok(Rendezvous {
             launch,
             mine: Vec::new(),
@@ -282,7 +300,7 @@ impl Pmi for Rendezvous {
             if start.elapsed() > self.launch.timeout {
                 return Err(pmi::Error::Failed(format!(
                     "rendezvous in {}: ranks {missing:?} did not arrive within {:?} (do all \
-                     ranks open the nicemu provider? NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS)",
+                     ranks open the NIC? NICEMU_*_BOOTSTRAP_TIMEOUT_MS)",
                     self.launch.dir.display(),
                     self.launch.timeout
                 )));
@@ -330,20 +348,22 @@ impl Pmi for Rendezvous {
 mod tests {
     use super::*;
 
-    fn env(vars: &[(&str, &str)]) -> Env {
-        let mut e = Env::new();
-        for (k, v) in vars {
-            e.set(k, v);
-        }
-        e
+    fn env(vars: &[(&str, &str)]) -> HashMap<String, String> {
+        vars.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn from_env(name: &str, e: &HashMap<String, String>) -> Result<Option<Launch>> {
+        Launch::from_lookup(name, |v| e.get(v).cloned())
     }
 
     #[test]
     fn the_launchers_variables_describe_the_job() {
-        assert_eq!(Launch::from_env(&env(&[])).unwrap(), None);
+        assert_eq!(from_env("ofi", &env(&[])).unwrap(), None);
         let one = env(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "1")]);
         assert_eq!(
-            Launch::from_env(&one).unwrap(),
+            from_env("ofi", &one).unwrap(),
             None,
             "a singleton runs alone"
         );
@@ -355,7 +375,7 @@ mod tests {
             ("PMIX_NAMESPACE", "1304690689"),
             ("PMIX_SERVER_TMPDIR", "/tmp/ompi.vm.0/pid.8506"),
         ]);
-        let l = Launch::from_env(&ompi).unwrap().unwrap();
+        let l = from_env("ofi", &ompi).unwrap().unwrap();
         assert_eq!((l.rank, l.size, l.local), (2, 4, (4, 2)));
         assert_eq!(
             l.dir,
@@ -363,9 +383,20 @@ mod tests {
         );
         assert_eq!(l.timeout, DEFAULT_TIMEOUT);
         let hydra = env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")]);
-        let l = Launch::from_env(&hydra).unwrap().unwrap();
+        let l = from_env("ofi", &hydra).unwrap().unwrap();
         let ppid = format!("nicemu-ofi-ppid-{}", std::os::unix::process::parent_id());
         assert!(l.dir.ends_with(ppid), "{}", l.dir.display());
+        // Each library has its own variables and directory.
+        let ugni = env(&[
+            ("NICEMU_UGNI_RANK", "1"),
+            ("NICEMU_UGNI_SIZE", "2"),
+            ("NICEMU_UGNI_JOB", "j7"),
+            ("NICEMU_UGNI_RENDEZVOUS", "/shared"),
+        ]);
+        let l = from_env("ugni", &ugni).unwrap().unwrap();
+        assert_eq!((l.rank, l.size), (1, 2));
+        assert_eq!(l.dir, Path::new("/shared/nicemu-ugni-j7"));
+        assert_eq!(from_env("ofi", &ugni).unwrap(), None);
         for bad in [
             env(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]),
             env(&[("PMI_RANK", "x"), ("PMI_SIZE", "2")]),
@@ -381,7 +412,7 @@ mod tests {
                 ("NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS", "0"),
             ]),
         ] {
-            assert!(Launch::from_env(&bad).is_err(), "{bad:?}");
+            assert!(from_env("ofi", &bad).is_err(), "{bad:?}");
         }
     }
 
