@@ -23,7 +23,7 @@ pub use self::core::{
     ClientId, Credentials, CxiDevice, CxiIdleState, DevInfo, DeviceError, DriverConfig, FreeCounts,
     PHYS_ACID,
 };
-pub use client::{Client, Mapping, MmioWindow};
+pub use client::{Client, Mapping, MmioWindow, UserAccess};
 pub use uapi::{Errno, MmInfo, Opcode, Request};
 
 use crate::mem::HostMem;

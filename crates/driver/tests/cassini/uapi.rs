@@ -208,7 +208,7 @@ fn services_are_admin_objects_with_limits() {
             .unwrap_err(),
         Errno::Einval
     );
-    // Disabled services take no LNIs.
+    // Disabled services take no LNIs (cass_lni.c: EKEYREVOKED).
     admin
         .call(&SvcEnableCmd {
             svc_id: 1,
@@ -217,7 +217,7 @@ fn services_are_admin_objects_with_limits() {
         })
         .unwrap();
     let u2 = d.open();
-    assert_eq!(lni(&u2).unwrap_err(), Errno::Eperm);
+    assert_eq!(lni(&u2).unwrap_err(), Errno::Ekeyrevoked);
     admin
         .call(&SvcEnableCmd {
             svc_id: 1,
@@ -351,10 +351,14 @@ fn services_with_tle_limits_get_their_own_tle_pool() {
     assert_eq!(pool(1), (0, 0));
     assert_eq!(shared(), 2048 - 512);
     let admin = d.open_admin();
+    // A service without restricted VNIs starts disabled until it has a VNI range
+    // (cass_svc.c), so these restrict theirs to VNI 77.
     let mut desc = SvcDesc {
-        bits: 0b1_1000, // resource_limits | enable
+        bits: 0b1_1010, // resource_limits | enable | restricted_vnis
+        num_vld_vnis: 1,
         ..Default::default()
     };
+    desc.vnis[0] = 77;
     desc.limits[1] = Limits { max: 4, res: 0 };
     desc.limits[6] = Limits { max: 100, res: 64 }; // TLEs
     let mut ids = Vec::new();

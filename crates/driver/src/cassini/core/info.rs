@@ -6,6 +6,11 @@ impl Op<'_> {
     // ---- Device information, CSRs ----
 
     pub(crate) fn map_csrs(&mut self) -> Result<MapCsrsResp, Errno> {
+        let c = self.st.clients.get_mut(&self.client).ok_or(Errno::Eio)?;
+        if c.csrs_mapped {
+            return Err(Errno::Ealready);
+        }
+        c.csrs_mapped = true;
         let shared = MapShared::new();
         let csr = self.new_token(
             CSR_SIZE,

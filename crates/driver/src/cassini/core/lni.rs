@@ -8,7 +8,14 @@ impl Op<'_> {
     pub(crate) fn lni_alloc(&mut self, c: &LniAllocCmd) -> Result<LniAllocResp, Errno> {
         let creds = self.creds();
         let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        // cass_lni.c: a disabled service is EKEYREVOKED.
         if s.desc.bits & svcbits::ENABLE == 0 {
+            return Err(Errno::Ekeyrevoked);
+        }
+        if let Some(ns) = s.netns
+            && !creds.admin
+            && creds.netns != ns
+        {
             return Err(Errno::Eperm);
         }
         if s.desc.bits & svcbits::RESTRICTED_MEMBERS != 0 && !creds.admin {

@@ -104,6 +104,9 @@ pub struct Credentials {
     pub gid: u32,
     /// CAP_SYS_ADMIN (and the device is a PF).
     pub admin: bool,
+    /// The opener's network namespace (the inode of `/proc/self/ns/net`; 0 when not
+    /// known), matched against a service's SVC_SET_NETNS.
+    pub netns: u32,
 }
 
 /// Free entries of every allocator, to check that closing clients returns everything.
@@ -178,7 +181,6 @@ mod svcbits {
     pub const RESTRICTED_TCS: u8 = 1 << 2;
     pub const RESOURCE_LIMITS: u8 = 1 << 3;
     pub const ENABLE: u8 = 1 << 4;
-    pub const IS_SYSTEM_SVC: u8 = 1 << 5;
 }
 
 #[derive(Clone, Debug)]
@@ -189,6 +191,27 @@ struct Service {
     lpr: u32,
     /// Its own TLE pool (services with a TLE limit), else pool 0.
     tle_pool: u32,
+    /// The VNI range of a service without restricted VNIs (SVC_SET_VNI_RANGE).
+    vni_range: Option<(u32, u32)>,
+    /// `exclusive_cp` of its transmit profile (SVC_SET_EXCLUSIVE_CP).
+    exclusive_cp: bool,
+    /// The network namespace allowed to use it (SVC_SET_NETNS).
+    netns: Option<u32>,
+}
+
+impl Service {
+    fn new(desc: SvcDesc, tle_pool: u32) -> Service {
+        Service {
+            desc,
+            lnis: 0,
+            in_use: [0; 8],
+            lpr: 1,
+            tle_pool,
+            vni_range: None,
+            exclusive_cp: false,
+            netns: None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -339,6 +362,8 @@ pub(crate) enum MapTarget {
 /// One mmap token of a client.
 #[derive(Clone, Debug)]
 pub(crate) struct MmapEntry {
+    /// Mapped already: a token maps once (`cxi_user_mmap.c` takes it off the pending list).
+    pub(crate) used: bool,
     pub(crate) size: u64,
     pub(crate) target: MapTarget,
     pub(crate) shared: Arc<MapShared>,
@@ -351,6 +376,8 @@ pub(crate) struct ClientState {
     pub(crate) mmaps: BTreeMap<u64, MmapEntry>,
     next_mmap: u64,
     pub(crate) dead: bool,
+    /// MAP_CSRS was done (a second one is `EALREADY`).
+    pub(crate) csrs_mapped: bool,
 }
 
 /// Allocators and objects of one device.
@@ -882,6 +909,7 @@ impl CxiDevice {
                 mmaps: BTreeMap::new(),
                 next_mmap: PAGE_SIZE,
                 dead: false,
+                csrs_mapped: false,
             },
         );
         id
@@ -1053,10 +1081,14 @@ fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
     let Some(id) = st.svc_id.alloc() else {
         return;
     };
+    // cass_svc.c (`cass_svc_init`): restricted to the default VNIs, resource limits at the
+    // device's totals, the four traffic classes DEDICATED_ACCESS..BEST_EFFORT, not a system
+    // service. Enabled here: nicemu loads the driver as HPE's test VMs do
+    // (`disable_default_svc=0`); `DriverConfig::disable_default_svc` leaves it out.
     let mut desc = SvcDesc {
-        bits: svcbits::RESTRICTED_VNIS | svcbits::ENABLE | svcbits::IS_SYSTEM_SVC,
+        bits: svcbits::RESTRICTED_VNIS | svcbits::RESOURCE_LIMITS | svcbits::ENABLE,
         num_vld_vnis: cfg.default_vnis.len() as u8,
-        tcs: [1; 5],
+        tcs: [1, 1, 1, 1, 0],
         svc_id: id,
         ..SvcDesc::default()
     };
@@ -1069,16 +1101,8 @@ fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
         l.max = t;
     }
     desc.limits[rsrc::TLE].res = lim::DEFAULT_SVC_NUM_TLES as u16;
-    st.services.insert(
-        id,
-        Service {
-            desc,
-            lnis: 0,
-            in_use: [0; 8],
-            lpr: 1,
-            tle_pool: 0,
-        },
-    );
+    desc.limits[rsrc::TLE].max = lim::DEFAULT_SVC_NUM_TLES as u16;
+    st.services.insert(id, Service::new(desc, 0));
 }
 
 /// TLE pools (`c_cq_cfg_tle_pool` has 4 entries).
@@ -1108,6 +1132,9 @@ pub(crate) struct Op<'a> {
     pub(crate) dev: &'a CxiDevice,
     pub(crate) st: &'a mut DevState,
     pub(crate) client: ClientId,
+    /// The writing process's memory for lists a request names by address (`svc_list`,
+    /// `rsrc_list`, `ule_offsets`); `None`: the client's [`UserSpace`].
+    pub(crate) user: Option<&'a dyn super::client::UserAccess>,
 }
 
 impl Op<'_> {
@@ -1117,6 +1144,14 @@ impl Op<'_> {
             .get(&self.client)
             .map(|c| c.creds)
             .unwrap_or_default()
+    }
+
+    /// `copy_to_user` of a list or an array a request names by address.
+    fn copy_out(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        match self.user {
+            Some(u) => u.copy_to_user(addr, data),
+            None => self.space()?.copy_to_user(addr, data).ok_or(Errno::Efault),
+        }
     }
 
     fn space(&self) -> Result<UserSpace, Errno> {
@@ -1146,6 +1181,7 @@ impl Op<'_> {
         c.mmaps.insert(
             offset,
             MmapEntry {
+                used: false,
                 size,
                 target,
                 shared: Arc::clone(shared),
@@ -1173,6 +1209,10 @@ impl Op<'_> {
             if !s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni) {
                 return Err(Errno::Eperm);
             }
+        } else if let Some((lo, hi)) = s.vni_range
+            && !(lo..=hi).contains(&vni)
+        {
+            return Err(Errno::Eperm);
         }
         Ok(())
     }

@@ -157,9 +157,8 @@ impl Op<'_> {
             ..PteStatus::default()
         };
         if inout.ule_offsets != 0 && inout.ule_count > 0 && t::UNEXP_LIST_VLD.get(&entry) != 0 {
-            let space = self.space()?;
             let bytes = u64::from(inout.ule_count) * 8;
-            if space.resolve(inout.ule_offsets, bytes).is_none() {
+            if self.user.is_none() && self.space()?.resolve(inout.ule_offsets, bytes).is_none() {
                 return Err(Errno::Efault);
             }
             let mut addr = t::UNEXP_HEAD.get(&entry) as u32;
@@ -170,9 +169,7 @@ impl Op<'_> {
                 if !vld {
                     break;
                 }
-                space
-                    .copy_to_user(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())
-                    .ok_or(Errno::Efault)?;
+                self.copy_out(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())?;
                 n += 1;
                 if addr == tail {
                     break;

@@ -78,16 +78,12 @@ impl Op<'_> {
         };
         let mut desc = c.svc_desc;
         desc.svc_id = id;
-        self.st.services.insert(
-            id,
-            Service {
-                desc,
-                lnis: 0,
-                in_use: [0; 8],
-                lpr: 1,
-                tle_pool,
-            },
-        );
+        // cass_svc.c: a service without restricted VNIs starts disabled; it is enabled
+        // once its VNI range is set.
+        if desc.bits & svcbits::RESTRICTED_VNIS == 0 {
+            desc.bits &= !svcbits::ENABLE;
+        }
+        self.st.services.insert(id, Service::new(desc, tle_pool));
         if tle_pool != 0
             && let Err(e) = program_tle_pools(self.hw(), self.st)
         {
@@ -126,7 +122,8 @@ impl Op<'_> {
 
     pub(crate) fn svc_destroy(&mut self, c: &SvcDestroyCmd) -> Result<(), Errno> {
         let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
-        if s.desc.bits & svcbits::IS_SYSTEM_SVC != 0 && c.svc_id == lim::CXI_DEFAULT_SVC_ID {
+        // cass_svc.c: the default service is never destroyed.
+        if c.svc_id == lim::CXI_DEFAULT_SVC_ID {
             return Err(Errno::Einval);
         }
         if s.lnis > 0 {
@@ -179,11 +176,10 @@ impl Op<'_> {
     ) -> Result<SvcListGetResp, Errno> {
         let total = items.len() as u32;
         if c.count >= total && total > 0 {
-            let space = self.space()?;
             let size = std::mem::size_of::<T>() as u64;
             for (i, it) in items.iter().enumerate() {
                 let at = c.list.checked_add(i as u64 * size).ok_or(Errno::Efault)?;
-                space.copy_to_user(at, it.as_bytes()).ok_or(Errno::Efault)?;
+                self.copy_out(at, it.as_bytes())?;
             }
         }
         Ok(SvcListGetResp { count: total })
@@ -219,5 +215,111 @@ impl Op<'_> {
     pub(crate) fn svc_get_lpr(&self, c: &SvcLprCmd) -> Result<SvcGetValueResp, Errno> {
         let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
         Ok(SvcGetValueResp { value: s.lpr })
+    }
+
+    /// SVC_SET_VNI_RANGE (cass_svc.c `cxi_svc_set_vni_range`): a service without restricted
+    /// VNIs gets one range, a power-of-two number of valid VNIs starting at a multiple of
+    /// its size; a range overlapping another service's VNIs is `EEXIST` unless both are a
+    /// single VNI (`vni_overlap_test`).
+    pub(crate) fn svc_set_vni_range(&mut self, c: &SvcVniRangeCmd) -> Result<(), Errno> {
+        let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
+            return Err(Errno::Einval);
+        }
+        let valid = |v: u32| v != 0 && v <= 0xffff;
+        if !valid(c.vni_min) || !valid(c.vni_max) || c.vni_max < c.vni_min {
+            return Err(Errno::Einval);
+        }
+        let size = c.vni_max - c.vni_min + 1;
+        if !size.is_power_of_two() || c.vni_min & (size - 1) != 0 {
+            return Err(Errno::Einval);
+        }
+        let overlap = self.st.services.values().any(|o| {
+            vni_sets(o)
+                .iter()
+                .any(|&(lo, hi)| lo <= c.vni_max && c.vni_min <= hi && !(size == 1 && lo == hi))
+        });
+        if overlap {
+            return Err(Errno::Eexist);
+        }
+        let s = self.st.services.get_mut(&c.svc_id).ok_or(Errno::Einval)?;
+        s.vni_range = Some((c.vni_min, c.vni_max));
+        s.desc.num_vld_vnis = 1;
+        Ok(())
+    }
+
+    /// SVC_GET_VNI_RANGE: `EINVAL` for a service with restricted VNIs, `ENOENT` before a
+    /// range was set.
+    pub(crate) fn svc_get_vni_range(
+        &self,
+        c: &SvcVniRangeCmd,
+    ) -> Result<SvcGetVniRangeResp, Errno> {
+        let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 || s.desc.num_vld_vnis == 0 {
+            return Err(Errno::Einval);
+        }
+        let (vni_min, vni_max) = s.vni_range.ok_or(Errno::Enoent)?;
+        Ok(SvcGetVniRangeResp { vni_min, vni_max })
+    }
+
+    /// SVC_SET_EXCLUSIVE_CP: only for a service with a VNI range, and not while enabled
+    /// (`cxi_tx_profile_set_exclusive_cp`: `EBUSY`).
+    pub(crate) fn svc_set_exclusive_cp(&mut self, c: &SvcSetExclusiveCpCmd) -> Result<(), Errno> {
+        let s = self.st.services.get_mut(&c.svc_id).ok_or(Errno::Einval)?;
+        if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 || s.vni_range.is_none() {
+            return Err(Errno::Einval);
+        }
+        if s.desc.bits & svcbits::ENABLE != 0 {
+            return Err(Errno::Ebusy);
+        }
+        s.exclusive_cp = c.exclusive_cp != 0;
+        Ok(())
+    }
+
+    /// SVC_GET_EXCLUSIVE_CP: the flag of the service's first transmit profile; `ENOENT`
+    /// for a service with neither restricted VNIs nor a range.
+    pub(crate) fn svc_get_exclusive_cp(
+        &self,
+        c: &SvcIdCmd,
+    ) -> Result<SvcGetExclusiveCpResp, Errno> {
+        let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        if s.desc.bits & svcbits::RESTRICTED_VNIS == 0 && s.vni_range.is_none() {
+            return Err(Errno::Enoent);
+        }
+        Ok(SvcGetExclusiveCpResp {
+            exclusive_cp: u8::from(s.exclusive_cp),
+        })
+    }
+
+    /// SVC_SET_NETNS: only a service whose members are restricted to none by uid or gid
+    /// takes a network namespace (`EEXIST` otherwise, as `cxi_svc_set_netns`).
+    pub(crate) fn svc_set_netns(&mut self, c: &SvcSetNetnsCmd) -> Result<(), Errno> {
+        let s = self.st.services.get_mut(&c.svc_id).ok_or(Errno::Einval)?;
+        let by_id = s.desc.members.iter().any(|m| m.kind == 1 || m.kind == 2);
+        if s.desc.bits & svcbits::RESTRICTED_MEMBERS == 0 || by_id {
+            return Err(Errno::Eexist);
+        }
+        s.netns = Some(c.netns);
+        Ok(())
+    }
+
+    /// SVC_GET_NETNS: `EINVAL` when the service has none.
+    pub(crate) fn svc_get_netns(&self, c: &SvcIdCmd) -> Result<SvcGetValueResp, Errno> {
+        let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        let value = s.netns.ok_or(Errno::Einval)?;
+        Ok(SvcGetValueResp { value })
+    }
+}
+
+/// The VNIs a service holds, as inclusive ranges: each restricted VNI, or its range.
+fn vni_sets(s: &Service) -> Vec<(u32, u32)> {
+    if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
+        let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
+        s.desc.vnis[..n]
+            .iter()
+            .map(|&v| (u32::from(v), u32::from(v)))
+            .collect()
+    } else {
+        s.vni_range.into_iter().collect()
     }
 }
