@@ -2,7 +2,7 @@
 //!
 //! A process running alone (no launcher, or a job of one process) builds a one-node emulated
 //! Cassini machine inside itself (one NIC, threaded engine): all its endpoints live on that
-//! NIC. A process that a launcher started as one rank of several ([`Launch::from_env`])
+//! NIC. A process that a launcher started as one rank of several ([`launch_from_env`])
 //! hosts its rank's node of the job's machine and joins the fabric between processes
 //! ([`platform::process::join`]: shared memory with ranks on this host, TCP with others), so
 //! its endpoints reach the endpoints of every other rank. The ranks find each other's fabric
@@ -23,7 +23,7 @@ use platform::{Cluster, EngineKind};
 use transport::Env;
 
 use crate::error::{Error, Result};
-use crate::rendezvous::{Launch, Rendezvous};
+use crate::rendezvous::{Launch, launch_from_env, start};
 
 /// Host memory of the emulated node unless `NICEMU_NODE_MEMORY_MIB` names another size:
 /// staging and landing buffers of every endpoint and the mirrors of memory regions open to
@@ -145,7 +145,7 @@ fn report_wanted(env: &Env) -> Result<bool> {
 pub fn open() -> Result<Nic> {
     let env = process_env();
     let report = report_wanted(&env)?;
-    match Launch::from_env(&env)? {
+    match launch_from_env(&env)? {
         None => open_alone(node_memory_of(&env)?.memory, report),
         Some(launch) => open_in_job(&env, launch, report),
     }
@@ -179,7 +179,7 @@ fn open_in_job(env: &Env, launch: Launch, report: bool) -> Result<Nic> {
             "NICEMU_NIC: the libfabric provider drives a Cassini (cxi) only".into(),
         ));
     }
-    let mut rdv = Rendezvous::new(launch)?;
+    let mut rdv = start(launch)?;
     let joined = platform::process::join(&mut rdv, &cfg);
     rdv.leave();
     let guard = joined.map_err(|e| Error::Nic(format!("rank {rank} of {size}: {e}")))?;
@@ -215,5 +215,5 @@ pub fn shared() -> Result<Arc<Nic>> {
 /// The NID this process's NIC has or will have, without opening it (for `fi_getinfo`): its
 /// rank in a launched job (node = NID = rank), 0 alone.
 pub fn local_nid() -> Result<u32> {
-    Ok(Launch::from_env(&process_env())?.map_or(0, |l| l.rank))
+    Ok(launch_from_env(&process_env())?.map_or(0, |l| l.rank))
 }

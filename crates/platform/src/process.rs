@@ -84,6 +84,8 @@ pub struct HostConfig {
     /// The launcher's `PMI_PORT` (`host:port`), if it gave one: the route to it tells which
     /// of this host's addresses the other hosts reach.
     pub pmi_port: Option<String>,
+    /// The Cassini driver's module parameters.
+    pub driver: driver::cassini::DriverConfig,
 }
 
 impl HostConfig {
@@ -99,6 +101,7 @@ impl HostConfig {
             tcp_advertise: None,
             host: None,
             pmi_port: None,
+            driver: driver::cassini::DriverConfig::default(),
         }
     }
 
@@ -337,6 +340,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                 .nics(size as usize)
                 .engine(engine)
                 .memory_per_node(cfg.memory)
+                .driver_config(cfg.driver.clone())
                 .hosted_node(rank as usize)
                 .build()
                 .map_err(|e| HostError::Machine(e.to_string()))?,

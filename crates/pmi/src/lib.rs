@@ -16,6 +16,7 @@ mod error;
 mod fd;
 mod launch;
 mod mapping;
+pub mod rendezvous;
 pub mod server;
 pub mod wire;
 

@@ -45,6 +45,10 @@ pub struct DriverConfig {
     pub msix_vectors: u32,
     /// `rdzv_get_en_default`.
     pub rdzv_get_en: bool,
+    /// `active_qos_profile` (1 HPC, 2 LL_BE_BD_ET, 3 LL_BE_BD_ET1_ET2): which traffic
+    /// classes and types communication profiles may use ([`qos_allows`]). `None` (nicemu's
+    /// own stacks): every class and type.
+    pub qos_profile: Option<u8>,
     /// Fault sites (off by default; [`crate::faults`]).
     pub faults: crate::faults::DriverFaults,
 }
@@ -59,6 +63,7 @@ impl Default for DriverConfig {
             iova_size: 1 << 40,
             msix_vectors: 128,
             rdzv_get_en: true,
+            qos_profile: None,
             faults: crate::faults::DriverFaults::none(),
         }
     }
@@ -1199,19 +1204,31 @@ impl Op<'_> {
         self.st.services.get(&svc).ok_or(Errno::Einval)
     }
 
+    /// A VNI an object of `lni` may use. `EINVAL` for an invalid VNI (0 or above 16 bits)
+    /// or one no enabled service has (`is_vni_valid`, `cxi_valid_vni`: no profile holds it);
+    /// `EPERM` for one that only other services have (*our choice*: the real driver's
+    /// profiles are per VNI and device-wide).
     fn check_vni(&self, lni: u32, vni: u32) -> Result<(), Errno> {
-        if vni > 0xffff {
+        if vni == 0 || vni > 0xffff {
             return Err(Errno::Einval);
         }
-        let s = self.service_of(lni)?;
-        if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
-            let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
-            if !s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni) {
-                return Err(Errno::Eperm);
+        let holds = |s: &Service| {
+            if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
+                let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
+                s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni)
+            } else {
+                s.vni_range.is_none_or(|(lo, hi)| (lo..=hi).contains(&vni))
             }
-        } else if let Some((lo, hi)) = s.vni_range
-            && !(lo..=hi).contains(&vni)
+        };
+        if !self
+            .st
+            .services
+            .values()
+            .any(|s| s.desc.bits & svcbits::ENABLE != 0 && holds(s))
         {
+            return Err(Errno::Einval);
+        }
+        if !holds(self.service_of(lni)?) {
             return Err(Errno::Eperm);
         }
         Ok(())
@@ -1244,6 +1261,25 @@ impl Op<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether QoS profile `profile` (`active_qos_profile`, cxi_qos_profiles.c) configures
+/// traffic class `tc` with type `tc_type` for user traffic (`cass_tc_find`). Classes: 0
+/// DEDICATED_ACCESS, 1 LOW_LATENCY, 2 BULK_DATA, 3 BEST_EFFORT; types: 0 DEFAULT, 1 HRP, 2
+/// RESTRICTED, 3 COLL_LEAF (a type exists where the profile gives it a DSCP). HPC (1) shares
+/// LOW_LATENCY's PCP with PCT control traffic, which `disable_user_pct_tc_usage` (default
+/// on) keeps from users; LL_BE_BD_ET (2, the module's default) and LL_BE_BD_ET1_ET2 (3) have
+/// no DEDICATED_ACCESS. Other classes (Ethernet) are not decided here.
+pub fn qos_allows(profile: u8, tc: u32, tc_type: u32) -> bool {
+    let types: &[u32] = match (profile, tc) {
+        (1, 0) | (1, 2) | (2 | 3, 2) => &[0],
+        (1, 3) => &[0, 1, 2, 3],
+        (2 | 3, 1) => &[0, 3],
+        (2 | 3, 3) => &[0, 1, 2],
+        (_, 4..) => return true,
+        _ => &[],
+    };
+    types.contains(&tc_type)
 }
 
 /// `CXI_TC_MAX`.
