@@ -168,6 +168,7 @@ fn dev(fd: RawFd) -> Option<Arc<DevFile>> {
 /// `write(fd, buf, count)` on a device file: one uAPI request from this process's memory.
 pub fn write(fd: RawFd, buf: u64, count: usize) -> Result<usize, i32> {
     let d = dev(fd).ok_or(libc::EBADF)?;
+    d.client.set_credentials(credentials());
     d.client
         .write_user(&SelfMemory, buf, count)
         .map_err(|e| e.code())

@@ -174,6 +174,16 @@ impl Client {
         &self.dev
     }
 
+    /// The opener's credentials as the driver checks them now: the kernel driver takes the
+    /// effective uid at every `write` (`ucxi_write`), so a process that changes its
+    /// effective ids (`seteuid`) is checked with the new ones.
+    pub fn set_credentials(&self, creds: Credentials) {
+        let mut st = self.dev.lock();
+        if let Some(c) = st.clients.get_mut(&self.id) {
+            c.creds = creds;
+        }
+    }
+
     /// The process address space of this client.
     pub fn space(&self) -> &UserSpace {
         &self.space

@@ -318,7 +318,11 @@ fn vni_ranges_exclusive_cp_and_netns_are_service_operations() {
         })
     };
     assert!(dom(100).is_ok());
-    assert_eq!(dom(10).unwrap_err(), Errno::Eperm);
+    assert_eq!(
+        dom(300).unwrap_err(),
+        Errno::Einval,
+        "no service holds VNI 300"
+    );
     // netns: only a service with restricted members and no uid/gid member takes one.
     let netns_get = |id: u32| {
         admin.call(&As::<{ Opcode::SvcGetNetns as u32 }, _>(SvcIdCmd {
@@ -353,6 +357,54 @@ fn vni_ranges_exclusive_cp_and_netns_are_service_operations() {
     assert_eq!(netns_set(999, 7), Err(Errno::Einval));
 }
 
+#[test]
+fn members_are_checked_at_every_request_without_an_admin_bypass() {
+    use driver::cassini::Credentials;
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let admin = d.open_admin();
+    let mut desc = SvcDesc {
+        bits: 0b1_0011, // restricted members and VNIs, enable
+        num_vld_vnis: 1,
+        ..Default::default()
+    };
+    desc.vnis[0] = 8;
+    desc.members[0] = SvcMember {
+        value: 200,
+        kind: 1, // CXI_SVC_MEMBER_UID
+    };
+    let svc = admin
+        .call(&SvcAllocCmd {
+            svc_desc: desc,
+            ..Default::default()
+        })
+        .unwrap()
+        .svc_id;
+    // cxi_rgroup_valid_user: CAP_SYS_ADMIN is no membership.
+    assert_eq!(lni_on(&admin, svc), Err(Errno::Eperm));
+    // The uid is the one of the write (seteuid between requests counts).
+    admin.set_credentials(Credentials {
+        uid: 200,
+        admin: true,
+        ..Credentials::default()
+    });
+    let l = lni_on(&admin, svc).unwrap();
+    let dom = |c: &driver::cassini::Client, lni: u32, vni: u32| {
+        c.call(&DomainAllocCmd {
+            lni,
+            vni,
+            pid: firmware_spec::cassini::dfa::C_PID_ANY,
+            ..Default::default()
+        })
+    };
+    assert!(dom(&admin, l, 8).is_ok());
+    // Another user's LNI on the open default service may not use VNI 8.
+    let user = d.open();
+    let ul = lni(&user).unwrap();
+    assert_eq!(dom(&user, ul, 8).unwrap_err(), Errno::Eperm);
+    assert!(dom(&user, ul, 1).is_ok());
+}
+
 fn lni_on(c: &driver::cassini::Client, svc_id: u32) -> Result<u32, Errno> {
     c.call(&LniAllocCmd {
         svc_id,
@@ -375,5 +427,69 @@ fn csrs_map_once_per_client() {
         other
             .call(&As::<{ Opcode::MapCsrs as u32 }, _>(NoArgCmd::default()))
             .is_ok()
+    );
+}
+
+#[test]
+fn services_reserving_les_get_one_of_the_sixteen_le_pools() {
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let admin = d.open_admin();
+    let svc = |res: u16, vni: u16| {
+        let mut desc = SvcDesc {
+            bits: 0b1_1010, // resource_limits, enable, restricted VNIs
+            num_vld_vnis: 1,
+            ..Default::default()
+        };
+        desc.vnis[0] = vni;
+        desc.limits[5] = Limits { max: 16384, res }; // CXI_RSRC_TYPE_LE
+        admin.call(&SvcAllocCmd {
+            svc_desc: desc,
+            ..Default::default()
+        })
+    };
+    // Pool 0 is the default service's and every service's that reserves no LEs: 15 left.
+    let mut ids = Vec::new();
+    for i in 0..15 {
+        ids.push(svc(1092, 11 + i).unwrap().svc_id);
+    }
+    assert_eq!(svc(1092, 40).unwrap_err(), Errno::Enospc);
+    let unreserved = svc(0, 41).unwrap().svc_id;
+    let hw = d.hw();
+    use firmware_spec::cassini::csr::{self, fields as f};
+    let reserved = hw
+        .read_field(
+            csr::C_LPE_CFG_PE_LE_POOLS,
+            1,
+            f::c_lpe_cfg_pe_le_pools::NUM_RESERVED,
+        )
+        .unwrap();
+    assert_eq!(reserved, 1092, "pool 1 of PE 0");
+    admin
+        .call(&SvcDestroyCmd {
+            svc_id: ids[0],
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        svc(1092, 42).is_ok(),
+        "a destroyed service's pool is free again"
+    );
+    // Whether a service has resource limits cannot change (cxi_svc_update).
+    let mut desc = admin
+        .call(&As::<{ Opcode::SvcGet as u32 }, _>(SvcIdCmd {
+            svc_id: unreserved,
+            ..Default::default()
+        }))
+        .unwrap();
+    desc.bits &= !(1 << 3);
+    assert_eq!(
+        admin
+            .call(&SvcUpdateCmd {
+                svc_desc: desc,
+                ..Default::default()
+            })
+            .unwrap_err(),
+        Errno::Einval
     );
 }

@@ -142,13 +142,22 @@ fn services_are_admin_objects_with_limits() {
         ..Default::default()
     });
     assert_eq!(dom.unwrap().pid, 3);
-    let bad = user.call(&DomainAllocCmd {
+    // VNIs are authorized by profile, device-wide: VNI 10 is the open default service's,
+    // usable from this LNI too; VNI 78 is no enabled service's.
+    let other = user.call(&DomainAllocCmd {
         lni: l,
         vni: 10,
         pid: 3,
         ..Default::default()
     });
-    assert_eq!(bad.unwrap_err(), Errno::Eperm, "VNI not in the service");
+    assert_eq!(other.unwrap().vni, 10);
+    let none = user.call(&DomainAllocCmd {
+        lni: l,
+        vni: 78,
+        pid: 3,
+        ..Default::default()
+    });
+    assert_eq!(none.unwrap_err(), Errno::Einval, "VNI of no service");
     let use_ = user
         .call(&As::<{ Opcode::SvcRsrcGet as u32 }, _>(SvcIdCmd {
             svc_id: svc,

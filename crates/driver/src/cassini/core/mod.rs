@@ -196,6 +196,8 @@ struct Service {
     lpr: u32,
     /// Its own TLE pool (services with a TLE limit), else pool 0.
     tle_pool: u32,
+    /// Its own LE pool (services that reserve LEs), else pool 0.
+    le_pool: u32,
     /// The VNI range of a service without restricted VNIs (SVC_SET_VNI_RANGE).
     vni_range: Option<(u32, u32)>,
     /// `exclusive_cp` of its transmit profile (SVC_SET_EXCLUSIVE_CP).
@@ -212,6 +214,7 @@ impl Service {
             in_use: [0; 8],
             lpr: 1,
             tle_pool,
+            le_pool: 0,
             vni_range: None,
             exclusive_cp: false,
             netns: None,
@@ -404,6 +407,7 @@ pub(crate) struct DevState {
     cp_hndl: IdAllocator,
     svc_id: IdAllocator,
     tle_pool: IdAllocator,
+    le_pool: IdAllocator,
 
     services: BTreeMap<u32, Service>,
     lnis: BTreeMap<u32, Lni>,
@@ -481,6 +485,8 @@ impl DevState {
                 a.alloc_specific(0);
                 a
             },
+            // Pool 0 of each PE serves every service that reserves no LEs.
+            le_pool: IdAllocator::new(1, lim::LE_POOLS_PER_PE as u32),
             services: BTreeMap::new(),
             lnis: BTreeMap::new(),
             cps: BTreeMap::new(),
@@ -521,6 +527,7 @@ impl DevState {
             cp_hndl: self.cp_hndl.clone(),
             svc_id: self.svc_id.clone(),
             tle_pool: self.tle_pool.clone(),
+            le_pool: self.le_pool.clone(),
             services: self.services.clone(),
             lnis: BTreeMap::new(),
             cps: self.cps.clone(),
@@ -1039,6 +1046,34 @@ impl CxiDevice {
     }
 }
 
+/// Whether service `s` holds `vni`: one of its restricted VNIs, or its VNI range (a
+/// service with neither holds every VNI).
+fn svc_holds_vni(s: &Service, vni: u32) -> bool {
+    if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
+        let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
+        s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni)
+    } else {
+        s.vni_range.is_none_or(|(lo, hi)| (lo..=hi).contains(&vni))
+    }
+}
+
+/// Whether `creds` are a member of service `s` (`cxi_rgroup_valid_user`): any process when
+/// its members are not restricted; else a matching uid, gid or network namespace member
+/// (`CXI_SVC_MEMBER_UID` 1, `GID` 2, `NET_NS` 3), or the namespace SVC_SET_NETNS gave it.
+/// CAP_SYS_ADMIN does not make a process a member.
+fn svc_admits(s: &Service, creds: &Credentials) -> bool {
+    if s.desc.bits & svcbits::RESTRICTED_MEMBERS == 0 {
+        return true;
+    }
+    s.netns.is_some_and(|n| n == creds.netns)
+        || s.desc.members.iter().any(|m| match m.kind {
+            1 => m.value == creds.uid,
+            2 => m.value == creds.gid,
+            3 => m.value == creds.netns,
+            _ => false,
+        })
+}
+
 /// Account `delta` uses of resource `kind` to the service of `lni`.
 fn svc_use(st: &mut DevState, lni: u32, kind: usize, delta: i32) {
     let Some(svc) = st.lnis.get(&lni).map(|l| l.svc) else {
@@ -1204,34 +1239,30 @@ impl Op<'_> {
         self.st.services.get(&svc).ok_or(Errno::Einval)
     }
 
-    /// A VNI an object of `lni` may use. `EINVAL` for an invalid VNI (0 or above 16 bits)
-    /// or one no enabled service has (`is_vni_valid`, `cxi_valid_vni`: no profile holds it);
-    /// `EPERM` for one that only other services have (*our choice*: the real driver's
-    /// profiles are per VNI and device-wide).
+    /// A VNI the caller may use for an object of `lni` (a domain, a reservation, a CP).
+    /// The real driver authorizes by profile: a VNI belongs to the transmit/receive profiles
+    /// of the enabled services that hold it, device-wide, and the caller must be a member of
+    /// one of them (`cxi_valid_vni`, `cxi_dev_get_tx_profile`; the LNI's own service does not
+    /// matter). `EINVAL` for an invalid VNI (0 or above 16 bits) or one no enabled service
+    /// holds, `EPERM` when the caller is a member of none of them. `lni` must be the
+    /// caller's.
     fn check_vni(&self, lni: u32, vni: u32) -> Result<(), Errno> {
+        self.lni(lni)?;
         if vni == 0 || vni > 0xffff {
             return Err(Errno::Einval);
         }
-        let holds = |s: &Service| {
-            if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
-                let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
-                s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni)
-            } else {
-                s.vni_range.is_none_or(|(lo, hi)| (lo..=hi).contains(&vni))
+        let creds = self.creds();
+        let mut held = false;
+        for s in self.st.services.values() {
+            if s.desc.bits & svcbits::ENABLE == 0 || !svc_holds_vni(s, vni) {
+                continue;
             }
-        };
-        if !self
-            .st
-            .services
-            .values()
-            .any(|s| s.desc.bits & svcbits::ENABLE != 0 && holds(s))
-        {
-            return Err(Errno::Einval);
+            held = true;
+            if svc_admits(s, &creds) {
+                return Ok(());
+            }
         }
-        if !holds(self.service_of(lni)?) {
-            return Err(Errno::Eperm);
-        }
-        Ok(())
+        Err(if held { Errno::Eperm } else { Errno::Einval })
     }
 
     /// A service's limit on `kind` (resource_limits), checked before an allocation.
@@ -1325,6 +1356,21 @@ mod tests {
         assert_eq!(l[rsrc::AC], 1022);
         assert_eq!(l[rsrc::TLE], 2048);
         assert_eq!(l[rsrc::LE], u16::MAX);
+    }
+
+    #[test]
+    fn qos_profiles_decide_the_usable_traffic_classes() {
+        // HPC: LOW_LATENCY carries PCT control traffic; DEDICATED_ACCESS is there.
+        assert!(!qos_allows(1, 1, 0));
+        assert!(qos_allows(1, 0, 0));
+        assert!(qos_allows(1, 3, 3));
+        // LL_BE_BD_ET (the default): no DEDICATED_ACCESS; LOW_LATENCY with COLL_LEAF.
+        assert!(!qos_allows(2, 0, 0));
+        assert!(qos_allows(2, 1, 3));
+        assert!(!qos_allows(2, 1, 1), "no HRP on LOW_LATENCY");
+        assert!(qos_allows(2, 3, 1));
+        assert!(!qos_allows(2, 2, 2), "no RESTRICTED on BULK_DATA");
+        assert!(!qos_allows(9, 3, 0), "no such profile");
     }
 
     #[test]

@@ -22,13 +22,14 @@ impl Op<'_> {
             return Err(Errno::Einval);
         }
         self.check_limit(c.lni_hndl, rsrc::PTE)?;
+        let le_pool = self.service_of(c.lni_hndl)?.le_pool;
         let n = self.st.ptn.alloc().ok_or(Errno::Enospc)?;
         let cfg = PtlteConfig {
             opts: c.opts,
             eq: c.evtq_hndl,
             rgid,
             pe,
-            le_pool: 0,
+            le_pool,
         };
         if let Err(e) = self.hw().ptlte_enable(n, &cfg) {
             let _ = self.hw().ptlte_disable(n);
@@ -145,7 +146,8 @@ impl Op<'_> {
         let pe = self.st.lnis.get(&lni).map_or(0, |l| l.pe);
         let entry = self.hw().ptlte_entry(c.pte_index).map_err(eio)?;
         use firmware_spec::cassini::csr::fields::c_lpe_cfg_ptl_table as t;
-        let (reserved, allocated, max) = self.hw().le_pool_usage(pe, 0).map_err(eio)?;
+        let le_pool = self.service_of(lni)?.le_pool;
+        let (reserved, allocated, max) = self.hw().le_pool_usage(pe, le_pool).map_err(eio)?;
         let mut out = PteStatus {
             drop_count: t::DROP_COUNT.get(&entry) as u32,
             state: t::PTL_STATE.get(&entry) as u8,

@@ -70,20 +70,56 @@ impl Op<'_> {
         } else {
             0
         };
+        // A service that reserves LEs gets an LE pool of its own (cass_svc.c; 16 per PE,
+        // pool 0 shared by the others).
+        let wants_le =
+            c.svc_desc.bits & svcbits::RESOURCE_LIMITS != 0 && c.svc_desc.limits[rsrc::LE].res > 0;
+        let le_pool = if wants_le {
+            let Some(p) = self.st.le_pool.alloc() else {
+                if tle_pool != 0 {
+                    self.st.tle_pool.free(tle_pool);
+                }
+                let fail = SvcFailInfo {
+                    no_le_pools: 1,
+                    ..SvcFailInfo::default()
+                };
+                return Err((Errno::Enospc, fail));
+            };
+            p
+        } else {
+            0
+        };
         let Some(id) = self.st.svc_id.alloc() else {
             if tle_pool != 0 {
                 self.st.tle_pool.free(tle_pool);
+            }
+            if le_pool != 0 {
+                self.st.le_pool.free(le_pool);
             }
             return Err((Errno::Enospc, SvcFailInfo::default()));
         };
         let mut desc = c.svc_desc;
         desc.svc_id = id;
-        // cass_svc.c: a service without restricted VNIs starts disabled; it is enabled
-        // once its VNI range is set.
+        // cass_svc.c: a service with restricted VNIs is enabled at once ("for backwards
+        // compatibility"); one without starts disabled until its VNI range is set and it is
+        // enabled.
         if desc.bits & svcbits::RESTRICTED_VNIS == 0 {
             desc.bits &= !svcbits::ENABLE;
+        } else {
+            desc.bits |= svcbits::ENABLE;
         }
-        self.st.services.insert(id, Service::new(desc, tle_pool));
+        let mut svc = Service::new(desc, tle_pool);
+        svc.le_pool = le_pool;
+        self.st.services.insert(id, svc);
+        if le_pool != 0 {
+            let l = desc.limits[rsrc::LE];
+            if let Err(e) = self
+                .hw()
+                .le_pool_set(le_pool, u32::from(l.res), u32::from(l.max))
+            {
+                return Err((eio(e), SvcFailInfo::default()));
+            }
+        }
         if tle_pool != 0
             && let Err(e) = program_tle_pools(self.hw(), self.st)
         {
@@ -108,6 +144,10 @@ impl Op<'_> {
         if s.lnis > 0 {
             return Err((Errno::Ebusy, SvcFailInfo::default()));
         }
+        // cxi_svc_update: whether a service has resource limits cannot change.
+        if (s.desc.bits ^ c.svc_desc.bits) & svcbits::RESOURCE_LIMITS != 0 {
+            return Err((Errno::Einval, SvcFailInfo::default()));
+        }
         self.validate_desc(&c.svc_desc, Some(id))?;
         let mut pool = 0;
         if let Some(s) = self.st.services.get_mut(&id) {
@@ -130,8 +170,13 @@ impl Op<'_> {
             return Err(Errno::Ebusy);
         }
         let pool = s.tle_pool;
+        let le_pool = s.le_pool;
         self.st.services.remove(&c.svc_id);
         self.st.svc_id.free(c.svc_id);
+        if le_pool != 0 {
+            self.st.le_pool.free(le_pool);
+            self.hw().le_pool_set(le_pool, 0, 0).map_err(eio)?;
+        }
         if pool != 0 {
             self.st.tle_pool.free(pool);
             program_tle_pools(self.hw(), self.st).map_err(eio)?;
