@@ -71,7 +71,7 @@ impl Op<'_> {
             device_platform: i.platform as u32,
             pct_eq: 0,
             uc_nic: -1,
-            link_mtu: lim::C_MAX_HPC_MTU as u64,
+            link_mtu: lim::HPC_LINK_MTU as u64,
             link_speed: 200_000,
             link_state: 1,
             num_ptes: l[rsrc::PTE],
