@@ -197,6 +197,7 @@ fn build() -> Result<Node, NodeError> {
                 .engine(EngineKind::Threaded)
                 .memory_per_node(cfg.memory)
                 .driver_config(cfg.driver.clone())
+                .process_memory(cfg.process_memory)
                 .build()
                 .map_err(|e| NodeError::Host(e.to_string()))?;
             let devices = cluster.node(0).map(|n| n.cxi_devices()).unwrap_or_default();

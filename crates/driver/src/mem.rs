@@ -11,7 +11,10 @@
 //! - [`UserSpace`] / [`UserMemory`]: a process's address space and the buffers in it. A
 //!   buffer's address ([`UserMemory::va`]) is what the user library hands to the driver as a
 //!   "virtual address" (ATU_MAP, EQ buffers, CT write-back). On the emulated backend the
-//!   process's memory is the node's RAM, so a virtual address is the RAM address.
+//!   buffers the driver allocates for a process are in the node's RAM, so their virtual
+//!   address is the RAM address. For a node hosted in this process the RAM sits at its own
+//!   virtual addresses and the rest of the process's memory can be registered too
+//!   ([`HostMem::pin`]): then a virtual address is simply the process's.
 //! - [`MemWindow`]: a mapped view (a command ring mapped with `mmap`), revoked when the object
 //!   behind it is freed.
 
@@ -23,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use emu_core::memory::{GuestAddress, GuestRange, HostMemory};
+pub use emu_core::procmem::{Pin as ProcessPin, PinAccess};
 use thiserror::Error;
 
 /// The page size of host memory and of every mapping the driver makes.
@@ -67,6 +71,15 @@ pub enum MemError {
     /// The mapping was revoked (the object behind it was freed, or its client closed).
     #[error("the mapping was revoked")]
     Revoked,
+    /// Process memory (a node hosted in this process) that is not mapped, not registered,
+    /// or went away under the access.
+    #[error("process memory [{addr:#x}, +{len:#x}) is not reachable")]
+    Fault {
+        /// First address.
+        addr: u64,
+        /// Length.
+        len: u64,
+    },
 }
 
 /// Host memory as the driver sees it: allocate pages, copy bytes, and atomically access
@@ -114,6 +127,24 @@ pub trait HostMem: Send + Sync + fmt::Debug {
     fn host_ptr(&self, _addr: u64, _len: u64) -> Option<*mut u8> {
         None
     }
+    /// Pin `[addr, addr + len)` of this process's own memory (outside the RAM) for the
+    /// device, as a driver pins a registration's pages (`get_user_pages`): for a node hosted
+    /// in this process. [`MemError::Fault`] when the range is not mapped (the driver's
+    /// `EFAULT`), or when this memory has no process memory beside it.
+    fn pin(&self, addr: u64, len: u64, access: PinAccess) -> Result<ProcessPin, MemError> {
+        let _ = access;
+        Err(MemError::Fault { addr, len })
+    }
+    /// Whether process memory can be registered ([`HostMem::pin`]).
+    fn process_memory(&self) -> bool {
+        false
+    }
+    /// Pages from bus address 0 that the device's passthrough address context must cover:
+    /// the RAM (`0` = unbounded, for a node hosted in a process, whose RAM and registered
+    /// memory sit at the process's addresses; the platform's DMA port checks those).
+    fn passthrough_pages(&self) -> u64 {
+        self.size().div_ceil(PAGE_SIZE)
+    }
 }
 
 fn mem_err(e: emu_core::memory::MemoryError) -> MemError {
@@ -124,6 +155,18 @@ fn mem_err(e: emu_core::memory::MemoryError) -> MemError {
         E::Create { size, .. } => MemError::OutOfRange { addr: 0, len: size },
         // Only `HostMemory::restore` reports it, which the driver never calls.
         E::Snapshot(_) => MemError::OutOfRange { addr: 0, len: 0 },
+        E::Process(p) => proc_err(p),
+    }
+}
+
+fn proc_err(e: emu_core::procmem::ProcError) -> MemError {
+    use emu_core::procmem::ProcError as P;
+    match e {
+        P::Misaligned { addr, align } => MemError::Misaligned { addr, align },
+        P::Unmapped { addr, len } | P::Fault { addr, len } | P::BadRange { addr, len } => {
+            MemError::Fault { addr, len }
+        }
+        P::NotPinned { addr } | P::Permission { addr } => MemError::Fault { addr, len: 0 },
     }
 }
 
@@ -216,6 +259,26 @@ impl HostMem for EmulatedHostMemory {
     fn host_ptr(&self, addr: u64, len: u64) -> Option<*mut u8> {
         self.mem.host_ptr(GuestAddress(addr), len).ok()
     }
+    fn pin(&self, addr: u64, len: u64, access: PinAccess) -> Result<ProcessPin, MemError> {
+        let fault = MemError::Fault { addr, len };
+        let p = self.mem.process().ok_or(fault.clone())?;
+        // The RAM is reached as RAM (its buffers), never as process memory.
+        let end = addr.checked_add(len).ok_or(fault.clone())?;
+        if end > self.mem.base() && addr < self.mem.base() + self.mem.size() {
+            return Err(fault);
+        }
+        p.pin(addr, len, access).map_err(proc_err)
+    }
+    fn process_memory(&self) -> bool {
+        self.mem.process().is_some()
+    }
+    fn passthrough_pages(&self) -> u64 {
+        if self.mem.process().is_some() {
+            0
+        } else {
+            self.size().div_ceil(PAGE_SIZE)
+        }
+    }
 }
 
 /// Page-granular memory owned by the driver, freed when the last reference drops.
@@ -305,17 +368,17 @@ macro_rules! window_accessors {
         /// Copy `buf.len()` bytes from byte `offset`.
         pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), MemError> {
             let a = self.addr_of(offset, buf.len() as u64)?;
-            self.block().mem.read(a, buf)
+            self.memory().read(a, buf)
         }
         /// Copy `buf` to byte `offset`.
         pub fn write(&self, offset: u64, buf: &[u8]) -> Result<(), MemError> {
             let a = self.addr_of(offset, buf.len() as u64)?;
-            self.block().mem.write(a, buf)
+            self.memory().write(a, buf)
         }
         /// Set `len` bytes at `offset` to `byte`.
         pub fn fill(&self, offset: u64, len: u64, byte: u8) -> Result<(), MemError> {
             let a = self.addr_of(offset, len)?;
-            self.block().mem.fill(a, len, byte)
+            self.memory().fill(a, len, byte)
         }
         /// Read a little-endian `u64` (not atomic).
         pub fn read_u64(&self, offset: u64) -> Result<u64, MemError> {
@@ -330,27 +393,27 @@ macro_rules! window_accessors {
         /// Atomic 8-byte load with acquire ordering (`offset` 8-aligned in memory).
         pub fn load_u64_acquire(&self, offset: u64) -> Result<u64, MemError> {
             let a = self.addr_of(offset, 8)?;
-            self.block().mem.load_u64(a, Ordering::Acquire)
+            self.memory().load_u64(a, Ordering::Acquire)
         }
         /// Atomic 8-byte store with release ordering.
         pub fn store_u64_release(&self, offset: u64, v: u64) -> Result<(), MemError> {
             let a = self.addr_of(offset, 8)?;
-            self.block().mem.store_u64(a, v, Ordering::Release)
+            self.memory().store_u64(a, v, Ordering::Release)
         }
         /// Atomic 4-byte load with acquire ordering.
         pub fn load_u32_acquire(&self, offset: u64) -> Result<u32, MemError> {
             let a = self.addr_of(offset, 4)?;
-            self.block().mem.load_u32(a, Ordering::Acquire)
+            self.memory().load_u32(a, Ordering::Acquire)
         }
         /// Atomic 4-byte store with release ordering.
         pub fn store_u32_release(&self, offset: u64, v: u32) -> Result<(), MemError> {
             let a = self.addr_of(offset, 4)?;
-            self.block().mem.store_u32(a, v, Ordering::Release)
+            self.memory().store_u32(a, v, Ordering::Release)
         }
         /// Atomic 8-byte fetch-and-add; returns the old value.
         pub fn fetch_add_u64(&self, offset: u64, v: u64) -> Result<u64, MemError> {
             let a = self.addr_of(offset, 8)?;
-            self.block().mem.fetch_add_u64(a, v)
+            self.memory().fetch_add_u64(a, v)
         }
         /// Atomic 8-byte compare-and-swap: `Ok(old)` when swapped, `Err(actual)` when not.
         pub fn compare_exchange_u64(
@@ -360,20 +423,88 @@ macro_rules! window_accessors {
             new: u64,
         ) -> Result<Result<u64, u64>, MemError> {
             let a = self.addr_of(offset, 8)?;
-            self.block().mem.compare_exchange_u64(a, current, new)
+            self.memory().compare_exchange_u64(a, current, new)
         }
     };
+}
+
+/// What backs a buffer or a pinned range of a process.
+#[derive(Clone, Debug)]
+enum Backing {
+    /// Pages of the node's RAM that the driver allocated for the process.
+    Ram(Arc<PageBlock>),
+    /// The process's own memory (a node hosted in this process), pinned.
+    Process(Arc<ProcessRange>),
+}
+
+/// A pinned range of the process's own memory.
+#[derive(Debug)]
+struct ProcessRange {
+    mem: Arc<dyn HostMem>,
+    pin: ProcessPin,
+    /// First byte (a virtual address = host address) and length, as asked for.
+    addr: u64,
+    len: u64,
+}
+
+impl Backing {
+    fn memory(&self) -> &Arc<dyn HostMem> {
+        match self {
+            Backing::Ram(p) => &p.mem,
+            Backing::Process(r) => &r.mem,
+        }
+    }
+    /// Host address of the first byte.
+    fn addr(&self) -> u64 {
+        match self {
+            Backing::Ram(p) => p.addr,
+            Backing::Process(r) => r.addr,
+        }
+    }
+    fn len(&self) -> u64 {
+        match self {
+            Backing::Ram(p) => p.len,
+            Backing::Process(r) => r.len,
+        }
+    }
+    /// The host address of `[offset, offset + len)`, checked.
+    fn at(&self, offset: u64, len: u64) -> Result<u64, MemError> {
+        match self {
+            Backing::Ram(p) => p.at(offset, len),
+            Backing::Process(r) => match offset.checked_add(len) {
+                Some(end) if end <= r.len => Ok(r.addr + offset),
+                _ => Err(MemError::OutOfRange {
+                    addr: r.addr.saturating_add(offset),
+                    len,
+                }),
+            },
+        }
+    }
+    fn bus_address(&self, offset: u64) -> u64 {
+        match self {
+            Backing::Ram(p) => p.bus_address(offset),
+            Backing::Process(r) => r.mem.bus_address(r.addr.saturating_add(offset)),
+        }
+    }
+    fn is_valid(&self) -> bool {
+        match self {
+            Backing::Ram(_) => true,
+            Backing::Process(r) => r.pin.is_valid(),
+        }
+    }
 }
 
 /// One buffer in a process's address space, as the process sees it.
 #[derive(Debug)]
 struct UserRegion {
-    pages: Arc<PageBlock>,
+    backing: Backing,
 }
 
 /// A buffer of user memory (what `malloc`/`mmap` gives a process): a virtual address range
-/// backed by host pages. Cloning shares the buffer; the memory is returned when the last
-/// clone drops and no memory registration still pins it.
+/// backed by host pages the driver allocated ([`UserSpace::alloc`]), or, for a node hosted in
+/// this process, by the process's own memory ([`UserSpace::attach`]). Cloning shares the
+/// buffer; allocated memory is returned when the last clone drops and no memory
+/// registration still pins it.
 #[derive(Clone, Debug)]
 pub struct UserMemory {
     region: Arc<UserRegion>,
@@ -382,17 +513,17 @@ pub struct UserMemory {
 impl UserMemory {
     /// The buffer's virtual address (what ATU_MAP, EQ_ALLOC and CT_ALLOC take).
     pub fn va(&self) -> u64 {
-        self.region.pages.addr
+        self.region.backing.addr()
     }
 
-    /// Length in bytes (whole pages).
+    /// Length in bytes (whole pages for an allocated buffer).
     pub fn len(&self) -> u64 {
-        self.region.pages.len
+        self.region.backing.len()
     }
 
-    /// Always false: a buffer has at least one page.
+    /// Whether the buffer has no bytes (never: a buffer has at least one byte).
     pub fn is_empty(&self) -> bool {
-        self.region.pages.len == 0
+        self.len() == 0
     }
 
     /// Whether `[va, va + len)` lies inside the buffer.
@@ -403,20 +534,35 @@ impl UserMemory {
                 .is_some_and(|end| end <= self.va() + self.len())
     }
 
-    fn block(&self) -> &PageBlock {
-        &self.region.pages
+    /// Whether the buffer is the process's own memory rather than pages the driver
+    /// allocated.
+    pub fn is_process_memory(&self) -> bool {
+        matches!(self.region.backing, Backing::Process(_))
+    }
+
+    /// Whether the memory is still what it was (false once process memory behind the
+    /// buffer was unmapped, remapped or discarded: the pin is invalid).
+    pub fn is_valid(&self) -> bool {
+        self.region.backing.is_valid()
+    }
+
+    fn memory(&self) -> &Arc<dyn HostMem> {
+        self.region.backing.memory()
     }
 
     /// Where the buffer's bytes live in this process, when its memory is this process's own
-    /// ([`HostMem::host_ptr`]): a program may then load and store them directly, as it does
-    /// with memory it registered with a real NIC. Valid while this buffer lives.
+    /// ([`HostMem::host_ptr`], or process memory itself): a program may then load and store
+    /// them directly, as it does with memory it registered with a real NIC. Valid while this
+    /// buffer lives.
     pub fn host_ptr(&self) -> Option<*mut u8> {
-        let p = &self.region.pages;
-        p.mem.host_ptr(p.addr, p.len)
+        match &self.region.backing {
+            Backing::Ram(p) => p.mem.host_ptr(p.addr, p.len),
+            Backing::Process(r) => Some(std::ptr::with_exposed_provenance_mut(r.addr as usize)),
+        }
     }
 
     fn addr_of(&self, offset: u64, len: u64) -> Result<u64, MemError> {
-        self.region.pages.at(offset, len)
+        self.region.backing.at(offset, len)
     }
 
     window_accessors!();
@@ -429,8 +575,9 @@ struct SpaceInner {
 
 /// A process's address space: the user buffers it allocated, by virtual address. The driver
 /// resolves the virtual addresses in requests through it, as the kernel walks a process's
-/// page tables; an address outside every live buffer is a fault (`EFAULT`). Cloning shares
-/// the space (several device clients of one process).
+/// page tables; an address outside every live buffer is a fault (`EFAULT`), except, for a
+/// node hosted in this process, mapped memory of the process itself, which is pinned
+/// ([`HostMem::pin`]). Cloning shares the space (several device clients of one process).
 #[derive(Clone)]
 pub struct UserSpace {
     inner: Arc<SpaceInner>,
@@ -444,21 +591,55 @@ impl fmt::Debug for UserSpace {
     }
 }
 
-/// A range of user memory resolved to its backing pages.
+/// A range of user memory resolved to its backing pages, which it keeps (allocated pages
+/// outlive the buffer; process memory stays pinned until this is dropped).
 #[derive(Clone, Debug)]
 pub struct Pinned {
-    /// The pages backing the buffer (kept alive by whoever holds this).
-    pub pages: Arc<PageBlock>,
-    /// Offset of the requested virtual address inside `pages`.
-    pub offset: u64,
+    backing: Backing,
+    /// Offset of the requested virtual address inside the backing.
+    offset: u64,
     /// Requested length.
-    pub len: u64,
+    len: u64,
 }
 
 impl Pinned {
     /// The bus address of byte `delta` of the pinned range.
     pub fn bus_address(&self, delta: u64) -> u64 {
-        self.pages.bus_address(self.offset.saturating_add(delta))
+        self.backing.bus_address(self.offset.saturating_add(delta))
+    }
+
+    /// The host address of byte `delta` of the pinned range (what [`Pinned::memory`] is
+    /// accessed at).
+    pub fn host_address(&self, delta: u64) -> u64 {
+        self.backing
+            .addr()
+            .saturating_add(self.offset)
+            .saturating_add(delta)
+    }
+
+    /// The memory the range lives in.
+    pub fn memory(&self) -> &Arc<dyn HostMem> {
+        self.backing.memory()
+    }
+
+    /// Requested length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the requested length was 0.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the range is the process's own memory (not pages the driver allocated).
+    pub fn is_process_memory(&self) -> bool {
+        matches!(self.backing, Backing::Process(_))
+    }
+
+    /// Whether the memory is still what was pinned (see [`UserMemory::is_valid`]).
+    pub fn is_valid(&self) -> bool {
+        self.backing.is_valid()
     }
 }
 
@@ -493,26 +674,84 @@ impl UserSpace {
     /// Allocate a zeroed buffer of `len` bytes (rounded up to pages).
     pub fn alloc(&self, len: u64) -> Result<UserMemory, MemError> {
         let pages = PageBlock::alloc(&self.inner.mem, len)?;
-        let region = Arc::new(UserRegion { pages });
+        let region = Arc::new(UserRegion {
+            backing: Backing::Ram(pages),
+        });
         let mut regions = self.regions();
         regions.retain(|_, w| w.strong_count() > 0);
-        regions.insert(region.pages.addr, Arc::downgrade(&region));
+        regions.insert(region.backing.addr(), Arc::downgrade(&region));
         Ok(UserMemory { region })
     }
 
+    /// Whether the space can reach the process's own memory ([`UserSpace::attach`]): a node
+    /// hosted in this process.
+    pub fn process_memory(&self) -> bool {
+        self.inner.mem.process_memory()
+    }
+
+    /// The caller's own memory `[va, va + len)` as a buffer of this space, pinned (a node
+    /// hosted in this process): what a program hands to `cxil_map` or `GNI_MemRegister` is
+    /// then simply its own pointer. [`MemError::Fault`] if the range is not mapped, or the
+    /// node is not hosted in this process.
+    pub fn attach(&self, va: u64, len: u64) -> Result<UserMemory, MemError> {
+        let pin = self.inner.mem.pin(va, len, PinAccess::RW)?;
+        Ok(UserMemory {
+            region: Arc::new(UserRegion {
+                backing: Backing::Process(Arc::new(ProcessRange {
+                    mem: Arc::clone(&self.inner.mem),
+                    pin,
+                    addr: va,
+                    len,
+                })),
+            }),
+        })
+    }
+
     /// Resolve `[va, va + len)` to the pages of the one live buffer containing it (`len` may
-    /// be 0 for a single address). `None` when the range is not inside a live buffer.
+    /// be 0 for a single address), or, for a node hosted in this process, to the process's
+    /// own memory, pinned. `None` when the range is not inside a live buffer (nor mapped in
+    /// the process).
     pub fn resolve(&self, va: u64, len: u64) -> Option<Pinned> {
+        self.resolve_for(va, len, PinAccess::RW)
+    }
+
+    /// [`UserSpace::resolve`] for a registration that the device only reads or only writes
+    /// (`access`: what a pin of process memory grants).
+    pub fn resolve_for(&self, va: u64, len: u64, access: PinAccess) -> Option<Pinned> {
         let end = va.checked_add(len)?;
+        if let Some(p) = self.resolve_ram(va, len, end) {
+            return Some(p);
+        }
+        if !self.inner.mem.process_memory() {
+            return None;
+        }
+        let pin = self.inner.mem.pin(va, len.max(1), access).ok()?;
+        let start = pin.addr();
+        let plen = pin.len();
+        Some(Pinned {
+            backing: Backing::Process(Arc::new(ProcessRange {
+                mem: Arc::clone(&self.inner.mem),
+                pin,
+                addr: start,
+                len: plen,
+            })),
+            offset: va - start,
+            len,
+        })
+    }
+
+    fn resolve_ram(&self, va: u64, len: u64, end: u64) -> Option<Pinned> {
         let regions = self.regions();
         let (_, weak) = regions.range(..=va).next_back()?;
         let region = weak.upgrade()?;
-        let pages = &region.pages;
+        let Backing::Ram(pages) = &region.backing else {
+            return None;
+        };
         if end > pages.addr + pages.len || (len == 0 && va >= pages.addr + pages.len) {
             return None;
         }
         Some(Pinned {
-            pages: Arc::clone(pages),
+            backing: Backing::Ram(Arc::clone(pages)),
             offset: va - pages.addr,
             len,
         })
@@ -520,17 +759,17 @@ impl UserSpace {
 
     /// Copy `buf` to user address `va` (`copy_to_user`): `None` on a fault.
     pub fn copy_to_user(&self, va: u64, buf: &[u8]) -> Option<()> {
-        let p = self.resolve(va, buf.len() as u64)?;
-        self.inner.mem.write(p.pages.addr + p.offset, buf).ok()
+        let p = self.resolve_for(va, buf.len() as u64, PinAccess::WRITE)?;
+        p.memory().write(p.host_address(0), buf).ok()
     }
 
     /// Copy from user address `va` into `buf` (`copy_from_user`): `None` on a fault.
     pub fn copy_from_user(&self, va: u64, buf: &mut [u8]) -> Option<()> {
-        let p = self.resolve(va, buf.len() as u64)?;
-        self.inner.mem.read(p.pages.addr + p.offset, buf).ok()
+        let p = self.resolve_for(va, buf.len() as u64, PinAccess::READ)?;
+        p.memory().read(p.host_address(0), buf).ok()
     }
 
-    /// Number of live buffers.
+    /// Number of live allocated buffers.
     pub fn live_buffers(&self) -> usize {
         self.regions()
             .values()
@@ -605,8 +844,8 @@ impl MemWindow {
         p.mem.host_ptr(p.addr + self.offset, self.len)
     }
 
-    fn block(&self) -> &PageBlock {
-        &self.pages
+    fn memory(&self) -> &Arc<dyn HostMem> {
+        &self.pages.mem
     }
 
     fn addr_of(&self, offset: u64, len: u64) -> Result<u64, MemError> {

@@ -11,13 +11,33 @@
 //! `PAGE_PERM_ERROR`, a bus error (page table or data outside host memory)
 //! `PCIE_UNSUCCESS_CMPL`.
 
-use emu_core::dma::{DmaPort, Perm, Segment};
+use emu_core::dma::{DmaError, DmaPort, Perm, Segment};
+use emu_core::memory::MemoryError;
+use emu_core::procmem::ProcError;
 use emu_core::sparse::SparseTable;
 use firmware_spec::cassini::csr;
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::csr::CsrFile;
 use emu_core::hash::IntMap;
+
+/// What a failed access to a translated bus address reports. Process memory of a node
+/// hosted in a process whose registration is gone (the process unmapped it: the pin was
+/// invalidated, or the page faulted) has no translation any more, as after a real driver's
+/// invalidation of the pages of a registration (on-demand paging): `NO_TRANSLATION`; a pin
+/// without the access: `PAGE_PERM_ERROR`; anything else is a bus error
+/// (`PCIE_UNSUCCESS_CMPL`).
+pub(crate) fn bus_error(e: DmaError) -> ReturnCode {
+    match e {
+        DmaError::Memory(MemoryError::Process(
+            ProcError::NotPinned { .. } | ProcError::Fault { .. },
+        )) => ReturnCode::NoTranslation,
+        DmaError::Memory(MemoryError::Process(ProcError::Permission { .. })) => {
+            ReturnCode::PagePermError
+        }
+        _ => ReturnCode::PcieUnsuccessCmpl,
+    }
+}
 
 /// `enum c_ta_mode` values used here.
 const TA_MODE_NTA: u64 = 1;
@@ -468,15 +488,15 @@ impl Atu {
         iova: u64,
         n: u64,
         need: Perm,
-        mut each: impl FnMut(u64, std::ops::Range<usize>) -> bool,
+        mut each: impl FnMut(u64, std::ops::Range<usize>) -> Result<(), DmaError>,
     ) -> Option<Result<(), ReturnCode>> {
         if m.generation != self.generation {
             return None;
         }
         let mut at = 0usize;
         for (addr, k) in m.pieces(iova, n, need)? {
-            if !each(addr, at..at + k) {
-                return Some(Err(ReturnCode::PcieUnsuccessCmpl));
+            if let Err(e) = each(addr, at..at + k) {
+                return Some(Err(bus_error(e)));
             }
             at += k;
         }
@@ -495,7 +515,7 @@ impl Atu {
     ) -> Result<(), ReturnCode> {
         let n = buf.len() as u64;
         match self.through_mapped(m, iova, n, Perm::READ, |addr, r| {
-            dma.read(addr, &mut buf[r]).is_ok()
+            dma.read(addr, &mut buf[r])
         }) {
             Some(res) => res,
             None => self.read(dma, m.acid, iova, buf),
@@ -512,9 +532,7 @@ impl Atu {
         buf: &[u8],
     ) -> Result<(), ReturnCode> {
         let n = buf.len() as u64;
-        match self.through_mapped(m, iova, n, Perm::WRITE, |addr, r| {
-            dma.write(addr, &buf[r]).is_ok()
-        }) {
+        match self.through_mapped(m, iova, n, Perm::WRITE, |addr, r| dma.write(addr, &buf[r])) {
             Some(res) => res,
             None => self.write(dma, m.acid, iova, buf),
         }
@@ -530,12 +548,10 @@ impl Atu {
     ) -> Result<(), ReturnCode> {
         self.translate(dma, acid, iova, buf.len() as u64, Perm::READ)?;
         if let [s] = self.segs.as_slice() {
-            return dma
-                .read(s.addr, buf)
-                .map_err(|_| ReturnCode::PcieUnsuccessCmpl);
+            return dma.read(s.addr, buf).map_err(bus_error);
         }
         dma.read_segments(self.segs.iter().copied(), buf)
-            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+            .map_err(bus_error)
     }
 
     /// Device write of `buf` at `iova` of AC `acid`.
@@ -548,12 +564,10 @@ impl Atu {
     ) -> Result<(), ReturnCode> {
         self.translate(dma, acid, iova, buf.len() as u64, Perm::WRITE)?;
         if let [s] = self.segs.as_slice() {
-            return dma
-                .write(s.addr, buf)
-                .map_err(|_| ReturnCode::PcieUnsuccessCmpl);
+            return dma.write(s.addr, buf).map_err(bus_error);
         }
         dma.write_segments(self.segs.iter().copied(), buf)
-            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)
+            .map_err(bus_error)
     }
 
     /// Write `buf` at `iova` (8-aligned, `buf.len()` a multiple of 8, inside one page) so that
@@ -578,17 +592,14 @@ impl Atu {
         };
         let bus = s.addr;
         let (body, last) = buf.split_at(n - 8);
-        dma.write(bus, body)
-            .map_err(|_| ReturnCode::PcieUnsuccessCmpl)?;
+        dma.write(bus, body).map_err(bus_error)?;
         let mut q = [0u8; 8];
         q.copy_from_slice(last);
         let tail = bus + (n as u64 - 8);
         match dma.store_u64_release(tail, u64::from_le_bytes(q)) {
             Ok(()) => Ok(()),
             // Not 8-aligned on the bus (or split by the platform IOMMU): plain write.
-            Err(_) => dma
-                .write(tail, last)
-                .map_err(|_| ReturnCode::PcieUnsuccessCmpl),
+            Err(_) => dma.write(tail, last).map_err(bus_error),
         }
     }
 }

@@ -540,10 +540,8 @@ fn pieces<'a>(
 ) -> Result<Pieces<'a>, DmaError> {
     match mode {
         IommuMode::Passthrough => {
-            let oob = DmaError::OutOfBounds { iova, len };
-            let end = iova.checked_add(len).ok_or(oob.clone())?;
-            if end > mem.size() {
-                return Err(oob);
+            if !mem.reachable(iova, len) {
+                return Err(DmaError::OutOfBounds { iova, len });
             }
             Ok(Pieces::One(
                 (len > 0).then_some(Segment { addr: iova, len }),
@@ -594,9 +592,10 @@ impl DmaPort {
         if !self.iommu.is_passthrough() {
             return Ok(false);
         }
-        match iova.checked_add(len) {
-            Some(end) if end <= self.mem.size() => Ok(true),
-            _ => Err(DmaError::OutOfBounds { iova, len }),
+        if self.mem.reachable(iova, len) {
+            Ok(true)
+        } else {
+            Err(DmaError::OutOfBounds { iova, len })
         }
     }
 

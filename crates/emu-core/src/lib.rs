@@ -7,6 +7,8 @@
 //!   write at an offset with a width.
 //! - [`memory`], [`dma`]: host memory (vm-memory) and the DMA port through which a device
 //!   reaches it, only via a translation table (seam 2).
+//! - [`procmem`]: host memory's second backend, for a node hosted in a process: the process's
+//!   own registered memory, reached with no crash and no stray write.
 //! - [`pci`]: type-0 configuration space, BAR sizing, MSI-X.
 //! - [`fabric`]: packets, links, topologies, traffic classes, CRC, fault sites.
 //! - [`engine`]: the device-model contract ([`engine::DeviceModel`]) and the two engines that
@@ -25,6 +27,7 @@ pub mod memory;
 pub mod mmio;
 pub mod nic_faults;
 pub mod pci;
+pub mod procmem;
 pub mod rng;
 pub mod sparse;
 pub mod time;

@@ -25,6 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use thiserror::Error;
 pub use vm_memory::GuestAddress;
+
+use crate::procmem::{ProcError, ProcessMemory};
 use vm_memory::{Bytes, MmapRegion, VolatileMemory, VolatileSlice};
 
 /// Page size of the emulated node (4 KiB, as on x86-64 and the default arm64 kernels).
@@ -53,6 +55,10 @@ pub enum MemoryError {
     /// latest snapshot.
     #[error("cannot restore host memory: {0}")]
     Snapshot(&'static str),
+    /// An access outside the RAM of a node hosted in this process, to the process's own
+    /// memory, failed ([`crate::procmem`]).
+    #[error(transparent)]
+    Process(#[from] ProcError),
 }
 
 /// Why a page allocation or free failed.
@@ -228,9 +234,15 @@ impl PageAllocator {
 }
 
 struct Inner {
-    /// One anonymous private mapping; host physical address `a` is byte `a` of it.
+    /// One anonymous private mapping; host physical address `base + a` is byte `a` of it.
     map: MmapRegion<()>,
     size: u64,
+    /// Host address of the RAM's first byte: 0, or, for a node hosted in this process, the
+    /// mapping's own address ([`HostMemory::hosted`]).
+    base: u64,
+    /// The rest of the host address space of a node hosted in this process: the process's
+    /// registered memory, at host address = virtual address.
+    process: Option<ProcessMemory>,
     alloc: Mutex<PageAllocator>,
     /// Write tracking, from the first [`HostMemory::snapshot`] on.
     written: OnceLock<Written>,
@@ -401,8 +413,20 @@ impl fmt::Debug for HostMemory {
 
 impl HostMemory {
     /// RAM of `size` bytes (a non-zero multiple of [`PAGE_SIZE`], at least two pages),
-    /// zero-filled, committed lazily by the host kernel.
+    /// zero-filled, committed lazily by the host kernel, at host addresses `0..size`.
     pub fn new(size: u64) -> Result<Self, MemoryError> {
+        Self::create(size, None)
+    }
+
+    /// The host memory of a node hosted in this process: RAM of `size` bytes at host
+    /// addresses equal to its own virtual addresses in this process, and around it the
+    /// process's memory that `process` pinned, also at host address = virtual address
+    /// (docs/emu-core-memory.md, "A node hosted in a process").
+    pub fn hosted(size: u64, process: ProcessMemory) -> Result<Self, MemoryError> {
+        Self::create(size, Some(process))
+    }
+
+    fn create(size: u64, process: Option<ProcessMemory>) -> Result<Self, MemoryError> {
         let create = |reason: String| MemoryError::Create { size, reason };
         if size < 2 * PAGE_SIZE || !size.is_multiple_of(PAGE_SIZE) {
             return Err(create(
@@ -411,13 +435,20 @@ impl HostMemory {
         }
         let len = usize::try_from(size).map_err(|_| create("size exceeds usize".into()))?;
         let map = MmapRegion::<()>::new(len).map_err(|e| create(e.to_string()))?;
-        // The first page stays reserved so that 0 is never a valid allocation.
-        let alloc =
-            PageAllocator::new(PAGE_SIZE, size - PAGE_SIZE).map_err(|e| create(e.to_string()))?;
+        let base = if process.is_some() {
+            map.as_ptr() as u64
+        } else {
+            0
+        };
+        // The first page stays reserved so that 0 (the base) is never a valid allocation.
+        let alloc = PageAllocator::new(base + PAGE_SIZE, size - PAGE_SIZE)
+            .map_err(|e| create(e.to_string()))?;
         Ok(HostMemory {
             inner: Arc::new(Inner {
                 map,
                 size,
+                base,
+                process,
                 alloc: Mutex::new(alloc),
                 written: OnceLock::new(),
                 exposed: Mutex::new(Vec::new()),
@@ -435,28 +466,71 @@ impl HostMemory {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Check that `[addr, addr + len)` lies inside the RAM. A zero-length range at any
-    /// address up to `size` is valid.
+    /// Host address of the RAM's first byte (0 except for a node hosted in this process).
+    pub fn base(&self) -> u64 {
+        self.inner.base
+    }
+
+    /// The process memory beside the RAM, for a node hosted in this process.
+    pub fn process(&self) -> Option<&ProcessMemory> {
+        self.inner.process.as_ref()
+    }
+
+    /// Check that `[addr, addr + len)` lies inside the RAM, or in process memory pinned for
+    /// this node. A zero-length range at any RAM address up to its end is valid.
     pub fn check(&self, addr: GuestAddress, len: u64) -> Result<(), MemoryError> {
-        match addr.0.checked_add(len) {
-            Some(end) if end <= self.inner.size => Ok(()),
-            _ => Err(MemoryError::OutOfRange { addr: addr.0, len }),
+        if self.ram(addr, len).is_some() {
+            return Ok(());
+        }
+        let p = self.outside(addr, len)?;
+        Ok(p.check(addr.0, len, crate::procmem::PinAccess::NONE)?)
+    }
+
+    /// Whether `[addr, addr + len)` is RAM, or, for a node hosted in this process, may be
+    /// process memory (no overflow, not straddling the RAM): what a passthrough access may
+    /// try without translation. The access itself checks the pins.
+    pub fn reachable(&self, addr: u64, len: u64) -> bool {
+        self.ram(GuestAddress(addr), len).is_some() || self.outside(GuestAddress(addr), len).is_ok()
+    }
+
+    /// The offset in the RAM mapping of `[addr, addr + len)`, if it lies inside the RAM.
+    #[inline]
+    fn ram(&self, addr: GuestAddress, len: u64) -> Option<usize> {
+        let off = addr.0.checked_sub(self.inner.base)?;
+        let end = off.checked_add(len)?;
+        if end <= self.inner.size {
+            usize::try_from(off).ok()
+        } else {
+            None
         }
     }
 
-    /// A volatile view of `[addr, addr + len)` after a bounds check.
+    /// The process memory for `[addr, addr + len)` outside the RAM: `OutOfRange` for a node
+    /// that is not hosted in this process, and for a range that overflows or overlaps the
+    /// RAM.
+    fn outside(&self, addr: GuestAddress, len: u64) -> Result<&ProcessMemory, MemoryError> {
+        let oor = MemoryError::OutOfRange { addr: addr.0, len };
+        let p = self.inner.process.as_ref().ok_or(oor.clone())?;
+        let end = addr.0.checked_add(len).ok_or(oor.clone())?;
+        let ram_end = self.inner.base + self.inner.size;
+        if end > self.inner.base && addr.0 < ram_end {
+            return Err(oor);
+        }
+        Ok(p)
+    }
+
+    /// A volatile view of `[addr, addr + len)` of the RAM after a bounds check.
     fn slice(&self, addr: GuestAddress, len: u64) -> Result<VolatileSlice<'_, ()>, MemoryError> {
         let oor = MemoryError::OutOfRange { addr: addr.0, len };
-        self.check(addr, len)?;
-        let off = usize::try_from(addr.0).map_err(|_| oor.clone())?;
+        let off = self.ram(addr, len).ok_or(oor.clone())?;
         let count = usize::try_from(len).map_err(|_| oor.clone())?;
         self.inner.map.get_slice(off, count).map_err(|_| oor)
     }
 
-    /// The offset of `addr` in the mapping, for an access of `len` bytes (bounds checked).
+    /// The offset of `addr` in the RAM mapping, for an access of `len` bytes (bounds
+    /// checked).
     fn offset(&self, addr: GuestAddress, len: usize) -> Result<usize, MemoryError> {
-        self.check(addr, len as u64)?;
-        usize::try_from(addr.0).map_err(|_| MemoryError::OutOfRange {
+        self.ram(addr, len as u64).ok_or(MemoryError::OutOfRange {
             addr: addr.0,
             len: len as u64,
         })
@@ -484,7 +558,10 @@ impl HostMemory {
 
     /// Copy `buf.len()` bytes from `addr` into `buf`.
     pub fn read(&self, addr: GuestAddress, buf: &mut [u8]) -> Result<(), MemoryError> {
-        let off = self.offset(addr, buf.len())?;
+        let Some(off) = self.ram(addr, buf.len() as u64) else {
+            let p = self.outside(addr, buf.len() as u64)?;
+            return Ok(p.read(addr.0, buf)?);
+        };
         if raw::read(&self.inner.map, off, buf) {
             Ok(())
         } else {
@@ -497,7 +574,10 @@ impl HostMemory {
 
     /// Copy `buf` into memory at `addr`.
     pub fn write(&self, addr: GuestAddress, buf: &[u8]) -> Result<(), MemoryError> {
-        let off = self.offset(addr, buf.len())?;
+        let Some(off) = self.ram(addr, buf.len() as u64) else {
+            let p = self.outside(addr, buf.len() as u64)?;
+            return Ok(p.write(addr.0, buf)?);
+        };
         if raw::write(&self.inner.map, off, buf) {
             self.mark_written(addr.0, buf.len() as u64);
             Ok(())
@@ -543,7 +623,9 @@ impl HostMemory {
                 align: 8,
             });
         }
-        let off = self.offset(addr, 8)?;
+        let Some(off) = self.ram(addr, 8) else {
+            return Ok(self.outside(addr, 8)?.with_atomic_u64(addr.0, f)?);
+        };
         self.mark_written(addr.0, 8);
         let a = raw::atomic_u64(&self.inner.map, off).ok_or(MemoryError::Misaligned {
             addr: addr.0,
@@ -564,7 +646,9 @@ impl HostMemory {
                 align: 4,
             });
         }
-        let off = self.offset(addr, 4)?;
+        let Some(off) = self.ram(addr, 4) else {
+            return Ok(self.outside(addr, 4)?.with_atomic_u32(addr.0, f)?);
+        };
         self.mark_written(addr.0, 4);
         let a = raw::atomic_u32(&self.inner.map, off).ok_or(MemoryError::Misaligned {
             addr: addr.0,
@@ -575,19 +659,31 @@ impl HostMemory {
 
     /// Atomic 8-byte load with acquire ordering (`addr` 8-aligned).
     pub fn load_u64_acquire(&self, addr: GuestAddress) -> Result<u64, MemoryError> {
+        if self.ram(addr, 8).is_none() {
+            return Ok(self.outside(addr, 8)?.load_u64_acquire(addr.0)?);
+        }
         self.with_atomic_u64(addr, |a| a.load(Ordering::Acquire))
     }
     /// Atomic 8-byte store with release ordering (`addr` 8-aligned): everything written
     /// before it is visible to whoever acquires the new value.
     pub fn store_u64_release(&self, addr: GuestAddress, v: u64) -> Result<(), MemoryError> {
+        if self.ram(addr, 8).is_none() {
+            return Ok(self.outside(addr, 8)?.store_u64_release(addr.0, v)?);
+        }
         self.with_atomic_u64(addr, |a| a.store(v, Ordering::Release))
     }
     /// Atomic 4-byte load with acquire ordering (`addr` 4-aligned).
     pub fn load_u32_acquire(&self, addr: GuestAddress) -> Result<u32, MemoryError> {
+        if self.ram(addr, 4).is_none() {
+            return Ok(self.outside(addr, 4)?.load_u32_acquire(addr.0)?);
+        }
         self.with_atomic_u32(addr, |a| a.load(Ordering::Acquire))
     }
     /// Atomic 4-byte store with release ordering (`addr` 4-aligned).
     pub fn store_u32_release(&self, addr: GuestAddress, v: u32) -> Result<(), MemoryError> {
+        if self.ram(addr, 4).is_none() {
+            return Ok(self.outside(addr, 4)?.store_u32_release(addr.0, v)?);
+        }
         self.with_atomic_u32(addr, |a| a.store(v, Ordering::Release))
     }
 
@@ -595,6 +691,9 @@ impl HostMemory {
     pub fn fill(&self, addr: GuestAddress, len: u64, byte: u8) -> Result<(), MemoryError> {
         if len == 0 {
             return self.check(addr, 0);
+        }
+        if self.ram(addr, len).is_none() {
+            return Ok(self.outside(addr, len)?.fill(addr.0, len, byte)?);
         }
         let s = self.slice(addr, len)?;
         let chunk = [byte; FILL_CHUNK];
@@ -661,7 +760,7 @@ impl HostMemory {
     #[inline]
     fn mark_written(&self, addr: u64, len: u64) {
         if let Some(w) = self.inner.written.get() {
-            w.mark(addr, len);
+            w.mark(addr - self.inner.base, len);
         }
     }
 
@@ -721,7 +820,7 @@ impl HostMemory {
             ));
         }
         for &(addr, len) in lock(&self.inner.exposed).iter() {
-            written.mark(addr, len);
+            written.mark(addr - self.inner.base, len);
         }
         let zero = [0u8; SNAPSHOT_CHUNK as usize];
         let mut copied = 0;
@@ -765,10 +864,39 @@ pub(crate) fn copy_between(
         from.check(src, 0)?;
         return to.check(dst, 0);
     }
+    if from.ram(src, len).is_none() || to.ram(dst, len).is_none() {
+        return copy_through(from, src, to, dst, len);
+    }
     let s = from.slice(src, len)?;
     let d = to.slice(dst, len)?;
     s.copy_to_volatile_slice(d);
     to.mark_written(dst.0, len);
+    Ok(())
+}
+
+/// [`copy_between`] where either side is process memory: both ranges checked, then copied
+/// through a bounce buffer, backwards when the destination overlaps the source from above.
+fn copy_through(
+    from: &HostMemory,
+    src: GuestAddress,
+    to: &HostMemory,
+    dst: GuestAddress,
+    len: u64,
+) -> Result<(), MemoryError> {
+    from.check(src, len)?;
+    to.check(dst, len)?;
+    const CHUNK: u64 = 16 << 10;
+    let mut buf = [0u8; CHUNK as usize];
+    let backwards = from.same_as(to) && dst.0 > src.0 && dst.0 < src.0.saturating_add(len);
+    let mut done = 0u64;
+    while done < len {
+        let n = CHUNK.min(len - done);
+        let at = if backwards { len - done - n } else { done };
+        let b = &mut buf[..n as usize];
+        from.read(GuestAddress(src.0 + at), b)?;
+        to.write(GuestAddress(dst.0 + at), b)?;
+        done += n;
+    }
     Ok(())
 }
 

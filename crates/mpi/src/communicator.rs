@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::datatype::vec_from_bytes;
-use crate::universe::CoreRef;
+use crate::progress::CoreRef;
 use transport::error::{Error, Result};
 use transport::{MatchBits, Rank};
 

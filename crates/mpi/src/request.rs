@@ -6,10 +6,10 @@
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use crate::collective::exec::{CollFuture, Slot, progress_pending};
 use crate::communicator::SimpleCommunicator;
-use crate::point_to_point::Status;
-use crate::universe::{wait_op, wait_op_into};
+use crate::progress::{CollFuture, Slot, progress_pending};
+use crate::progress::{wait_op, wait_op_into};
+use crate::status::Status;
 use transport::error::{Error, Result};
 use transport::{Completion, OpId};
 
@@ -196,7 +196,7 @@ impl<'a> Request<'a> {
             let c = wait_op_into(&self.comm.core, *op, out)?;
             return self.finish(c);
         }
-        let mut w = crate::universe::Waiter::new();
+        let mut w = crate::progress::Waiter::new();
         loop {
             if let Some(st) = self.poll()? {
                 return Ok(st);
@@ -278,7 +278,7 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<Option<(usize, Status
     if requests.is_empty() {
         return Ok(None);
     }
-    let mut w = crate::universe::Waiter::new();
+    let mut w = crate::progress::Waiter::new();
     loop {
         for i in 0..requests.len() {
             if let Some(st) = requests[i].poll()? {

@@ -81,6 +81,7 @@ pub struct ClusterBuilder {
     bind: bool,
     wrap: Option<ProgressWrap>,
     hosted: Option<usize>,
+    process_memory: bool,
     capture: Option<Arc<dyn CaptureSink>>,
     on_node: Option<BuildProgress>,
 }
@@ -100,6 +101,7 @@ impl fmt::Debug for ClusterBuilder {
             .field("bind", &self.bind)
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
+            .field("process_memory", &self.process_memory)
             .field("capture", &self.capture.is_some())
             .field("on_node", &self.on_node.is_some())
             .finish_non_exhaustive()
@@ -118,6 +120,7 @@ impl Default for ClusterBuilder {
             bind: true,
             wrap: None,
             hosted: None,
+            process_memory: false,
             capture: None,
             on_node: None,
         }
@@ -190,6 +193,16 @@ impl ClusterBuilder {
         self
     }
 
+    /// Give each node the process's own memory beside its RAM (default off): the RAM sits at
+    /// its own virtual addresses, and the driver registers any mapped memory of this process
+    /// (`cxil_map` of a program's pointer, `GNI_MemRegister` of its buffer), which the NIC then
+    /// reads and writes directly (`emu_core::procmem`, docs/emu-core-memory.md). What a node
+    /// hosted in a rank process has; [`crate::process::join`] turns it on.
+    pub fn process_memory(mut self, on: bool) -> Self {
+        self.process_memory = on;
+        self
+    }
+
     /// Capture every packet injected into the fabric with `sink` (`nicemu trace`), from the
     /// moment the machine is built. Off by default.
     pub fn capture(mut self, sink: Arc<dyn CaptureSink>) -> Self {
@@ -258,7 +271,14 @@ impl ClusterBuilder {
             msix_vectors: self.msix_vectors,
             ..emu_cassini::CassiniConfig::default()
         });
-        let nic = attach(engine, i, self.memory, Box::new(model), PortId(nid))?;
+        let nic = attach(
+            engine,
+            i,
+            self.memory,
+            self.process_memory,
+            Box::new(model),
+            PortId(nid),
+        )?;
         let node = Node {
             index: i,
             nid,

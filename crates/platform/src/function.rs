@@ -60,17 +60,24 @@ fn nic_address() -> Result<PciAddress, AttachError> {
     PciAddress::new(0, 0x3b, 0, 0).map_err(|e| AttachError::Address(e.to_string()))
 }
 
-/// Give node `node` `memory` bytes of RAM, put `model` on `engine` at fabric `port` reaching
-/// that RAM through a passthrough platform IOMMU (bus address = RAM address, see
+/// Give node `node` `memory` bytes of RAM (and, with `process`, the process's own memory
+/// beside it: `HostMemory::hosted`), put `model` on `engine` at fabric `port` reaching that
+/// memory through a passthrough platform IOMMU (bus address = host address, see
 /// `HostMem::bus_address`), and plug it into a fresh PCI bus of the node.
 pub(crate) fn attach(
     engine: &Arc<dyn Engine>,
     node: usize,
     memory: u64,
+    process: bool,
     model: Box<dyn DeviceModel>,
     port: PortId,
 ) -> Result<AttachedNic, AttachError> {
-    let ram = HostMemory::new(memory).map_err(|e| AttachError::Memory {
+    let ram = if process {
+        HostMemory::hosted(memory, emu_core::procmem::ProcessMemory::new())
+    } else {
+        HostMemory::new(memory)
+    }
+    .map_err(|e| AttachError::Memory {
         node,
         reason: e.to_string(),
     })?;

@@ -100,6 +100,7 @@ pub struct GeminiClusterBuilder {
     faults: FaultConfig,
     wrap: Option<ProgressWrap>,
     hosted: Option<u32>,
+    process_memory: bool,
     request_timeout: Option<SimDuration>,
     capture: Option<Arc<dyn CaptureSink>>,
     on_node: Option<crate::cassini::BuildProgress>,
@@ -116,6 +117,7 @@ impl fmt::Debug for GeminiClusterBuilder {
             .field("ntt", &self.ntt)
             .field("progress_wrap", &self.wrap.is_some())
             .field("hosted", &self.hosted)
+            .field("process_memory", &self.process_memory)
             .field("capture", &self.capture.is_some())
             .field("on_node", &self.on_node.is_some())
             .finish_non_exhaustive()
@@ -135,6 +137,7 @@ impl Default for GeminiClusterBuilder {
             faults: FaultConfig::none(),
             wrap: None,
             hosted: None,
+            process_memory: false,
             request_timeout: None,
             capture: None,
             on_node: None,
@@ -217,6 +220,16 @@ impl GeminiClusterBuilder {
     /// (default the model's 100 ms, `GeminiConfig::request_timeout`).
     pub fn request_timeout(mut self, t: SimDuration) -> Self {
         self.request_timeout = Some(t);
+        self
+    }
+
+    /// Give each node the process's own memory beside its RAM (default off): the RAM sits at
+    /// its own virtual addresses, and the driver registers any mapped memory of this process
+    /// (`cxil_map` of a program's pointer, `GNI_MemRegister` of its buffer), which the NIC then
+    /// reads and writes directly (`emu_core::procmem`, docs/emu-core-memory.md). What a node
+    /// hosted in a rank process has; [`crate::process::join`] turns it on.
+    pub fn process_memory(mut self, on: bool) -> Self {
+        self.process_memory = on;
         self
     }
 
@@ -323,7 +336,14 @@ impl GeminiClusterBuilder {
             node: index,
             reason: e.to_string(),
         })?;
-        let nic = attach(engine, index, self.memory, Box::new(model), PortId(pe))?;
+        let nic = attach(
+            engine,
+            index,
+            self.memory,
+            self.process_memory,
+            Box::new(model),
+            PortId(pe),
+        )?;
         let (host, ram, mut bus, address, device) =
             (nic.host, nic.ram, nic.bus, nic.address, nic.device);
         let driver = KgniDriver::new(Arc::clone(&host), self.config.clone());

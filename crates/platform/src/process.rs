@@ -26,7 +26,9 @@
 //! published: ranks with the same one link through shared memory; default the kernel's host
 //! name; `nicemu run --hosts` sets it), `NICEMU_NODE_MEMORY_MIB` (the node's RAM, default
 //! 1024: committed only as it is touched; the OSU one-sided bandwidth tests allocate a
-//! 256 MiB window), and the launcher's `PMI_PORT`.
+//! 256 MiB window), `NICEMU_PROCESS_MEMORY` (`1`, the default: the node reaches this
+//! process's own registered memory beside its RAM, `emu_core::procmem`; `0`: only its RAM),
+//! and the launcher's `PMI_PORT`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -86,6 +88,8 @@ pub struct HostConfig {
     pub pmi_port: Option<String>,
     /// The Cassini driver's module parameters.
     pub driver: driver::cassini::DriverConfig,
+    /// Whether the node reaches this process's own memory (registered ranges) beside its RAM.
+    pub process_memory: bool,
 }
 
 impl HostConfig {
@@ -102,6 +106,7 @@ impl HostConfig {
             host: None,
             pmi_port: None,
             driver: driver::cassini::DriverConfig::default(),
+            process_memory: true,
         }
     }
 
@@ -169,6 +174,13 @@ impl HostConfig {
                     .parse()
                     .map_err(|_| bad("NICEMU_FABRIC_IP", &v, "expected an IP address"))?,
             );
+        }
+        if let Some(v) = lookup("NICEMU_PROCESS_MEMORY") {
+            cfg.process_memory = match v.trim() {
+                "1" => true,
+                "0" => false,
+                _ => return Err(bad("NICEMU_PROCESS_MEMORY", &v, "expected 0 or 1")),
+            };
         }
         cfg.pmi_port = lookup("PMI_PORT");
         Ok(cfg)
@@ -341,6 +353,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                 .engine(engine)
                 .memory_per_node(cfg.memory)
                 .driver_config(cfg.driver.clone())
+                .process_memory(cfg.process_memory)
                 .hosted_node(rank as usize)
                 .build()
                 .map_err(|e| HostError::Machine(e.to_string()))?,
@@ -353,6 +366,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                     .nics_per_router(per_router)
                     .engine(engine)
                     .memory_per_node(cfg.memory)
+                    .process_memory(cfg.process_memory)
                     .hosted_node(rank)
                     .request_timeout(gemini_request_timeout(cfg.timeout))
                     .build()

@@ -5,6 +5,7 @@
 
 use zerocopy::IntoBytes;
 
+use super::blocks::{packed_bounds, same_len};
 use super::{immediate, tag};
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence, Kind};
@@ -12,26 +13,6 @@ use crate::op::SystemOperation;
 use crate::point_to_point::Process;
 use crate::request::{Request, Scope};
 use transport::error::{Error, Result};
-
-pub(super) fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
-    if a != b {
-        return Err(Error::Count(format!("{what}: {a} bytes against {b}")));
-    }
-    Ok(())
-}
-
-/// Offsets of packed varcount blocks: chunk `i` is `counts[i]` elements of `elem` bytes.
-pub(super) fn packed_bounds(counts: &[usize], elem: usize) -> Vec<(usize, usize)> {
-    let mut off = 0;
-    counts
-        .iter()
-        .map(|&c| {
-            let b = (off, c * elem);
-            off += c * elem;
-            b
-        })
-        .collect()
-}
 
 impl SimpleCommunicator {
     pub(super) fn check_counts(&self, counts: &[usize]) -> Result<()> {

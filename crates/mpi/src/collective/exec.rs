@@ -7,26 +7,22 @@
 //!
 //! - A blocking collective drives its future to completion at once ([`block_on`]).
 //! - An immediate collective owns its data (a copy of the input, its own output) and is kept
-//!   in a [`Slot`] shared by its `Request` and the rank's list of pending collectives: the
-//!   request's `test`/`wait` polls it, and so does every blocking wait of the rank
-//!   ([`progress_pending`], called by `Waiter::tick`). That is MPI's progress rule (MPI 4.1
-//!   §2.9, §6.12): a rank blocked in some other call still advances its pending collectives,
-//!   so a peer waiting on one of them is not starved.
+//!   in a [`Slot`](crate::progress::Slot) shared by its `Request` and the rank's list of
+//!   pending collectives: the request's `test`/`wait` polls it, and so does every blocking
+//!   wait of the rank ([`progress_pending`](crate::progress::progress_pending), called by
+//!   `Waiter::tick`). That is MPI's progress rule (MPI 4.1 §2.9, §6.12): a rank blocked in
+//!   some other call still advances its pending collectives, so a peer waiting on one of them
+//!   is not starved.
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::communicator::SimpleCommunicator;
-use crate::universe::{CoreRef, Waiter, fatal};
+use crate::progress::{CollFuture, CoreRef, Slot, Waiter, fatal};
 use transport::error::{Error, Result};
 use transport::{Completion, MatchSpec, OpId, SendMode};
-
-/// The future of an immediate collective: it owns everything it touches and yields its
-/// output bytes (empty when the calling rank gets none).
-pub(crate) type CollFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>>>>>;
 
 /// Drive `fut` to completion, polling it and, between polls, the rank's pending immediate
 /// collectives.
@@ -43,76 +39,6 @@ pub(crate) fn block_on<T>(
             return r;
         }
         w.tick(core, &what)?;
-    }
-}
-
-enum State {
-    Running(CollFuture),
-    Done(Result<Vec<u8>>),
-    Taken,
-}
-
-/// An immediate collective in flight.
-pub(crate) struct Slot(RefCell<State>);
-
-impl Slot {
-    pub(crate) fn new(fut: CollFuture) -> Rc<Self> {
-        Rc::new(Slot(RefCell::new(State::Running(fut))))
-    }
-
-    /// Poll the future once if it still runs; whether it has finished. A slot being polled
-    /// further up the stack is left alone.
-    pub(crate) fn advance(&self) -> bool {
-        let Ok(mut s) = self.0.try_borrow_mut() else {
-            return false;
-        };
-        if let State::Running(f) = &mut *s {
-            let mut cx = Context::from_waker(Waker::noop());
-            match f.as_mut().poll(&mut cx) {
-                Poll::Ready(r) => *s = State::Done(r),
-                Poll::Pending => return false,
-            }
-        }
-        true
-    }
-
-    fn finished(&self) -> bool {
-        self.0
-            .try_borrow()
-            .is_ok_and(|s| !matches!(*s, State::Running(_)))
-    }
-
-    /// The output of a finished collective (once).
-    pub(crate) fn take(&self) -> Result<Vec<u8>> {
-        let mut s = self.0.borrow_mut();
-        match std::mem::replace(&mut *s, State::Taken) {
-            State::Done(r) => r,
-            State::Running(f) => {
-                *s = State::Running(f);
-                Err(Error::Transport(
-                    "collective taken before completion".into(),
-                ))
-            }
-            State::Taken => Err(Error::Transport("collective completed twice".into())),
-        }
-    }
-}
-
-/// Poll every pending immediate collective of the rank once; forget the finished ones.
-pub(crate) fn progress_pending(core: &CoreRef) {
-    let slots: Vec<Rc<Slot>> = {
-        let c = core.borrow();
-        if c.pending.is_empty() {
-            return;
-        }
-        c.pending.clone()
-    };
-    let mut finished = false;
-    for s in &slots {
-        finished |= s.advance();
-    }
-    if finished {
-        core.borrow_mut().pending.retain(|s| !s.finished());
     }
 }
 

@@ -37,7 +37,7 @@
 
 use zerocopy::IntoBytes;
 
-use super::api::{packed_bounds, same_len};
+use super::blocks::{packed_bounds, same_len};
 use super::tag;
 use crate::communicator::SimpleCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};

@@ -22,6 +22,7 @@
 
 mod algorithms;
 mod api;
+mod blocks;
 pub(crate) mod exec;
 mod immediate;
 

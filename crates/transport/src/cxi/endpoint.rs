@@ -41,9 +41,6 @@ const EQ_BYTES: u64 = 64 * 4096 + EQ_ACK_SLACK;
 /// Bytes of the EQ ring that cover batched acknowledgements (at least
 /// `events::ACK_MAX_UNACKED`, a whole page).
 pub(super) const EQ_ACK_SLACK: u64 = 4096;
-// The slack covers what batching leaves unacknowledged and keeps the ring whole pages.
-const _: () =
-    assert!(EQ_ACK_SLACK >= super::events::ACK_MAX_UNACKED && EQ_ACK_SLACK.is_multiple_of(PAGE));
 /// Staging buffers up to this size are powers of two (few sizes, good reuse from the pool);
 /// larger ones are rounded to a page only.
 pub const POW2_STAGING_MAX: u64 = 64 << 10;

@@ -29,6 +29,12 @@ pub(super) const ACK_BYTES: u64 = 2048;
 /// this ([`super::endpoint::EQ_ACK_SLACK`]), so the device always sees at least the free
 /// space it saw then: batching can never fill the EQ.
 pub(super) const ACK_MAX_UNACKED: u64 = ACK_BYTES + 64 + 48;
+// The endpoint's slack covers what batching leaves unacknowledged and keeps the ring whole
+// pages.
+const _: () = assert!(
+    super::endpoint::EQ_ACK_SLACK >= ACK_MAX_UNACKED
+        && super::endpoint::EQ_ACK_SLACK.is_multiple_of(4096)
+);
 
 /// When the EQ is acknowledged: after [`ACK_BATCH`] events or [`ACK_BYTES`] bytes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

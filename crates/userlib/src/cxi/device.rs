@@ -239,6 +239,24 @@ impl Device {
         Ok(self.shared.client.alloc_user_memory(len)?)
     }
 
+    /// Whether the process's own memory can be registered: a node hosted in this process
+    /// (`platform` builds it with process memory). Then `cxil_map` ([`crate::cxi::Lni::map`])
+    /// of any mapped address of the process works, and the NIC reads and writes that memory
+    /// directly.
+    pub fn process_memory(&self) -> bool {
+        self.space().process_memory()
+    }
+
+    /// The caller's own memory `[va, va + len)` (a buffer it allocated, its stack, a
+    /// static) as a buffer of the process, pinned while the returned handle lives: what a
+    /// libcxi user maps with `cxil_map` of its own pointer. The NIC writes it whenever a
+    /// command or a peer targets it, so the caller keeps it alive and reads it only after
+    /// the completion that says the NIC is done. `-EFAULT` when the range is not mapped or
+    /// the device cannot reach process memory ([`Device::process_memory`]).
+    pub fn attach_buffer(&self, va: u64, len: u64) -> Result<UserMemory> {
+        Ok(self.space().attach(va, len)?)
+    }
+
     /// `CXI_OP_GET_DEV_PROPERTIES`.
     pub fn properties(&self) -> Result<PropertiesInfo> {
         Ok(self

@@ -272,6 +272,22 @@ impl Nic {
         self.inner.client.space()
     }
 
+    /// Whether the process's own memory can be registered: a node hosted in this process.
+    /// Then `GNI_MemRegister` ([`Nic::mem_register`]) of any mapped address of the process
+    /// works, and FMA and BTE transfers read and write that memory directly.
+    pub fn process_memory(&self) -> bool {
+        self.space().process_memory()
+    }
+
+    /// The caller's own memory `[va, va + len)` as a buffer of the process, pinned while the
+    /// returned handle lives (its accessors read and write the caller's memory). The NIC
+    /// writes a registered buffer whenever a transfer targets it: the caller keeps it alive
+    /// and reads it after the completion. `GNI_RC_INVALID_PARAM` when the range is not mapped
+    /// or the NIC cannot reach process memory.
+    pub fn attach_buffer(&self, va: u64, len: u64) -> Result<driver::mem::UserMemory> {
+        Ok(self.space().attach(va, len)?)
+    }
+
     /// The open kgni file.
     pub fn client(&self) -> &Arc<KgniClient> {
         &self.inner.client

@@ -198,7 +198,7 @@ const SPARE_IMAGES: usize = 16;
 
 impl Smsg {
     fn mem(&self) -> &std::sync::Arc<dyn driver::mem::HostMem> {
-        self.mbox.pages.memory()
+        self.mbox.memory()
     }
 
     /// Slots the peer released of the mailbox this side sends into.
@@ -489,7 +489,7 @@ impl Ep {
             .ok_or(GniError::param(
                 "local mailbox outside the process's memory",
             ))?;
-        let base = mbox.pages.addr() + mbox.offset;
+        let base = mbox.host_address(0);
         let rinfo = handle_info(&remote.mem_hndl)?;
         let rbase = rbase_addr
             .checked_sub(rinfo.va)

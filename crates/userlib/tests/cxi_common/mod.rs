@@ -60,8 +60,24 @@ pub struct Ep {
 impl Ep {
     /// Open `cxi0` of `node` and build the endpoint, with a data buffer of `buf_len` bytes.
     pub fn new(cluster: &Cluster, node: usize, buf_len: u64) -> Ep {
+        Ep::with_buffers(cluster, node, |dev| {
+            (
+                dev.alloc_buffer(4 * 4096).expect("eq buffer"),
+                dev.alloc_buffer(buf_len).expect("buffer"),
+            )
+        })
+    }
+
+    /// Open `cxi0` of `node` and build the endpoint around the (EQ buffer, data buffer) that
+    /// `buffers` gives for the device.
+    pub fn with_buffers(
+        cluster: &Cluster,
+        node: usize,
+        buffers: impl FnOnce(&Device) -> (UserMemory, UserMemory),
+    ) -> Ep {
         let devs = cluster.node(node).expect("node").cxi_devices();
         let dev = open_device(&devs, 0).expect("open cxi0");
+        let (eq_buf, buf) = buffers(&dev);
         let nid = dev.info().nid;
         let pid_bits = dev.info().pid_bits().expect("pid bits");
         let lni = dev.alloc_lni(CXI_DEFAULT_SVC_ID).expect("lni");
@@ -69,7 +85,6 @@ impl Ep {
         let cp = lni
             .alloc_cp(VNI, TrafficClass::BestEffort, TcType::Default)
             .expect("cp");
-        let eq_buf = dev.alloc_buffer(4 * 4096).expect("eq buffer");
         let eq_md = lni
             .map_buffer(&eq_buf, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
             .expect("eq md");
@@ -82,7 +97,6 @@ impl Ep {
         let tgq = lni
             .alloc_cmdq(Some(&eq), &CqOptions::target(256))
             .expect("tgq");
-        let buf = dev.alloc_buffer(buf_len).expect("buffer");
         let md = lni
             .map_buffer(&buf, MapFlags::READ | MapFlags::WRITE | MapFlags::PIN)
             .expect("md");

@@ -44,6 +44,20 @@ pub fn side_with(
     modes: CdmMode,
     cq_entries: u32,
 ) -> Side {
+    side_on(c, pe, inst, modes, cq_entries, |nic| {
+        nic.space().alloc(buf_len).expect("buffer")
+    })
+}
+
+/// [`side_with`] with the registered buffer `buf` gives for the NIC.
+pub fn side_on(
+    c: &GeminiCluster,
+    pe: usize,
+    inst: u32,
+    modes: CdmMode,
+    cq_entries: u32,
+    buf: impl FnOnce(&Nic) -> UserMemory,
+) -> Side {
     let job = c.job().clone();
     let client = Arc::new(c.node(pe).expect("node").open());
     let cdm = Cdm::create(&client, inst, job.ptag, job.cookie, modes).expect("CdmCreate");
@@ -54,7 +68,7 @@ pub fn side_with(
     let rx = nic
         .cq_create(cq_entries, 1, CqMode::NOBLOCK)
         .expect("rx CQ");
-    let buf = nic.space().alloc(buf_len).expect("buffer");
+    let buf = buf(&nic);
     let mh = nic
         .mem_register(buf.va(), buf.len(), Some(&rx), MemFlags::READWRITE)
         .expect("MemRegister");

@@ -729,7 +729,7 @@ impl CxiDevice {
                 == firmware_spec::cassini::pci::Function::Vf,
             msix_vectors,
         };
-        let phys_pages = mem.size().div_ceil(PAGE_SIZE);
+        let phys_pages = mem.passthrough_pages();
         hw.init_defaults(info.nid, pid_bits, info.rdzv_get_idx, PHYS_ACID, phys_pages)
             .map_err(hw::InitError::from)?;
 
@@ -967,7 +967,7 @@ impl CxiDevice {
             create_default_service(&mut st, &self.config);
         }
         self.resets.fetch_add(1, Ordering::Relaxed);
-        let phys_pages = self.mem.size().div_ceil(PAGE_SIZE);
+        let phys_pages = self.mem.passthrough_pages();
         self.hw
             .init_defaults(
                 self.info.nid,
