@@ -16,9 +16,12 @@
 //! - **EQ software state**: offset 0 is `c_ee_cfg_eq_sw_state`, a register whose last value
 //!   counts; a new value is forwarded.
 //! - **CT doorbells**: +0 increment success, +64 increment failure (values), +128 and +192
-//!   reset (a store of 0). Increments are taken with an atomic swap to 0; the reset slots hold
-//!   a non-zero sentinel that a store of 0 replaces. Two identical increments stored between
-//!   two looks of the watcher would read as one (see docs/real-cxi.md, "Doorbells").
+//!   reset (a store of 0). Every store counts (two increments of 10 are 20), so these pages
+//!   are trapped ([`crate::ffi::trap`]): each store is single-stepped and queued, and the
+//!   watcher forwards the queue before it looks at any page, keeping the order of a CT store
+//!   and a later doorbell. Where trapping is not possible the page is polled: increments are
+//!   taken with an atomic swap to 0, resets replace a non-zero sentinel, and two identical
+//!   increments between two looks would read as one.
 //!
 //! The watcher spins for a short time after a doorbell (the next one often follows), then
 //! polls while yielding the CPU, then sleeps between looks with a growing pause, so an idle
@@ -36,6 +39,7 @@ use emu_core::mmio::Mmio;
 use firmware_spec::cassini::status::C_CQ_FIRST_WR_PTR;
 
 use crate::ffi::os::Page;
+use crate::ffi::trap;
 
 /// Low-latency windows: (page offset, command bytes, slot of the command relative to `h`).
 const LL_WINDOWS: [(u64, u64, u64); 3] = [(0x400, 64, 0), (0x800, 128, 0), (0xC00, 128, 1)];
@@ -73,6 +77,8 @@ struct LaunchState {
 pub struct Bell {
     page: Page,
     kind: Kind,
+    /// The trap slot of a CT page whose stores are trapped.
+    trap_slot: Option<usize>,
     /// The window (`None` once unwatched: the mapping no longer holds the object) and the
     /// launch page's state; locked for a whole look.
     inner: Mutex<Inner>,
@@ -96,13 +102,16 @@ impl Bell {
     /// A doorbell page for `mmio` (a fresh zeroed page; CT reset slots armed).
     pub fn new(kind: Kind, mmio: Arc<MmioWindow>) -> std::io::Result<Arc<Bell>> {
         let page = Page::new()?;
+        let mut trap_slot = None;
         if kind == Kind::Ct {
             page.store(CT_RESET_SUCCESS, RESET_SENTINEL);
             page.store(CT_RESET_FAILURE, RESET_SENTINEL);
+            trap_slot = trap::watch(page.user_address(), page.alias_address());
         }
         Ok(Arc::new(Bell {
             page,
             kind,
+            trap_slot,
             inner: Mutex::new(Inner {
                 mmio: Some(mmio),
                 launch: LaunchState {
@@ -152,13 +161,26 @@ impl Bell {
                     false
                 }
             }
+            Kind::Ct if self.trap_slot.is_some() => false,
             Kind::Ct => self.poll_ct(mmio),
+        }
+    }
+
+    /// Forward one trapped store of this CT page.
+    fn ring_trapped(&self, off: u64, v: u64) {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(m) = inner.mmio.as_deref() {
+            ring(m, off, v);
         }
     }
 
     /// Look one last time, then let go of the device window (the object behind it can be
     /// freed from now on).
     pub fn detach(&self) {
+        if let Some(slot) = self.trap_slot {
+            trap::release(slot);
+            drain_traps();
+        }
         self.poll();
         self.inner
             .lock()
@@ -294,7 +316,9 @@ impl Pacing {
 
 struct Watcher {
     bells: Mutex<Vec<Arc<Bell>>>,
-    thread: OnceLock<std::thread::Thread>,
+    /// CT pages by trap slot.
+    trapped: Mutex<std::collections::BTreeMap<usize, Arc<Bell>>>,
+    thread: OnceLock<()>,
     looks: AtomicU64,
     rung: AtomicU64,
 }
@@ -303,6 +327,7 @@ fn watcher() -> &'static Watcher {
     static W: OnceLock<Watcher> = OnceLock::new();
     W.get_or_init(|| Watcher {
         bells: Mutex::new(Vec::new()),
+        trapped: Mutex::new(std::collections::BTreeMap::new()),
         thread: OnceLock::new(),
         looks: AtomicU64::new(0),
         rung: AtomicU64::new(0),
@@ -312,27 +337,53 @@ fn watcher() -> &'static Watcher {
 /// Watch `bell` from now on (the watcher thread starts with the first one).
 pub fn watch(bell: Arc<Bell>) {
     let w = watcher();
+    if let Some(slot) = bell.trap_slot {
+        w.trapped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(slot, Arc::clone(&bell));
+    }
     w.bells
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(bell);
-    let t = w.thread.get_or_init(|| {
+    w.thread.get_or_init(|| {
         let pacing = Pacing::from_env();
-        std::thread::Builder::new()
+        let _ = std::thread::Builder::new()
             .name("nicemu-doorbells".into())
-            .spawn(move || run(pacing))
-            .map(|h| h.thread().clone())
-            .unwrap_or_else(|_| std::thread::current())
+            .spawn(move || run(pacing));
     });
-    t.unpark();
+    trap::notify();
+}
+
+/// Forward the trapped CT stores queued so far, in order.
+fn drain_traps() -> bool {
+    let w = watcher();
+    trap::drain(|slot, off, v| {
+        let b = w
+            .trapped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&slot)
+            .cloned();
+        if let Some(b) = b {
+            b.ring_trapped(off, v);
+        }
+    })
 }
 
 /// Stop watching `bell` (after one last look, so a store made just before is not lost) and
 /// let go of its device window.
 pub fn unwatch(bell: &Arc<Bell>) {
     bell.detach();
-    watcher()
-        .bells
+    let w = watcher();
+    if let Some(slot) = bell.trap_slot {
+        w.trapped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&slot);
+    }
+    w.bells
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .retain(|b| !Arc::ptr_eq(b, bell));
@@ -353,13 +404,15 @@ fn run(pacing: Pacing) {
     let mut pause = Duration::from_micros(20);
     let mut spins = 0u32;
     loop {
+        let seen = trap::wake_count();
+        w.looks.fetch_add(1, Ordering::Relaxed);
+        // Trapped CT stores first: they were made before any doorbell now in a page.
+        let mut any = drain_traps();
         let bells: Vec<Arc<Bell>> = w
             .bells
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        w.looks.fetch_add(1, Ordering::Relaxed);
-        let mut any = false;
         for b in &bells {
             if b.poll() {
                 any = true;
@@ -373,7 +426,7 @@ fn run(pacing: Pacing) {
             continue;
         }
         if bells.is_empty() {
-            std::thread::park();
+            trap::wait(seen, Duration::from_secs(1));
             last = Instant::now();
             continue;
         }
@@ -389,7 +442,7 @@ fn run(pacing: Pacing) {
         } else if idle < pacing.yield_until {
             std::thread::yield_now();
         } else {
-            std::thread::park_timeout(pause);
+            trap::wait(seen, pause);
             pause = (pause * 2).min(pacing.sleep_max);
         }
     }

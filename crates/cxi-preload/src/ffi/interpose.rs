@@ -1174,3 +1174,42 @@ pub unsafe extern "C" fn glob64(
     // SAFETY: as documented on glob_merge.
     unsafe { glob_merge(rc, flags, g, extra) }
 }
+
+/// `sigaction(2)`: SIGSEGV and SIGTRAP are kept for the process while doorbell stores are
+/// trapped ([`super::trap`]), and the process's handler is called for what is not ours.
+///
+/// # Safety
+/// libc's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: libc's contract for `act` and `old`.
+    if let Some(r) = unsafe { super::trap::virtual_sigaction(sig, act, old) } {
+        return r;
+    }
+    // SAFETY: forwarding.
+    unsafe { real::sigaction(sig, act, old) }
+}
+
+/// `signal(2)`, as `sigaction` for SIGSEGV and SIGTRAP (BSD semantics: `SA_RESTART`).
+///
+/// # Safety
+/// libc's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: all-zero is a valid sigaction.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid structures.
+    match unsafe { super::trap::virtual_sigaction(sig, &act, &mut old) } {
+        Some(_) => old.sa_sigaction,
+        // SAFETY: forwarding.
+        None => unsafe { real::signal(sig, handler) },
+    }
+}

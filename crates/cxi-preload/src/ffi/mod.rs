@@ -13,6 +13,7 @@ pub mod cookie;
 pub mod interpose;
 pub mod os;
 pub mod real;
+pub mod trap;
 
 /// Set `errno`.
 pub fn set_errno(e: i32) {

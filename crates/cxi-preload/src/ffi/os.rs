@@ -76,6 +76,11 @@ impl Page {
         self.user.load(Ordering::Acquire) as usize
     }
 
+    /// The watcher's address of the page.
+    pub fn alias_address(&self) -> usize {
+        self.alias
+    }
+
     /// Bytes of the page.
     pub fn len(&self) -> usize {
         PAGE

@@ -89,6 +89,11 @@ impl Failure for *mut libc::dirent {
         std::ptr::null_mut()
     }
 }
+impl Failure for libc::sighandler_t {
+    fn failure() -> Self {
+        libc::SIG_ERR
+    }
+}
 impl Failure for *mut libc::dirent64 {
     fn failure() -> Self {
         std::ptr::null_mut()
@@ -141,4 +146,6 @@ real! {
     readdir(d: *mut libc::DIR) -> *mut libc::dirent;
     readdir64(d: *mut libc::DIR) -> *mut libc::dirent64;
     closedir(d: *mut libc::DIR) -> c_int;
+    sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+    signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
 }

@@ -300,8 +300,10 @@ fn eq_reserved_fc_and_wait_objects() {
     assert_eq!(adj(10).unwrap().reserved_fc, 10);
     assert_eq!(adj(-4).unwrap().reserved_fc, 6);
     assert_eq!(adj(-7).unwrap_err(), Errno::Einval);
-    // 64 slots in a page, two reserved by hardware.
-    assert_eq!(adj(100).unwrap_err(), Errno::Einval);
+    // 64 slots in a page, two reserved by hardware: a value the 14-bit field holds but the
+    // queue cannot is ENOSPC; beyond the field, EINVAL (cass_eq.c).
+    assert_eq!(adj(100).unwrap_err(), Errno::Enospc);
+    assert_eq!(adj(1 << 14).unwrap_err(), Errno::Einval);
     let got = d
         .hw()
         .read_field(

@@ -158,27 +158,33 @@ impl Op<'_> {
             ule_count: 0,
             ..PteStatus::default()
         };
-        if inout.ule_offsets != 0 && inout.ule_count > 0 && t::UNEXP_LIST_VLD.get(&entry) != 0 {
+        // cass_pt.c `cxi_pte_status`: with an array, the unexpected list is walked; the
+        // first `ule_count` remote offsets are copied and the total number of entries is
+        // returned in `ule_count`.
+        if inout.ule_offsets != 0 && t::UNEXP_LIST_VLD.get(&entry) != 0 {
             let bytes = u64::from(inout.ule_count) * 8;
             if self.user.is_none() && self.space()?.resolve(inout.ule_offsets, bytes).is_none() {
                 return Err(Errno::Efault);
             }
             let mut addr = t::UNEXP_HEAD.get(&entry) as u32;
             let tail = t::UNEXP_TAIL.get(&entry) as u32;
-            let mut n = 0u16;
-            while n < inout.ule_count {
+            let mut n = 0u32;
+            // Bounded by the LEs of a PE, whatever the list's links say.
+            while n < lim::LES_PER_PE as u32 {
                 let (offset, next, vld) = self.hw().ule_entry(pe, addr).map_err(eio)?;
                 if !vld {
                     break;
                 }
-                self.copy_out(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())?;
+                if n < u32::from(inout.ule_count) {
+                    self.copy_out(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())?;
+                }
                 n += 1;
                 if addr == tail {
                     break;
                 }
                 addr = next;
             }
-            out.ule_count = n;
+            out.ule_count = n.min(u32::from(u16::MAX)) as u16;
         }
         Ok(out)
     }
