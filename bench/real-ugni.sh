@@ -2,7 +2,7 @@
 # Real Gemini software on emulated Gemini: Open MPI 4.1 built unmodified with its ugni BTL
 # against nicemu's libugni.so.0 and gni_pub.h, and the public OSU Micro-Benchmarks built with
 # that Open MPI, run under its own mpirun with each rank hosting its own emulated Gemini
-# (libugni finds the other ranks through platform::rendezvous; docs/real-ugni.md).
+# (libugni finds the other ranks through pmi::rendezvous; docs/real-ugni.md).
 #
 # Fetches nothing: give it an unpacked Open MPI 4.1 source tree (Debian's `apt-get source
 # openmpi`, or a 4.1.x release) and an unpacked OSU source tree (7.x). Everything is built

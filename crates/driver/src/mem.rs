@@ -836,6 +836,14 @@ impl MemWindow {
         self.shared.is_revoked()
     }
 
+    /// Where the window's bytes live in this process, when the memory is this process's own
+    /// ([`HostMem::host_ptr`]): what `mmap` of a command ring hands a process hosting its
+    /// NIC. Valid while this window (which keeps the pages) lives.
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        let p = &self.pages;
+        p.mem.host_ptr(p.addr + self.offset, self.len)
+    }
+
     fn memory(&self) -> &Arc<dyn HostMem> {
         &self.pages.mem
     }

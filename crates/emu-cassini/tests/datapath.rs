@@ -38,6 +38,10 @@ fn small_message_matches_a_priority_le() {
     p.tx(&[&cs, &msg]);
     p.c.settle();
 
+    // The use_once entry's UNLINK comes first (it goes at match time), then the PUT (HPE's
+    // libcxi tests, msg.c, expect this order).
+    let unlink = p.wait_tgt();
+    assert_eq!(tgt_fields(&unlink).0, EventType::Unlink);
     let put = p.wait_tgt();
     let (ty, rc, bid, mlen, mb, list, unlinked) = tgt_fields(&put);
     assert_eq!(

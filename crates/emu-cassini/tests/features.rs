@@ -234,11 +234,12 @@ fn manage_local_min_free_no_truncate_and_permissions() {
     p.c.settle();
     let evs: Vec<_> = (0..4).map(|_| tgt_fields(&p.wait_tgt())).collect();
     assert_eq!(evs.iter().filter(|e| e.0 == EventType::Put).count(), 3);
+    // The entry goes when the third PUT matches: its UNLINK comes before that PUT.
+    assert_eq!(evs[2].0, EventType::Unlink, "{evs:?}");
     assert!(
-        !evs[0].6 && !evs[1].6 && evs[2].6,
+        !evs[0].6 && !evs[1].6 && evs[3].6,
         "third PUT auto-unlinked: {evs:?}"
     );
-    assert_eq!(evs[3].0, EventType::Unlink);
     for _ in 0..3 {
         assert_eq!(init_fields(&p.wait_tx()).1, ReturnCode::Ok);
     }

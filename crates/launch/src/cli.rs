@@ -45,9 +45,34 @@ pub struct RunArgs {
     /// Prefix every output line with the rank, as `[3] `.
     #[arg(short = 'l', long)]
     pub label: bool,
+    /// Do not give Cassini ranks `/dev/cxi0`: by default, when the NIC is Cassini and
+    /// `libnicemu_cxi.so` is found (beside this program, or at NICEMU_CXI_LIBRARY), every
+    /// rank gets it in LD_PRELOAD, so unmodified libcxi and libfabric CXI programs see an
+    /// emulated Cassini (docs/real-cxi.md).
+    #[arg(long)]
+    pub no_cxi_device: bool,
     /// The program to run and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
+}
+
+/// The library that gives a process `/dev/cxi0` (crate `cxi-preload`): NICEMU_CXI_LIBRARY,
+/// else `libnicemu_cxi.so` beside this program (where cargo builds both).
+pub fn cxi_library() -> Option<String> {
+    if let Ok(p) = std::env::var("NICEMU_CXI_LIBRARY")
+        && !p.trim().is_empty()
+    {
+        return Some(p);
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("libnicemu_cxi.so"),
+        dir.join("deps/libnicemu_cxi.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .map(|p| p.to_string_lossy().into_owned())
 }
 
 fn seconds(flag: &str, v: f64) -> Result<Duration, JobError> {
@@ -61,6 +86,21 @@ impl RunArgs {
         let mut spec = JobSpec::new(self.ranks, self.command.clone());
         if let Some(nic) = &self.nic {
             spec.env.push(("NICEMU_NIC".into(), nic.clone()));
+        }
+        let nic = self
+            .nic
+            .clone()
+            .or_else(|| std::env::var("NICEMU_NIC").ok())
+            .unwrap_or_else(|| "cassini".into());
+        if !self.no_cxi_device
+            && matches!(nic.trim().to_ascii_lowercase().as_str(), "cassini" | "cxi")
+            && let Some(lib) = cxi_library()
+        {
+            let preload = match std::env::var("LD_PRELOAD") {
+                Ok(p) if !p.trim().is_empty() => format!("{lib} {p}"),
+                _ => lib,
+            };
+            spec.env.push(("LD_PRELOAD".into(), preload));
         }
         spec.timeout = self.timeout.map(|t| seconds("--timeout", t)).transpose()?;
         spec.grace = seconds("--grace", self.grace)?;

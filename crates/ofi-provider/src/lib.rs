@@ -1,7 +1,7 @@
 //! `libnicemu-fi.so`: a libfabric provider named `nicemu` over the cxi transport
 //! (`transport::cxi`, itself over `userlib::cxi`) on an emulated Cassini hosted in the
 //! process; each process of a launched job hosts its own NIC on the fabric between
-//! processes ([`nic`], `platform::rendezvous`). `FI_EP_RDM` endpoints with tagged and untagged
+//! processes ([`nic`], [`rendezvous`]). `FI_EP_RDM` endpoints with tagged and untagged
 //! messages, address vectors, and completion queues with manual progress. See
 //! docs/ofi-provider.md.
 //!
@@ -19,6 +19,7 @@ pub mod ffi;
 pub mod info;
 pub mod mr;
 pub mod nic;
+pub mod rendezvous;
 pub mod rma;
 pub mod wait;
 pub mod wire;

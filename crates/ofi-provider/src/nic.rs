@@ -2,12 +2,11 @@
 //!
 //! A process running alone (no launcher, or a job of one process) builds a one-node emulated
 //! Cassini machine inside itself (one NIC, threaded engine): all its endpoints live on that
-//! NIC. A process that a launcher started as one rank of several ([`Launch::from_lookup`])
+//! NIC. A process that a launcher started as one rank of several ([`launch_from_env`])
 //! hosts its rank's node of the job's machine and joins the fabric between processes
 //! ([`platform::process::join`]: shared memory with ranks on this host, TCP with others), so
 //! its endpoints reach the endpoints of every other rank. The ranks find each other's fabric
-//! addresses through the [`platform::rendezvous`] directory (variables `NICEMU_OFI_*`);
-//! endpoint names (the NIC address
+//! addresses through the [`crate::rendezvous`] directory; endpoint names (the NIC address
 //! `fi_getname` returns) are exchanged by the application, as with any provider.
 //!
 //! `NICEMU_OFI_COUNTER_REPORT=1` prints, when the NIC is closed, one line per process on
@@ -24,7 +23,7 @@ use platform::{Cluster, EngineKind};
 use transport::Env;
 
 use crate::error::{Error, Result};
-use platform::rendezvous::{Launch, Rendezvous};
+use crate::rendezvous::{Launch, launch_from_env, start};
 
 /// Host memory of the emulated node unless `NICEMU_NODE_MEMORY_MIB` names another size:
 /// staging and landing buffers of every endpoint and the mirrors of memory regions open to
@@ -146,7 +145,7 @@ fn report_wanted(env: &Env) -> Result<bool> {
 pub fn open() -> Result<Nic> {
     let env = process_env();
     let report = report_wanted(&env)?;
-    match launch_of(&env)? {
+    match launch_from_env(&env)? {
         None => open_alone(node_memory_of(&env)?.memory, report),
         Some(launch) => open_in_job(&env, launch, report),
     }
@@ -180,7 +179,7 @@ fn open_in_job(env: &Env, launch: Launch, report: bool) -> Result<Nic> {
             "NICEMU_NIC: the libfabric provider drives a Cassini (cxi) only".into(),
         ));
     }
-    let mut rdv = Rendezvous::new(launch).map_err(|e| Error::Nic(e.to_string()))?;
+    let mut rdv = start(launch)?;
     let joined = platform::process::join(&mut rdv, &cfg);
     rdv.leave();
     let guard = joined.map_err(|e| Error::Nic(format!("rank {rank} of {size}: {e}")))?;
@@ -216,11 +215,5 @@ pub fn shared() -> Result<Arc<Nic>> {
 /// The NID this process's NIC has or will have, without opening it (for `fi_getinfo`): its
 /// rank in a launched job (node = NID = rank), 0 alone.
 pub fn local_nid() -> Result<u32> {
-    Ok(launch_of(&process_env())?.map_or(0, |l| l.rank))
-}
-
-/// The job `env` describes (`NICEMU_OFI_*`, Open MPI's and PMI-1 launchers' variables).
-fn launch_of(env: &Env) -> Result<Option<Launch>> {
-    Launch::from_lookup("ofi", |v| env.get(v).map(str::to_string))
-        .map_err(|e| Error::Nic(e.to_string()))
+    Ok(launch_from_env(&process_env())?.map_or(0, |l| l.rank))
 }

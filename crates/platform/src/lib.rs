@@ -17,8 +17,6 @@
 //! - [`devices`]: the listing behind `nicemu devices`.
 //! - [`process`]: one node of a job's machine hosted in this process, linked to the other
 //!   processes' nodes ([`process::join`]).
-//! - [`rendezvous`]: how the ranks of a job find each other when a library the application
-//!   loads hosts the NIC (the libfabric provider, libugni) and no PMI-1 is at hand.
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +27,6 @@ mod function;
 pub mod gemini;
 pub mod machine;
 pub mod process;
-pub mod rendezvous;
 
 pub use cassini::{CassiniParts, Cluster, ClusterBuilder, ClusterError, Node};
 pub use devices::{DeviceListing, EmulatedDevice, list_devices, list_emulated_and_real};

@@ -113,6 +113,8 @@ pub struct HostConfig {
     /// The launcher's `PMI_PORT` (`host:port`), if it gave one: the route to it tells which
     /// of this host's addresses the other hosts reach.
     pub pmi_port: Option<String>,
+    /// The Cassini driver's module parameters.
+    pub driver: driver::cassini::DriverConfig,
     /// Whether the node reaches this process's own memory (registered ranges) beside its RAM.
     pub process_memory: bool,
     /// The ptag and cookie of the job a Gemini node configures.
@@ -132,6 +134,7 @@ impl HostConfig {
             tcp_advertise: None,
             host: None,
             pmi_port: None,
+            driver: driver::cassini::DriverConfig::default(),
             process_memory: true,
             gni: pmi::gni::Credentials::default(),
         }
@@ -369,6 +372,7 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                 .nics(size as usize)
                 .engine(engine)
                 .memory_per_node(cfg.memory)
+                .driver_config(cfg.driver.clone())
                 .process_memory(cfg.process_memory)
                 .hosted_node(rank as usize)
                 .build()

@@ -17,6 +17,7 @@ mod fd;
 pub mod gni;
 mod launch;
 mod mapping;
+pub mod rendezvous;
 pub mod server;
 pub mod wire;
 

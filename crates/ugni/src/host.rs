@@ -7,7 +7,7 @@
 //! - a process that a launcher started as one rank of several hosts its rank's node of the
 //!   job's machine (node = PE = fabric port = rank) and joins the fabric between processes
 //!   ([`platform::process::join`]), finding the other ranks through the rendezvous
-//!   directory of [`platform::rendezvous`] (variables `NICEMU_UGNI_*`; Open MPI's `mpirun`,
+//!   directory of [`pmi::rendezvous`] (variables `NICEMU_UGNI_*`; Open MPI's `mpirun`,
 //!   hydra, Slurm and `nicemu run` are recognised).
 //!
 //! Either way the node's kgni has the job configured with the credentials a Cray launcher
@@ -31,12 +31,13 @@ use std::time::{Duration, Instant};
 use driver::gemini::{Kgni, KgniClient};
 use driver::mem::UserSpace;
 use platform::process::{HostConfig, HostedNode};
-use platform::rendezvous::{Launch, Rendezvous};
 use platform::{EngineKind, GeminiCluster, GeminiNode};
 use pmi::gni::Credentials;
+use pmi::rendezvous::{Job as Launch, Rendezvous};
 
-/// The library's name in the rendezvous variables (`NICEMU_UGNI_*`).
-pub const RENDEZVOUS_NAME: &str = "ugni";
+/// The prefix of the library's rendezvous variables (`NICEMU_UGNI_*`) and directory
+/// (`nicemu-ugni-<job>`).
+pub const RENDEZVOUS_NAME: &str = "NICEMU_UGNI";
 
 /// The variable asking for the counter report.
 pub const COUNTER_REPORT: &str = "NICEMU_UGNI_COUNTER_REPORT";

@@ -174,6 +174,16 @@ impl Client {
         &self.dev
     }
 
+    /// The opener's credentials as the driver checks them now: the kernel driver takes the
+    /// effective uid at every `write` (`ucxi_write`), so a process that changes its
+    /// effective ids (`seteuid`) is checked with the new ones.
+    pub fn set_credentials(&self, creds: Credentials) {
+        let mut st = self.dev.lock();
+        if let Some(c) = st.clients.get_mut(&self.id) {
+            c.creds = creds;
+        }
+    }
+
     /// The process address space of this client.
     pub fn space(&self) -> &UserSpace {
         &self.space
@@ -190,29 +200,96 @@ impl Client {
 
     /// `write(fd, req, req.len())`: run one request. The response (if the opcode has one) is
     /// copied into `resp`, which must be at least the response size (else `EFAULT`, as a bad
-    /// response pointer gives). Returns the request length, as `write` does.
+    /// response pointer gives). Returns the request length, as `write` does. Lists a request
+    /// names by address (`svc_list`, `ule_offsets`) are reached through the client's
+    /// [`UserSpace`].
     pub fn write(&self, req: &[u8], resp: &mut [u8]) -> Result<usize, Errno> {
-        let r = self.write_inner(req, resp);
+        let r = self.write_slice(req, resp);
         if r.is_err() {
             self.dev.note_refused();
         }
         r
     }
 
-    fn write_inner(&self, req: &[u8], resp: &mut [u8]) -> Result<usize, Errno> {
+    fn write_slice(&self, req: &[u8], resp: &mut [u8]) -> Result<usize, Errno> {
         let op_raw = req
             .get(..4)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
             .map(u32::from_le_bytes)
             .ok_or(Errno::Einval)?;
-        if op_raw == Opcode::Invalid as u32 {
-            return Err(Errno::Einval);
+        let (op, info) = check_op(op_raw, req.len())?;
+        if resp.len() < info.resp_size {
+            return Err(Errno::Efault);
         }
-        let op = Opcode::from_u32(op_raw).ok_or(Errno::Einval)?;
-        let info = op.info().ok_or(Errno::Eopnotsupp)?;
-        if req.len() != info.req_size {
-            return Err(Errno::Einval);
+        let space = self.space.clone();
+        let inout = resp.get(..info.resp_size).unwrap_or_default().to_vec();
+        let out = self.run(op, info, req, &inout, &space)?;
+        if let Some(dst) = resp.get_mut(..out.len()) {
+            dst.copy_from_slice(&out);
         }
+        Ok(req.len())
+    }
+
+    /// `write(fd, buf, count)` from a process whose memory `user` reaches, as the driver's
+    /// `ucxi_write` and `dispatch()` handle it: the 16-byte header is copied from `buf`
+    /// whatever `count` is (`EFAULT`), then the opcode (`EINVAL`), its handler
+    /// (`EOPNOTSUPP`), the exact length (`EINVAL`), the whole request (`EFAULT`),
+    /// admin-only (`EPERM`), a dead device (`EIO`); the handler runs, and its response is
+    /// copied to the request's `resp` pointer. A response that cannot be copied is `EFAULT`
+    /// and whatever the request allocated is released again, as the driver's handlers do.
+    /// Returns `count`.
+    pub fn write_user(
+        &self,
+        user: &dyn UserAccess,
+        buf: u64,
+        count: usize,
+    ) -> Result<usize, Errno> {
+        let r = self.write_user_inner(user, buf, count);
+        if r.is_err() {
+            self.dev.note_refused();
+        }
+        r
+    }
+
+    fn write_user_inner(
+        &self,
+        user: &dyn UserAccess,
+        buf: u64,
+        count: usize,
+    ) -> Result<usize, Errno> {
+        let mut hdr = CommonCmd::new_zeroed();
+        user.copy_from_user(buf, hdr.as_mut_bytes())?;
+        let (op, info) = check_op(hdr.op, count)?;
+        let mut req = vec![0u8; count];
+        user.copy_from_user(buf, &mut req)?;
+        // Every request with a response carries its pointer at offset 8 (`struct
+        // cxi_common_cmd`); PTE_STATUS also reads its response buffer (`ule_offsets`).
+        let resp_ptr = CommonCmd::read_from_prefix(&req)
+            .map(|(c, _)| c.resp)
+            .unwrap_or(0);
+        let mut inout = vec![0u8; info.resp_size];
+        if op == Opcode::PteStatus {
+            user.copy_from_user(resp_ptr, &mut inout)?;
+        }
+        let out = self.run(op, info, &req, &inout, user)?;
+        if !out.is_empty()
+            && let Err(e) = user.copy_to_user(resp_ptr, &out)
+        {
+            self.undo(op, &out);
+            return Err(e);
+        }
+        Ok(count)
+    }
+
+    /// Admin and liveness checks, then the handler.
+    fn run(
+        &self,
+        op: Opcode,
+        info: OpInfo,
+        req: &[u8],
+        inout: &[u8],
+        user: &dyn UserAccess,
+    ) -> Result<Vec<u8>, Errno> {
         let mut st = self.dev.lock();
         let (creds, dead) = match st.clients.get(&self.id) {
             Some(c) => (c.creds, c.dead),
@@ -224,19 +301,80 @@ impl Client {
         if dead {
             return Err(Errno::Eio);
         }
-        if resp.len() < info.resp_size {
-            return Err(Errno::Efault);
-        }
         let mut h = Op {
             dev: &self.dev,
             st: &mut st,
             client: self.id,
+            user: Some(user),
         };
-        let out = dispatch(&mut h, op, req, resp)?;
-        if let Some(dst) = resp.get_mut(..out.len()) {
-            dst.copy_from_slice(&out);
+        dispatch(&mut h, op, req, inout)
+    }
+
+    /// Release what a request allocated when its response could not be delivered.
+    fn undo(&self, op: Opcode, out: &[u8]) {
+        let word = |at: usize| {
+            out.get(at..at + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_le_bytes)
+                .unwrap_or(0)
+        };
+        let mut st = self.dev.lock();
+        let mut h = Op {
+            dev: &self.dev,
+            st: &mut st,
+            client: self.id,
+            user: None,
+        };
+        let r = match op {
+            Opcode::LniAlloc => h.lni_free(&LniFreeCmd {
+                lni: word(0),
+                ..Default::default()
+            }),
+            Opcode::DomainAlloc => h.domain_free(&DomainFreeCmd {
+                domain: word(0),
+                ..Default::default()
+            }),
+            Opcode::CpAlloc | Opcode::TrigCpAlloc => h.cp_free(&CpFreeCmd {
+                cp_hndl: word(0),
+                ..Default::default()
+            }),
+            Opcode::CqAlloc | Opcode::CqAllocBuf => h.cq_free(&CqFreeCmd {
+                cq: word(0),
+                ..Default::default()
+            }),
+            Opcode::AtuMap => h.atu_unmap(&AtuUnmapCmd {
+                id: word(0),
+                ..Default::default()
+            }),
+            Opcode::EqAlloc => h.eq_free(&EqFreeCmd {
+                eq: word(0),
+                ..Default::default()
+            }),
+            Opcode::PteAlloc => h.pte_free(&PteFreeCmd {
+                pte_number: word(0),
+                ..Default::default()
+            }),
+            Opcode::PteMap => h.pte_unmap(&PteUnmapCmd {
+                pte_index: word(0),
+                ..Default::default()
+            }),
+            Opcode::WaitAlloc => h.wait_free(&WaitFreeCmd {
+                wait: word(4),
+                ..Default::default()
+            }),
+            Opcode::CtAlloc => h.ct_free(&CtFreeCmd {
+                ctn: word(0),
+                ..Default::default()
+            }),
+            Opcode::SvcAlloc => h.svc_destroy(&SvcDestroyCmd {
+                svc_id: word(0),
+                ..Default::default()
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = r {
+            tracing::debug!(op = op.name(), error = %e, "undoing a request whose response faulted");
         }
-        Ok(req.len())
     }
 
     /// Typed request: fill `op`, write it, decode the response.
@@ -268,15 +406,16 @@ impl Client {
     }
 
     fn mmap_inner(&self, offset: u64, size: u64) -> Result<Mapping, Errno> {
-        let st = self.dev.lock();
-        let c = st.clients.get(&self.id).ok_or(Errno::Eio)?;
+        let mut st = self.dev.lock();
+        let c = st.clients.get_mut(&self.id).ok_or(Errno::Eio)?;
         if c.dead {
             return Err(Errno::Eio);
         }
-        let e = c.mmaps.get(&offset).ok_or(Errno::Einval)?;
-        if e.size != size || e.shared.is_revoked() {
+        let e = c.mmaps.get_mut(&offset).ok_or(Errno::Einval)?;
+        if e.used || e.size != size || e.shared.is_revoked() {
             return Err(Errno::Einval);
         }
+        e.used = true;
         Ok(match &e.target {
             MapTarget::Mmio { offset, len } => Mapping::Mmio(Arc::new(MmioWindow {
                 bar: Arc::clone(self.dev.hw().bar()),
@@ -305,6 +444,7 @@ impl Client {
             dev: &self.dev,
             st: &mut st,
             client: self.id,
+            user: None,
         };
         h.wait_object(wait)
     }
@@ -329,7 +469,42 @@ fn bytes<T: IntoBytes + zerocopy::Immutable>(v: T) -> Vec<u8> {
     v.as_bytes().to_vec()
 }
 
-/// Run `op`; the response bytes (empty for none).
+/// The opcode of a request and its sizes, checked as the driver's `dispatch()` does: opcode
+/// range (`EINVAL`), a handler (`EOPNOTSUPP`), the exact length and `MAX_REQ_SIZE`
+/// (`EINVAL`).
+fn check_op(op_raw: u32, count: usize) -> Result<(Opcode, OpInfo), Errno> {
+    if op_raw == Opcode::Invalid as u32 {
+        return Err(Errno::Einval);
+    }
+    let op = Opcode::from_u32(op_raw).ok_or(Errno::Einval)?;
+    let info = op.info().ok_or(Errno::Eopnotsupp)?;
+    if count != info.req_size || count > MAX_REQ_SIZE {
+        return Err(Errno::Einval);
+    }
+    Ok((op, info))
+}
+
+/// Memory of the process writing a request: what the driver's `copy_from_user` and
+/// `copy_to_user` reach (the request, its response, the lists it names). A bad address is
+/// `EFAULT`.
+pub trait UserAccess {
+    /// Copy `buf.len()` bytes from `addr`.
+    fn copy_from_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno>;
+    /// Copy `data` to `addr`.
+    fn copy_to_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno>;
+}
+
+impl UserAccess for UserSpace {
+    fn copy_from_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        UserSpace::copy_from_user(self, addr, buf).ok_or(Errno::Efault)
+    }
+    fn copy_to_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        UserSpace::copy_to_user(self, addr, data).ok_or(Errno::Efault)
+    }
+}
+
+/// Run `op`; the response bytes (empty for none). `resp` holds the caller's response buffer
+/// on entry (PTE_STATUS reads `ule_offsets` and `ule_count` from it).
 fn dispatch(h: &mut Op<'_>, op: Opcode, req: &[u8], resp: &[u8]) -> Result<Vec<u8>, Errno> {
     use Opcode as O;
     Ok(match op {
@@ -355,6 +530,7 @@ fn dispatch(h: &mut Op<'_>, op: Opcode, req: &[u8], resp: &[u8]) -> Result<Vec<u
             Vec::new()
         }
         O::CqAlloc => bytes(h.cq_alloc(&decode(req)?)?),
+        O::CqAllocBuf => bytes(h.cq_alloc_buf(&decode(req)?)?),
         O::CqFree => {
             h.cq_free(&decode(req)?)?;
             Vec::new()
@@ -444,6 +620,21 @@ fn dispatch(h: &mut Op<'_>, op: Opcode, req: &[u8], resp: &[u8]) -> Result<Vec<u
             Vec::new()
         }
         O::SvcGetLpr => bytes(h.svc_get_lpr(&decode(req)?)?),
+        O::SvcSetVniRange => {
+            h.svc_set_vni_range(&decode(req)?)?;
+            Vec::new()
+        }
+        O::SvcGetVniRange => bytes(h.svc_get_vni_range(&decode(req)?)?),
+        O::SvcSetExclusiveCp => {
+            h.svc_set_exclusive_cp(&decode(req)?)?;
+            Vec::new()
+        }
+        O::SvcGetExclusiveCp => bytes(h.svc_get_exclusive_cp(&decode(req)?)?),
+        O::SvcSetNetns => {
+            h.svc_set_netns(&decode(req)?)?;
+            Vec::new()
+        }
+        O::SvcGetNetns => bytes(h.svc_get_netns(&decode(req)?)?),
         _ => return Err(Errno::Eopnotsupp),
     })
 }

@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 pub use self::core::{
     ClientId, Credentials, CxiDevice, CxiIdleState, DevInfo, DeviceError, DriverConfig, FreeCounts,
-    PHYS_ACID,
+    PHYS_ACID, qos_allows,
 };
-pub use client::{Client, Mapping, MmioWindow};
+pub use client::{Client, Mapping, MmioWindow, UserAccess};
 pub use uapi::{Errno, MmInfo, Opcode, Request};
 
 use crate::mem::HostMem;

@@ -15,12 +15,24 @@ struct Counts {
     total: u64,
 }
 
+/// Called on every signal of a wait object (see [`WaitObject::set_notify`]).
+pub type Notify = Arc<dyn Fn() + Send + Sync>;
+
 /// A signal counter that threads can block on. Signals accumulate; `wait` and `poll` consume
 /// all pending ones at once (read-to-clear, like an interrupt status).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct WaitObject {
     counts: Mutex<Counts>,
     cv: Condvar,
+    notify: Mutex<Option<Notify>>,
+}
+
+impl std::fmt::Debug for WaitObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitObject")
+            .field("counts", &*self.lock())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WaitObject {
@@ -49,6 +61,22 @@ impl WaitObject {
         c.total = c.total.saturating_add(n);
         drop(c);
         self.cv.notify_all();
+        let f = self
+            .notify
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(f) = f {
+            f();
+        }
+    }
+
+    /// Call `f` on every signal from now on (`None`: stop): how a wait object becomes
+    /// readiness of a file descriptor that `poll`/`epoll` watch, as the kernel driver's
+    /// interrupt handler calls `sysfs_notify` on the wait object's `intr` file. `f` runs in
+    /// the signalling thread (the device's interrupt path): it must not block.
+    pub fn set_notify(&self, f: Option<Notify>) {
+        *self.notify.lock().unwrap_or_else(PoisonError::into_inner) = f;
     }
 
     /// Take every pending signal without blocking; returns how many there were (0 if none).

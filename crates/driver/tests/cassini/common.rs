@@ -66,10 +66,25 @@ pub fn cp(c: &Client, lni: u32) -> Result<CpAllocResp, Errno> {
     })
 }
 
+/// A CQ of `count` commands. A transmit CQ needs a communication profile at its LCID
+/// (`cass_cp_find`): one is made at LCID 0 of `lni` first if there is none (on the test VNI,
+/// or on VNI 77, the one service the tests make with other VNIs).
 pub fn cq(c: &Client, lni: u32, eq: u32, tx: bool, count: u32) -> Result<CqAllocResp, Errno> {
     let mut flags = CqAllocFlags::empty();
     if tx {
         flags |= CqAllocFlags::IS_TX;
+        for vni in [VNI, 77] {
+            let r = c.call(&TrigCpAllocCmd {
+                lni,
+                vni,
+                tc: 2,
+                cp_type: 0,
+                ..Default::default()
+            });
+            if r.is_ok() {
+                break;
+            }
+        }
     }
     c.call(&CqAllocCmd {
         lni,

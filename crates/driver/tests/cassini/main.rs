@@ -8,5 +8,6 @@ mod isolation;
 mod lifecycle;
 mod probe;
 mod random;
+mod real_uapi;
 mod resources;
 mod uapi;

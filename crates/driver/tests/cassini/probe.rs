@@ -156,7 +156,7 @@ fn default_service_exists_with_the_default_vnis() {
     assert_eq!(d.svc_id, 1);
     assert_eq!(d.num_vld_vnis, 2);
     assert_eq!(&d.vnis[..2], &[1, 10]);
-    // A VNI outside the default service is refused.
+    // A VNI no service has is refused (cass_rmu.c: EINVAL).
     let l = lni(&c).unwrap();
     let r = c.call(&driver::cassini::uapi::DomainAllocCmd {
         lni: l,
@@ -164,7 +164,7 @@ fn default_service_exists_with_the_default_vnis() {
         pid: 0,
         ..Default::default()
     });
-    assert_eq!(r.unwrap_err(), driver::cassini::Errno::Eperm);
+    assert_eq!(r.unwrap_err(), driver::cassini::Errno::Einval);
     let props = c
         .call(&driver::cassini::uapi::As::<
             { driver::cassini::Opcode::GetDevProperties as u32 },

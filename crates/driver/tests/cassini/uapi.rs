@@ -142,13 +142,22 @@ fn services_are_admin_objects_with_limits() {
         ..Default::default()
     });
     assert_eq!(dom.unwrap().pid, 3);
-    let bad = user.call(&DomainAllocCmd {
+    // VNIs are authorized by profile, device-wide: VNI 10 is the open default service's,
+    // usable from this LNI too; VNI 78 is no enabled service's.
+    let other = user.call(&DomainAllocCmd {
         lni: l,
         vni: 10,
         pid: 3,
         ..Default::default()
     });
-    assert_eq!(bad.unwrap_err(), Errno::Eperm, "VNI not in the service");
+    assert_eq!(other.unwrap().vni, 10);
+    let none = user.call(&DomainAllocCmd {
+        lni: l,
+        vni: 78,
+        pid: 3,
+        ..Default::default()
+    });
+    assert_eq!(none.unwrap_err(), Errno::Einval, "VNI of no service");
     let use_ = user
         .call(&As::<{ Opcode::SvcRsrcGet as u32 }, _>(SvcIdCmd {
             svc_id: svc,
@@ -208,7 +217,7 @@ fn services_are_admin_objects_with_limits() {
             .unwrap_err(),
         Errno::Einval
     );
-    // Disabled services take no LNIs.
+    // Disabled services take no LNIs (cass_lni.c: EKEYREVOKED).
     admin
         .call(&SvcEnableCmd {
             svc_id: 1,
@@ -217,7 +226,7 @@ fn services_are_admin_objects_with_limits() {
         })
         .unwrap();
     let u2 = d.open();
-    assert_eq!(lni(&u2).unwrap_err(), Errno::Eperm);
+    assert_eq!(lni(&u2).unwrap_err(), Errno::Ekeyrevoked);
     admin
         .call(&SvcEnableCmd {
             svc_id: 1,
@@ -291,8 +300,10 @@ fn eq_reserved_fc_and_wait_objects() {
     assert_eq!(adj(10).unwrap().reserved_fc, 10);
     assert_eq!(adj(-4).unwrap().reserved_fc, 6);
     assert_eq!(adj(-7).unwrap_err(), Errno::Einval);
-    // 64 slots in a page, two reserved by hardware.
-    assert_eq!(adj(100).unwrap_err(), Errno::Einval);
+    // 64 slots in a page, two reserved by hardware: a value the 14-bit field holds but the
+    // queue cannot is ENOSPC; beyond the field, EINVAL (cass_eq.c).
+    assert_eq!(adj(100).unwrap_err(), Errno::Enospc);
+    assert_eq!(adj(1 << 14).unwrap_err(), Errno::Einval);
     let got = d
         .hw()
         .read_field(
@@ -351,10 +362,14 @@ fn services_with_tle_limits_get_their_own_tle_pool() {
     assert_eq!(pool(1), (0, 0));
     assert_eq!(shared(), 2048 - 512);
     let admin = d.open_admin();
+    // A service without restricted VNIs starts disabled until it has a VNI range
+    // (cass_svc.c), so these restrict theirs to VNI 77.
     let mut desc = SvcDesc {
-        bits: 0b1_1000, // resource_limits | enable
+        bits: 0b1_1010, // resource_limits | enable | restricted_vnis
+        num_vld_vnis: 1,
         ..Default::default()
     };
+    desc.vnis[0] = 77;
     desc.limits[1] = Limits { max: 4, res: 0 };
     desc.limits[6] = Limits { max: 100, res: 64 }; // TLEs
     let mut ids = Vec::new();

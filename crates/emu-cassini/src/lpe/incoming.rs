@@ -605,6 +605,11 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
     let mut events = Vec::new();
     if pte.has_eq() {
         let base = request_event(pte, cx.pt, req, plan);
+        // The entry goes at match time, before the data has landed: its UNLINK event comes
+        // before the operation's events (the order HPE's libcxi tests expect, msg.c).
+        if plan.unlink && unlink_event_on(&le) {
+            events.push(unlink_event(pte, cx.pt, plan.list, &le, true));
+        }
         if pte.opt(PtAllocOpts::EN_EVENT_MATCH) {
             events.push(TargetEvent {
                 event_type: EventType::Match,
@@ -625,9 +630,6 @@ fn commit(pte: &mut Ptlte, cx: &mut Cx<'_>, req: &IncomingRequest, plan: &Plan) 
                     ..base
                 });
             }
-        }
-        if plan.unlink && unlink_event_on(&le) {
-            events.push(unlink_event(pte, cx.pt, plan.list, &le, true));
         }
     }
     let ct = (le.ct != CT_NONE && le.has(LeFlags::EVENT_CT_COMM)).then(|| CtUpdate {

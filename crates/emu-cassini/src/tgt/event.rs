@@ -4,7 +4,7 @@
 use emu_core::engine::DeviceIo;
 use firmware_spec::cassini::amo::{AmoOp, AmoType, CswapOp};
 use firmware_spec::cassini::event::{EventType, StateChangeFields, TargetLong, TargetShort};
-use firmware_spec::cassini::le::{PtAllocOpts, ScReason};
+use firmware_spec::cassini::le::{PtAllocOpts, PtlList, ScReason};
 use firmware_spec::cassini::rc::ReturnCode;
 
 use crate::block::EventClass;
@@ -79,6 +79,22 @@ fn encode_target(
     }
 }
 
+/// Whether a target event has a short (32 B) form: a Put, Get or atomic that matched an
+/// entry of the priority list, outside a rendezvous. Every other target event (LINK, UNLINK,
+/// SEARCH, STATE_CHANGE, the *_OVERFLOW events, a message that landed in an overflow
+/// buffer, a rendezvous Put, RENDEZVOUS, MATCH) carries fields only the long format has
+/// (`start`, `mlength`, `rlength`, the state-change word) and is written long whatever the
+/// PtlTE and EQ ask. Facts from HPE's libcxi tests, which expect exactly these sizes on
+/// platforms without `use_long_event` or `CXI_EQ_TGT_LONG` (`tests/libcxi_test_common.c`
+/// `process_eqe`, `msg.c`, `rendezvous.c`).
+fn fits_short(ev: &TargetEvent) -> bool {
+    matches!(
+        ev.event_type,
+        EventType::Put | EventType::Get | EventType::Atomic | EventType::FetchAtomic
+    ) && ev.ptl_list == PtlList::Priority
+        && !ev.rendezvous
+}
+
 /// Communication events (the ones that report a data movement).
 fn is_comm(t: EventType) -> bool {
     matches!(
@@ -110,7 +126,7 @@ pub(crate) trait TgtEvents: TgtCtx {
     ) {
         let now = io.now().as_ns();
         for ev in events {
-            let long = ev.long_format || self.target_long(ev.eq);
+            let long = ev.long_format || self.target_long(ev.eq) || !fits_short(ev);
             let comm = is_comm(ev.event_type);
             let rc = if comm { data_rc } else { None };
             let mut buf = [0u8; 64];

@@ -259,9 +259,20 @@ mod patch {
     fn patch_all() -> Result<Vec<Patched>, String> {
         let hooks = hooks();
         let mut addrs = [0usize; N];
+        // The C library's own definitions: a library preloaded before it may define the same
+        // names (libnicemu_cxi.so interposes `mmap` and `munmap` by symbol), and those must
+        // stay as they are; the default lookup would find them first.
+        // SAFETY: dlopen of an already loaded library by its soname (RTLD_NOLOAD: no load).
+        let libc_handle =
+            unsafe { libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        let handle = if libc_handle.is_null() {
+            libc::RTLD_DEFAULT
+        } else {
+            libc_handle
+        };
         for (i, name) in SYMBOLS.iter().enumerate() {
-            // SAFETY: dlsym with a valid NUL-terminated name.
-            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            // SAFETY: dlsym with a valid handle and a NUL-terminated name.
+            let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
             if p.is_null() {
                 return Err(format!("{name:?} not found"));
             }

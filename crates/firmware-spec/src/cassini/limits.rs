@@ -75,8 +75,12 @@ pub const CXI_DEFAULT_SVC_ID: u32 = 1;
 pub const C_MAX_IDC_PAYLOAD_UNR: usize = 192;
 /// `C_MAX_IDC_PAYLOAD_RES` (`cassini_user_defs.h`): inline data of a restricted IDC Put.
 pub const C_MAX_IDC_PAYLOAD_RES: usize = 224;
-/// `C_MAX_HPC_MTU` (`cass_core.h`): HPC payload MTU in bytes.
+/// HPC payload bytes per packet: the 2048 of `C_MAX_HPC_MTU` (`cass_core.h` defines it as
+/// `2048 + 64`, the 64 being the header room; see [`HPC_LINK_MTU`]).
 pub const C_MAX_HPC_MTU: usize = 2048;
+/// `C_MAX_HPC_MTU` as `cass_core.h` defines it (`2048 + 64`): the link MTU the driver
+/// reports (`cxi_dev_info_use.link_mtu`, what `cxi_stat` prints as "Link MTU").
+pub const HPC_LINK_MTU: usize = C_MAX_HPC_MTU + 64;
 /// `PORTALS_MAX_FRAME_SIZE` (`cass_core.h`).
 pub const PORTALS_MAX_FRAME_SIZE: usize = 2111;
 

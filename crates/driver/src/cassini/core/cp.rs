@@ -18,6 +18,11 @@ impl Op<'_> {
         if tc >= lim_tc_max() || tc_type > 3 || cp_type > ANY_LCID {
             return Err(Errno::Einval);
         }
+        if let Some(p) = self.dev.config.qos_profile
+            && !qos_allows(p, tc, tc_type)
+        {
+            return Err(Errno::Einval);
+        }
         // CXI_TC_ETH is for privileged (Ethernet) clients.
         if tc == 4 && !self.creds().admin {
             return Err(Errno::Eperm);

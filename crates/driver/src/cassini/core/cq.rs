@@ -2,39 +2,79 @@
 
 use super::*;
 
+/// `MIN_CQ_COUNT` (cass_cq.c): the smallest ring, in commands.
+const MIN_CQ_COUNT: u32 = 64;
+
 impl Op<'_> {
     // ---- Command queues ----
 
     pub(crate) fn cq_alloc(&mut self, c: &CqAllocCmd) -> Result<CqAllocResp, Errno> {
+        self.cq_alloc_buf(&CqAllocBufCmd {
+            lni: c.lni,
+            eq: c.eq,
+            opts: CqAllocOptsBuf {
+                opts: c.opts,
+                ..CqAllocOptsBuf::default()
+            },
+            ..CqAllocBufCmd::default()
+        })
+    }
+
+    /// CQ_ALLOC_BUF (CQ_ALLOC is the same without a buffer), with the checks of
+    /// `cxi_user_cq_alloc_buf` and `cxi_cq_alloc_buf_internal` (cass_cq.c) in their order.
+    pub(crate) fn cq_alloc_buf(&mut self, c: &CqAllocBufCmd) -> Result<CqAllocResp, Errno> {
         let rgid = self.lni(c.lni)?.rgid;
-        let tle_pool = self.service_of(c.lni)?.tle_pool;
         self.check_eq(c.eq)?;
-        let o = &c.opts;
+        let tle_pool = self.service_of(c.lni)?.tle_pool;
+        let o = &c.opts.opts;
         let flags = CqAllocFlags(o.flags);
-        if flags.unknown_bits() != 0
-            || o.count == 0
-            || o.count as usize > lim::CXI_MAX_CQ_COUNT
-            || o.policy > 3
-            || o.stat_cnt_pool > 3
-            || o.lpe_cdt_thresh_id > 3
-            || o.lcid >= lim::C_COMM_PROF_PER_CQ as u32
-        {
+        let tx = flags.contains(CqAllocFlags::IS_TX);
+        if o.policy > 3 || (!tx && o.lpe_cdt_thresh_id > 3) {
             return Err(Errno::Einval);
         }
-        let tx = flags.contains(CqAllocFlags::IS_TX);
+        // At least 64 commands, rounded up to a power-of-two number of pages; more than
+        // CXI_MAX_CQ_COUNT is E2BIG (cass_cq.c).
+        let bytes = (u64::from(o.count.max(MIN_CQ_COUNT)) * 64)
+            .max(PAGE_SIZE)
+            .next_power_of_two();
+        let slots = bytes / 64;
+        if slots > lim::CXI_MAX_CQ_COUNT as u64 {
+            return Err(Errno::E2big);
+        }
+        let slots = slots as u32;
+        if flags.unknown_bits() != 0 || o.stat_cnt_pool > 3 {
+            return Err(Errno::Einval);
+        }
         if !tx
             && (flags.contains(CqAllocFlags::TX_ETHERNET)
                 || flags.contains(CqAllocFlags::TX_WITH_TRIG_CMDS))
         {
             return Err(Errno::Einval);
         }
+        if tx {
+            // A triggered queue uses LCID 0 only; a transmit queue needs a communication
+            // profile at its LCID (`cass_cp_find`).
+            if flags.contains(CqAllocFlags::TX_WITH_TRIG_CMDS) && o.lcid != 0 {
+                return Err(Errno::Einval);
+            }
+            let has_cp =
+                o.lcid < lim::C_COMM_PROF_PER_CQ as u32 && self.lni(c.lni)?.lcids.is_used(o.lcid);
+            if !has_cp {
+                return Err(Errno::Einval);
+            }
+        }
         if flags.contains(CqAllocFlags::TX_ETHERNET) && !self.creds().admin {
             return Err(Errno::Eperm);
         }
+        if c.opts.buf != 0 {
+            // A ring in the caller's memory must be page aligned and physically contiguous
+            // host memory; device memory comes through dmabuf. Neither is offered here.
+            if !c.opts.buf.is_multiple_of(PAGE_SIZE) {
+                return Err(Errno::Einval);
+            }
+            return Err(Errno::Eopnotsupp);
+        }
         self.check_limit(c.lni, if tx { rsrc::TXQ } else { rsrc::TGQ })?;
-        // Round up to a power-of-two number of pages, at least one page (cass_cq.c).
-        let bytes = (u64::from(o.count) * 64).max(PAGE_SIZE).next_power_of_two();
-        let slots = (bytes / 64) as u32;
         let n = if tx {
             self.st.txq.alloc()
         } else {

@@ -322,6 +322,7 @@ impl CxiDevice {
                 mmaps: BTreeMap::new(),
                 next_mmap: PAGE_SIZE,
                 dead: false,
+                csrs_mapped: false,
             },
         );
         id
@@ -450,10 +451,14 @@ pub(super) fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
     let Some(id) = st.svc_id.alloc() else {
         return;
     };
+    // cass_svc.c (`cass_svc_init`): restricted to the default VNIs, resource limits at the
+    // device's totals, the four traffic classes DEDICATED_ACCESS..BEST_EFFORT, not a system
+    // service. Enabled here: nicemu loads the driver as HPE's test VMs do
+    // (`disable_default_svc=0`); `DriverConfig::disable_default_svc` leaves it out.
     let mut desc = SvcDesc {
-        bits: svcbits::RESTRICTED_VNIS | svcbits::ENABLE | svcbits::IS_SYSTEM_SVC,
+        bits: svcbits::RESTRICTED_VNIS | svcbits::RESOURCE_LIMITS | svcbits::ENABLE,
         num_vld_vnis: cfg.default_vnis.len() as u8,
-        tcs: [1; 5],
+        tcs: [1, 1, 1, 1, 0],
         svc_id: id,
         ..SvcDesc::default()
     };
@@ -466,16 +471,8 @@ pub(super) fn create_default_service(st: &mut DevState, cfg: &DriverConfig) {
         l.max = t;
     }
     desc.limits[rsrc::TLE].res = lim::DEFAULT_SVC_NUM_TLES as u16;
-    st.services.insert(
-        id,
-        Service {
-            desc,
-            lnis: 0,
-            in_use: [0; 8],
-            lpr: 1,
-            tle_pool: 0,
-        },
-    );
+    desc.limits[rsrc::TLE].max = lim::DEFAULT_SVC_NUM_TLES as u16;
+    st.services.insert(id, Service::new(desc, 0));
 }
 
 /// TLE pools (`c_cq_cfg_tle_pool` has 4 entries).

@@ -24,7 +24,8 @@ impl Op<'_> {
         }
         let free = |st: &DevState, p: u32| !st.pids.contains_key(&(c.vni, p));
         let first = if c.pid == C_PID_ANY {
-            (0..=pid_count - c.count)
+            // cxi_rx_profile_alloc_pid: a wildcard reservation must end below the last PID.
+            (0..pid_count - c.count)
                 .find(|&p| (p..p + c.count).all(|q| free(self.st, q)))
                 .ok_or(Errno::Enospc)?
         } else {

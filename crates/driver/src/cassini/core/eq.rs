@@ -141,10 +141,17 @@ impl Op<'_> {
         c: &EqAdjustReservedFcCmd,
     ) -> Result<EqAdjustReservedFcResp, Errno> {
         let e = owned!(self.st.eqs, c.eq_hndl, self.client);
+        // cass_eq.c `is_valid_eq_reserved_fc`: beyond the 14-bit field is EINVAL; a value the
+        // field holds but the queue has no room for is ENOSPC.
+        const EQ_MAX_RESERVED_FC: i64 = (1 << 14) - 1;
         let new = i64::from(e.reserved_fc) + i64::from(c.value);
-        let max = i64::from(e.slots.saturating_sub(lim_eq_reserved())) - 1;
-        if new < 0 || new > max.min(0x3fff) {
+        if i64::from(c.value).abs() > EQ_MAX_RESERVED_FC || !(0..=EQ_MAX_RESERVED_FC).contains(&new)
+        {
             return Err(Errno::Einval);
+        }
+        let max = i64::from(e.slots.saturating_sub(lim_eq_reserved())) - 1;
+        if new > max {
+            return Err(Errno::Enospc);
         }
         let new = new as u32;
         self.hw().eq_set_reserved_fc(c.eq_hndl, new).map_err(eio)?;

@@ -6,6 +6,11 @@ impl Op<'_> {
     // ---- Device information, CSRs ----
 
     pub(crate) fn map_csrs(&mut self) -> Result<MapCsrsResp, Errno> {
+        let c = self.st.clients.get_mut(&self.client).ok_or(Errno::Eio)?;
+        if c.csrs_mapped {
+            return Err(Errno::Ealready);
+        }
+        c.csrs_mapped = true;
         let shared = MapShared::new();
         let csr = self.new_token(
             CSR_SIZE,
@@ -66,7 +71,7 @@ impl Op<'_> {
             device_platform: i.platform as u32,
             pct_eq: 0,
             uc_nic: -1,
-            link_mtu: lim::C_MAX_HPC_MTU as u64,
+            link_mtu: lim::HPC_LINK_MTU as u64,
             link_speed: 200_000,
             link_state: 1,
             num_ptes: l[rsrc::PTE],

@@ -8,18 +8,13 @@ impl Op<'_> {
     pub(crate) fn lni_alloc(&mut self, c: &LniAllocCmd) -> Result<LniAllocResp, Errno> {
         let creds = self.creds();
         let s = self.st.services.get(&c.svc_id).ok_or(Errno::Einval)?;
+        // cass_lni.c: a disabled service is EKEYREVOKED; a caller who is not a member is
+        // EPERM (`cxi_rgroup_valid_user`).
         if s.desc.bits & svcbits::ENABLE == 0 {
-            return Err(Errno::Eperm);
+            return Err(Errno::Ekeyrevoked);
         }
-        if s.desc.bits & svcbits::RESTRICTED_MEMBERS != 0 && !creds.admin {
-            let ok = s.desc.members.iter().any(|m| match m.kind {
-                1 => m.value == creds.uid,
-                2 => m.value == creds.gid,
-                _ => false,
-            });
-            if !ok {
-                return Err(Errno::Eperm);
-            }
+        if !svc_admits(s, &creds) {
+            return Err(Errno::Eperm);
         }
         let rgid = self.st.rgid.alloc().ok_or(Errno::Enospc)?;
         self.st.lnis.insert(

@@ -50,6 +50,10 @@ pub struct DriverConfig {
     pub msix_vectors: u32,
     /// `rdzv_get_en_default`.
     pub rdzv_get_en: bool,
+    /// `active_qos_profile` (1 HPC, 2 LL_BE_BD_ET, 3 LL_BE_BD_ET1_ET2): which traffic
+    /// classes and types communication profiles may use ([`qos_allows`]). `None` (nicemu's
+    /// own stacks): every class and type.
+    pub qos_profile: Option<u8>,
     /// Fault sites (off by default; [`crate::faults`]).
     pub faults: crate::faults::DriverFaults,
 }
@@ -64,6 +68,7 @@ impl Default for DriverConfig {
             iova_size: 1 << 40,
             msix_vectors: 128,
             rdzv_get_en: true,
+            qos_profile: None,
             faults: crate::faults::DriverFaults::none(),
         }
     }
@@ -109,6 +114,9 @@ pub struct Credentials {
     pub gid: u32,
     /// CAP_SYS_ADMIN (and the device is a PF).
     pub admin: bool,
+    /// The opener's network namespace (the inode of `/proc/self/ns/net`; 0 when not
+    /// known), matched against a service's SVC_SET_NETNS.
+    pub netns: u32,
 }
 
 /// Free entries of every allocator, to check that closing clients returns everything.
@@ -188,6 +196,7 @@ mod state;
 use device::*;
 pub use device::{CxiDevice, CxiIdleState, DeviceError};
 pub(crate) use op::Op;
+pub use op::qos_allows;
 use op::*;
 use state::*;
 pub(crate) use state::{ClientState, DevState, MapTarget, MmapEntry};
@@ -220,6 +229,21 @@ mod tests {
         assert_eq!(l[rsrc::AC], 1022);
         assert_eq!(l[rsrc::TLE], 2048);
         assert_eq!(l[rsrc::LE], u16::MAX);
+    }
+
+    #[test]
+    fn qos_profiles_decide_the_usable_traffic_classes() {
+        // HPC: LOW_LATENCY carries PCT control traffic; DEDICATED_ACCESS is there.
+        assert!(!qos_allows(1, 1, 0));
+        assert!(qos_allows(1, 0, 0));
+        assert!(qos_allows(1, 3, 3));
+        // LL_BE_BD_ET (the default): no DEDICATED_ACCESS; LOW_LATENCY with COLL_LEAF.
+        assert!(!qos_allows(2, 0, 0));
+        assert!(qos_allows(2, 1, 3));
+        assert!(!qos_allows(2, 1, 1), "no HRP on LOW_LATENCY");
+        assert!(qos_allows(2, 3, 1));
+        assert!(!qos_allows(2, 2, 2), "no RESTRICTED on BULK_DATA");
+        assert!(!qos_allows(9, 3, 0), "no such profile");
     }
 
     #[test]

@@ -22,13 +22,14 @@ impl Op<'_> {
             return Err(Errno::Einval);
         }
         self.check_limit(c.lni_hndl, rsrc::PTE)?;
+        let le_pool = self.service_of(c.lni_hndl)?.le_pool;
         let n = self.st.ptn.alloc().ok_or(Errno::Enospc)?;
         let cfg = PtlteConfig {
             opts: c.opts,
             eq: c.evtq_hndl,
             rgid,
             pe,
-            le_pool: 0,
+            le_pool,
         };
         if let Err(e) = self.hw().ptlte_enable(n, &cfg) {
             let _ = self.hw().ptlte_disable(n);
@@ -145,7 +146,8 @@ impl Op<'_> {
         let pe = self.st.lnis.get(&lni).map_or(0, |l| l.pe);
         let entry = self.hw().ptlte_entry(c.pte_index).map_err(eio)?;
         use firmware_spec::cassini::csr::fields::c_lpe_cfg_ptl_table as t;
-        let (reserved, allocated, max) = self.hw().le_pool_usage(pe, 0).map_err(eio)?;
+        let le_pool = self.service_of(lni)?.le_pool;
+        let (reserved, allocated, max) = self.hw().le_pool_usage(pe, le_pool).map_err(eio)?;
         let mut out = PteStatus {
             drop_count: t::DROP_COUNT.get(&entry) as u32,
             state: t::PTL_STATE.get(&entry) as u8,
@@ -156,30 +158,33 @@ impl Op<'_> {
             ule_count: 0,
             ..PteStatus::default()
         };
-        if inout.ule_offsets != 0 && inout.ule_count > 0 && t::UNEXP_LIST_VLD.get(&entry) != 0 {
-            let space = self.space()?;
+        // cass_pt.c `cxi_pte_status`: with an array, the unexpected list is walked; the
+        // first `ule_count` remote offsets are copied and the total number of entries is
+        // returned in `ule_count`.
+        if inout.ule_offsets != 0 && t::UNEXP_LIST_VLD.get(&entry) != 0 {
             let bytes = u64::from(inout.ule_count) * 8;
-            if space.resolve(inout.ule_offsets, bytes).is_none() {
+            if self.user.is_none() && self.space()?.resolve(inout.ule_offsets, bytes).is_none() {
                 return Err(Errno::Efault);
             }
             let mut addr = t::UNEXP_HEAD.get(&entry) as u32;
             let tail = t::UNEXP_TAIL.get(&entry) as u32;
-            let mut n = 0u16;
-            while n < inout.ule_count {
+            let mut n = 0u32;
+            // Bounded by the LEs of a PE, whatever the list's links say.
+            while n < lim::LES_PER_PE as u32 {
                 let (offset, next, vld) = self.hw().ule_entry(pe, addr).map_err(eio)?;
                 if !vld {
                     break;
                 }
-                space
-                    .copy_to_user(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())
-                    .ok_or(Errno::Efault)?;
+                if n < u32::from(inout.ule_count) {
+                    self.copy_out(inout.ule_offsets + u64::from(n) * 8, &offset.to_le_bytes())?;
+                }
                 n += 1;
                 if addr == tail {
                     break;
                 }
                 addr = next;
             }
-            out.ule_count = n;
+            out.ule_count = n.min(u32::from(u16::MAX)) as u16;
         }
         Ok(out)
     }

@@ -23,7 +23,6 @@ pub(super) mod svcbits {
     pub const RESTRICTED_TCS: u8 = 1 << 2;
     pub const RESOURCE_LIMITS: u8 = 1 << 3;
     pub const ENABLE: u8 = 1 << 4;
-    pub const IS_SYSTEM_SVC: u8 = 1 << 5;
 }
 
 #[derive(Clone, Debug)]
@@ -34,6 +33,30 @@ pub(super) struct Service {
     pub(super) lpr: u32,
     /// Its own TLE pool (services with a TLE limit), else pool 0.
     pub(super) tle_pool: u32,
+    /// Its own LE pool (services that reserve LEs), else pool 0.
+    pub(super) le_pool: u32,
+    /// The VNI range of a service without restricted VNIs (SVC_SET_VNI_RANGE).
+    pub(super) vni_range: Option<(u32, u32)>,
+    /// `exclusive_cp` of its transmit profile (SVC_SET_EXCLUSIVE_CP).
+    pub(super) exclusive_cp: bool,
+    /// The network namespace allowed to use it (SVC_SET_NETNS).
+    pub(super) netns: Option<u32>,
+}
+
+impl Service {
+    pub(super) fn new(desc: SvcDesc, tle_pool: u32) -> Service {
+        Service {
+            desc,
+            lnis: 0,
+            in_use: [0; 8],
+            lpr: 1,
+            tle_pool,
+            le_pool: 0,
+            vni_range: None,
+            exclusive_cp: false,
+            netns: None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -184,6 +207,8 @@ pub(crate) enum MapTarget {
 /// One mmap token of a client.
 #[derive(Clone, Debug)]
 pub(crate) struct MmapEntry {
+    /// Mapped already: a token maps once (`cxi_user_mmap.c` takes it off the pending list).
+    pub(crate) used: bool,
     pub(crate) size: u64,
     pub(crate) target: MapTarget,
     pub(crate) shared: Arc<MapShared>,
@@ -196,6 +221,8 @@ pub(crate) struct ClientState {
     pub(crate) mmaps: BTreeMap<u64, MmapEntry>,
     pub(super) next_mmap: u64,
     pub(crate) dead: bool,
+    /// MAP_CSRS was done (a second one is `EALREADY`).
+    pub(crate) csrs_mapped: bool,
 }
 
 /// Allocators and objects of one device.
@@ -217,6 +244,7 @@ pub(crate) struct DevState {
     pub(super) cp_hndl: IdAllocator,
     pub(super) svc_id: IdAllocator,
     pub(super) tle_pool: IdAllocator,
+    pub(super) le_pool: IdAllocator,
 
     pub(super) services: BTreeMap<u32, Service>,
     pub(super) lnis: BTreeMap<u32, Lni>,
@@ -274,6 +302,8 @@ impl DevState {
                 a.alloc_specific(0);
                 a
             },
+            // Pool 0 of each PE serves every service that reserves no LEs.
+            le_pool: IdAllocator::new(1, lim::LE_POOLS_PER_PE as u32),
             services: BTreeMap::new(),
             lnis: BTreeMap::new(),
             cps: BTreeMap::new(),
@@ -314,6 +344,7 @@ impl DevState {
             cp_hndl: self.cp_hndl.clone(),
             svc_id: self.svc_id.clone(),
             tle_pool: self.tle_pool.clone(),
+            le_pool: self.le_pool.clone(),
             services: self.services.clone(),
             lnis: BTreeMap::new(),
             cps: self.cps.clone(),
@@ -376,6 +407,34 @@ pub(super) fn device_limits() -> [u16; 8] {
     l[rsrc::TLE] = lim::C_NUM_TLES as u16;
     l[rsrc::AC] = (lim::C_NUM_ACS - 2) as u16;
     l
+}
+
+/// Whether service `s` holds `vni`: one of its restricted VNIs, or its VNI range (a
+/// service with neither holds every VNI).
+pub(super) fn svc_holds_vni(s: &Service, vni: u32) -> bool {
+    if s.desc.bits & svcbits::RESTRICTED_VNIS != 0 {
+        let n = usize::from(s.desc.num_vld_vnis).min(lim::CXI_SVC_MAX_VNIS);
+        s.desc.vnis[..n].iter().any(|v| u32::from(*v) == vni)
+    } else {
+        s.vni_range.is_none_or(|(lo, hi)| (lo..=hi).contains(&vni))
+    }
+}
+
+/// Whether `creds` are a member of service `s` (`cxi_rgroup_valid_user`): any process when
+/// its members are not restricted; else a matching uid, gid or network namespace member
+/// (`CXI_SVC_MEMBER_UID` 1, `GID` 2, `NET_NS` 3), or the namespace SVC_SET_NETNS gave it.
+/// CAP_SYS_ADMIN does not make a process a member.
+pub(super) fn svc_admits(s: &Service, creds: &Credentials) -> bool {
+    if s.desc.bits & svcbits::RESTRICTED_MEMBERS == 0 {
+        return true;
+    }
+    s.netns.is_some_and(|n| n == creds.netns)
+        || s.desc.members.iter().any(|m| match m.kind {
+            1 => m.value == creds.uid,
+            2 => m.value == creds.gid,
+            3 => m.value == creds.netns,
+            _ => false,
+        })
 }
 
 /// Account `delta` uses of resource `kind` to the service of `lni`.

@@ -151,15 +151,10 @@ impl CxiDevice {
             return;
         };
         st.domain_id.free(id);
-        let key = (d.vni, d.pid);
-        match st.pids.get(&key).copied() {
-            Some(o) if o.reserved && st.lnis.contains_key(&o.lni) => {
-                st.pids.insert(key, PidOwner { domain: None, ..o });
-            }
-            _ => {
-                st.pids.remove(&key);
-            }
-        }
+        // The PID goes back to the VNI's table even when it was reserved: a domain on a
+        // reserved PID consumes the reservation (`cxi_rx_profile_update_pid_table` clears the
+        // bit when the domain is freed).
+        st.pids.remove(&(d.vni, d.pid));
         self.vni_unref(st, d.vni);
         lni_ref(st, d.lni, -1);
     }

@@ -163,6 +163,23 @@ impl CassHw {
         Ok(v as u32)
     }
 
+    /// LE pool `pool` of every PE: `reserved` LEs kept for it, at most `max` in use
+    /// (`c_lpe_cfg_pe_le_pools`, cass_svc.c for a service that reserves LEs).
+    pub fn le_pool_set(&self, pool: u32, reserved: u32, max: u32) -> Result<(), HwError> {
+        for pe in 0..limits::C_PE_COUNT as u32 {
+            let idx = pe * limits::LE_POOLS_PER_PE as u32 + pool;
+            self.write_fields(
+                csr::C_LPE_CFG_PE_LE_POOLS,
+                idx,
+                &[
+                    (f::c_lpe_cfg_pe_le_pools::NUM_RESERVED, u64::from(reserved)),
+                    (f::c_lpe_cfg_pe_le_pools::MAX_ALLOC, u64::from(max)),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
     /// Configure TLE pool `pool`: `num_reserved` entries of its own, at most `max_alloc`.
     pub fn tle_pool_set(
         &self,

@@ -19,6 +19,36 @@ uapi_struct! {
         /// LPE credit threshold id (0..3).
         pub lpe_cdt_thresh_id: u32,
     }
+    /// `struct cxi_cq_alloc_opts_buf`: the options and an optional ring the caller provides.
+    pub struct CqAllocOptsBuf("cxi_cq_alloc_opts_buf", 48) {
+        /// The options.
+        pub opts: CqAllocOpts,
+        /// The caller's ring (page aligned), or 0 for a ring of driver pages.
+        pub buf: u64,
+        /// `buf` is host memory (else device memory, through dmabuf).
+        pub is_host_mem: u8,
+        /// Padding.
+        pub pad0: [u8; 3],
+        /// dmabuf file descriptor of device memory.
+        pub dmabuf_fd: i32,
+        /// Offset in the dmabuf.
+        pub dmabuf_offset: u64,
+    }
+    /// CQ_ALLOC_BUF: what libcxi's `cxil_alloc_cmdq` sends.
+    pub struct CqAllocBufCmd("cxi_cq_alloc_buf_cmd", 72) {
+        /// Opcode.
+        pub op: u32,
+        /// Padding.
+        pub pad0: u32,
+        /// Response pointer slot.
+        pub resp: u64,
+        /// LNI.
+        pub lni: u32,
+        /// EQ for errors (`C_EQ_NONE` = 0).
+        pub eq: u32,
+        /// Options and buffer.
+        pub opts: CqAllocOptsBuf,
+    }
     /// CQ_ALLOC.
     pub struct CqAllocCmd("cxi_cq_alloc_cmd", 48) {
         /// Opcode.

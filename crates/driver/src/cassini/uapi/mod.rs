@@ -31,6 +31,9 @@ pub enum Errno {
     /// I/O error: the device failed or is gone (reset, removed).
     #[error("EIO: device I/O error")]
     Eio = 5,
+    /// Argument list too long (a CQ of more than `CXI_MAX_CQ_COUNT` commands).
+    #[error("E2BIG: argument list too long")]
+    E2big = 7,
     /// Bad handle.
     #[error("EBADF: bad handle")]
     Ebadf = 9,
@@ -55,9 +58,18 @@ pub enum Errno {
     /// No space: a hardware resource is exhausted.
     #[error("ENOSPC: no space left")]
     Enospc = 28,
+    /// A value too large for its type (ATU_MAP of a range that wraps the address space).
+    #[error("EOVERFLOW: value too large")]
+    Eoverflow = 75,
     /// Not supported by this driver.
     #[error("EOPNOTSUPP: operation not supported")]
     Eopnotsupp = 95,
+    /// Already done (a second MAP_CSRS of one client).
+    #[error("EALREADY: operation already in progress")]
+    Ealready = 114,
+    /// The key was revoked (LNI_ALLOC on a disabled service).
+    #[error("EKEYREVOKED: key has been revoked")]
+    Ekeyrevoked = 128,
 }
 
 impl Errno {
@@ -325,6 +337,9 @@ opcodes! {
 /// `CXI_OP_MAX`: one past the last opcode.
 pub const CXI_OP_MAX: u32 = 110;
 
+/// `MAX_REQ_SIZE` (cxi_user.h): the longest request a process may write.
+pub const MAX_REQ_SIZE: usize = 22432;
+
 impl Opcode {
     /// Whether the slot is an obsolete one (kept for numbering).
     pub fn is_obsolete(self) -> bool {
@@ -434,6 +449,7 @@ request! {
     CpModifyCmd => CpModify, ();
     TrigCpAllocCmd => TrigCpAlloc, CpAllocResp;
     CqAllocCmd => CqAlloc, CqAllocResp;
+    CqAllocBufCmd => CqAllocBuf, CqAllocResp;
     CqFreeCmd => CqFree, ();
     CqAckCounterCmd => CqAckCounter, CqAckCounterResp;
     AtuMapCmd => AtuMap, AtuMapResp;
@@ -459,6 +475,8 @@ request! {
     SvcUpdateCmd => SvcUpdate, SvcUpdateResp;
     SvcDestroyCmd => SvcDestroy, ();
     SvcEnableCmd => SvcEnable, ();
+    SvcSetExclusiveCpCmd => SvcSetExclusiveCp, ();
+    SvcSetNetnsCmd => SvcSetNetns, ();
 }
 
 /// A [`NoArgCmd`] or [`SvcIdCmd`]/[`SvcListGetCmd`]/[`SvcLprCmd`] sent under one of the
@@ -493,6 +511,10 @@ shared_request! {
     SvcListGetCmd as SvcRsrcListGet => SvcListGetResp;
     SvcLprCmd as SvcSetLpr => ();
     SvcLprCmd as SvcGetLpr => SvcGetValueResp;
+    SvcIdCmd as SvcGetExclusiveCp => SvcGetExclusiveCpResp;
+    SvcIdCmd as SvcGetNetns => SvcGetValueResp;
+    SvcVniRangeCmd as SvcSetVniRange => ();
+    SvcVniRangeCmd as SvcGetVniRange => SvcGetVniRangeResp;
 }
 
 /// The size of the request and response of an opcode this driver implements, and whether it
@@ -531,6 +553,7 @@ impl Opcode {
             O::CpModify => info::<CpModifyCmd, ()>(false),
             O::TrigCpAlloc => info::<TrigCpAllocCmd, CpAllocResp>(false),
             O::CqAlloc => info::<CqAllocCmd, CqAllocResp>(false),
+            O::CqAllocBuf => info::<CqAllocBufCmd, CqAllocResp>(false),
             O::CqFree => info::<CqFreeCmd, ()>(false),
             O::CqAckCounter => info::<CqAckCounterCmd, CqAckCounterResp>(false),
             O::AtuMap => info::<AtuMapCmd, AtuMapResp>(false),
@@ -566,6 +589,12 @@ impl Opcode {
             O::SvcRsrcListGet => info::<SvcListGetCmd, SvcListGetResp>(false),
             O::SvcSetLpr => info::<SvcLprCmd, ()>(true),
             O::SvcGetLpr => info::<SvcLprCmd, SvcGetValueResp>(false),
+            O::SvcSetExclusiveCp => info::<SvcSetExclusiveCpCmd, ()>(true),
+            O::SvcGetExclusiveCp => info::<SvcIdCmd, SvcGetExclusiveCpResp>(false),
+            O::SvcSetVniRange => info::<SvcVniRangeCmd, ()>(true),
+            O::SvcGetVniRange => info::<SvcVniRangeCmd, SvcGetVniRangeResp>(false),
+            O::SvcSetNetns => info::<SvcSetNetnsCmd, ()>(true),
+            O::SvcGetNetns => info::<SvcIdCmd, SvcGetValueResp>(false),
             _ => return None,
         })
     }
@@ -630,12 +659,26 @@ mod tests {
             (Opcode::SvcAlloc, 88, 24),
             (Opcode::SvcGet, 24, 68),
             (Opcode::InboundWait, 4, 0),
+            (Opcode::CqAllocBuf, 72, 40),
+            (Opcode::SvcSetExclusiveCp, 12, 0),
+            (Opcode::SvcGetExclusiveCp, 24, 1),
+            (Opcode::SvcSetVniRange, 32, 0),
+            (Opcode::SvcGetVniRange, 32, 8),
+            (Opcode::SvcSetNetns, 12, 0),
+            (Opcode::SvcGetNetns, 24, 4),
         ];
         for &(op, req, resp) in want {
             let i = op.info().unwrap();
             assert_eq!((i.req_size, i.resp_size), (req, resp), "{}", op.name());
         }
         assert!(Opcode::SvcAlloc.info().unwrap().admin_only);
+        for op in [
+            Opcode::SvcSetExclusiveCp,
+            Opcode::SvcSetVniRange,
+            Opcode::SvcSetNetns,
+        ] {
+            assert!(op.info().unwrap().admin_only, "{}", op.name());
+        }
         assert!(!Opcode::CqAlloc.info().unwrap().admin_only);
     }
 
@@ -667,5 +710,40 @@ mod tests {
         };
         // offsetof(cxi_svc_desc, svc_id) = 64, limits = 32.
         assert_eq!(&d.as_bytes()[64..68], &5u32.to_le_bytes());
+        let mut b = CqAllocBufCmd {
+            lni: 3,
+            ..Default::default()
+        };
+        b.opts.opts.lcid = 5;
+        b.opts.buf = 0x1122_3344_5566_7788;
+        b.opts.dmabuf_fd = -1;
+        let x = b.as_bytes();
+        // offsetof(cxi_cq_alloc_buf_cmd, lni) = 16, opts = 24; opts.buf = 24,
+        // opts.dmabuf_fd = 36 (cxi-abi.h compiled on x86-64).
+        assert_eq!(&x[16..20], &3u32.to_le_bytes());
+        assert_eq!(&x[24 + 16..24 + 20], &5u32.to_le_bytes());
+        assert_eq!(
+            &x[24 + 24..24 + 32],
+            &0x1122_3344_5566_7788u64.to_le_bytes()
+        );
+        assert_eq!(&x[24 + 36..24 + 40], &(-1i32).to_le_bytes());
+        let r = SvcVniRangeCmd {
+            svc_id: 2,
+            vni_min: 64,
+            vni_max: 127,
+            ..Default::default()
+        };
+        // offsetof(cxi_svc_vni_range_cmd, svc_id) = 16, vni_min = 20, vni_max = 24.
+        assert_eq!(
+            &r.as_bytes()[16..28],
+            &[2, 0, 0, 0, 64, 0, 0, 0, 127, 0, 0, 0]
+        );
+        let n = SvcSetNetnsCmd {
+            svc_id: 4,
+            netns: 9,
+            ..Default::default()
+        };
+        // offsetof(cxi_svc_set_netns_cmd, svc_id) = 4, netns = 8.
+        assert_eq!(&n.as_bytes()[4..12], &[4, 0, 0, 0, 9, 0, 0, 0]);
     }
 }

@@ -171,4 +171,54 @@ uapi_struct! {
         /// The value.
         pub value: u32,
     }
+    /// SVC_SET_EXCLUSIVE_CP (admin).
+    pub struct SvcSetExclusiveCpCmd("cxi_svc_set_exclusive_cp_cmd", 12) {
+        /// Opcode.
+        pub op: u32,
+        /// Service.
+        pub svc_id: u32,
+        /// `bool exclusive_cp`.
+        pub exclusive_cp: u8,
+        /// Padding.
+        pub pad0: [u8; 3],
+    }
+    /// SVC_GET_EXCLUSIVE_CP's response: one `bool` (libcxi reads it into a zeroed 4-byte
+    /// `cxi_svc_get_value_resp`).
+    pub struct SvcGetExclusiveCpResp("cxi_svc_get_exclusive_cp_resp", 1) {
+        /// The flag.
+        pub exclusive_cp: u8,
+    }
+    /// SVC_SET_VNI_RANGE (admin) and SVC_GET_VNI_RANGE.
+    pub struct SvcVniRangeCmd("cxi_svc_vni_range_cmd", 32) {
+        /// Opcode.
+        pub op: u32,
+        /// Padding.
+        pub pad0: u32,
+        /// Response pointer slot.
+        pub resp: u64,
+        /// Service.
+        pub svc_id: u32,
+        /// First VNI of the range.
+        pub vni_min: u32,
+        /// Last VNI of the range.
+        pub vni_max: u32,
+        /// Padding.
+        pub pad1: u32,
+    }
+    /// SVC_GET_VNI_RANGE's response.
+    pub struct SvcGetVniRangeResp("cxi_svc_get_vni_range_resp", 8) {
+        /// First VNI.
+        pub vni_min: u32,
+        /// Last VNI.
+        pub vni_max: u32,
+    }
+    /// SVC_SET_NETNS (admin).
+    pub struct SvcSetNetnsCmd("cxi_svc_set_netns_cmd", 12) {
+        /// Opcode.
+        pub op: u32,
+        /// Service.
+        pub svc_id: u32,
+        /// Network namespace id (the inode of `/proc/<pid>/ns/net`).
+        pub netns: u32,
+    }
 }

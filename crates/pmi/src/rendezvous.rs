@@ -1,24 +1,25 @@
-//! How the processes of a job find each other's NICs when the NIC is hosted by a library the
-//! application loads (the libfabric provider `libnicemu-fi.so`, the uGNI library
-//! `libugni.so.0`) rather than by nicemu's own MPI: a key-value exchange through files in a
-//! rendezvous directory, good for exactly what joining the fabric between processes needs
-//! (each rank's host name, shared-memory segment and TCP address, [`crate::process::join`]).
+//! How the processes of a job find each other when the launcher serves no PMI-1: a
+//! key-value exchange through files in a rendezvous directory, good for exactly what joining
+//! the fabric between processes needs (each rank's host name, shared-memory segment and TCP
+//! address, `platform::process::join`).
 //!
 //! Why files: Open MPI's `mpirun` (4.1: ORTE with PMIx 4) gives its ranks no PMI-1 server,
-//! and PMIx is Open MPI's own connection to its daemon; under a PMI-1 launcher the
-//! application itself may hold the one PMI connection. The endpoint names themselves are
-//! exchanged by the application (Open MPI's MTL publishes `fi_getname` through its modex,
-//! its ugni BTL the NIC address and instance id); the library only needs the fabric under
-//! them, once per process.
+//! and PMIx is Open MPI's own connection to its daemon. The endpoint names themselves are
+//! exchanged by the application (Open MPI's MTL publishes `fi_getname` through its modex and
+//! calls `fi_av_insert`); the libraries only need the fabric under them, once per process.
 //!
-//! The job is described by the environment ([`Launch::from_lookup`]), under variables named
-//! after the library (`NICEMU_OFI_*` for the provider, `NICEMU_UGNI_*` for libugni); a rank
-//! whose job has one process does not use this module. Each [`Rendezvous::fence`] writes this rank's keys to
+//! The job is described by the environment ([`Job::from_lookup`]); a rank whose job has one
+//! process does not use this module. Each [`Rendezvous::fence`] writes this rank's keys to
 //! `<dir>/<epoch>.<rank>` (written aside, then renamed: a reader never sees half a file) and
 //! waits until every rank's file of that epoch exists. [`Rendezvous::abort`] leaves
 //! `<dir>/abort` with the reason, which ends every other rank's wait with it. After the
-//! exchange every rank leaves `<dir>/left.<rank>`; a rank that finds all of them there knows
-//! nobody reads the directory any more and removes it.
+//! exchange every rank leaves `<dir>/left.<rank>` ([`Rendezvous::leave`], also what
+//! [`Pmi::finalize`] does); a rank that finds all of them there knows nobody reads the
+//! directory any more and removes it.
+//!
+//! Two users, each with its own variable prefix and directory name: the libfabric provider
+//! (`NICEMU_OFI`, `nicemu-ofi-<job>`) and the preloaded `/dev/cxi` library (`NICEMU_CXI`,
+//! `nicemu-cxi-<job>`).
 
 #![forbid(unsafe_code)]
 
@@ -26,22 +27,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pmi::Pmi;
-
-use crate::process::HostError;
-
-type Result<T> = std::result::Result<T, HostError>;
-
-fn launch_error(msg: String) -> HostError {
-    HostError::Launch(msg)
-}
+use crate::{Error, Pmi, Result};
 
 /// The default time a fence waits for the slowest rank.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A rank of a job with more than one process, as the launcher's environment describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Launch {
+pub struct Job {
     /// This process's rank.
     pub rank: u32,
     /// Processes in the job.
@@ -54,26 +47,26 @@ pub struct Launch {
     pub timeout: Duration,
 }
 
-/// Rank and size variables after the library's own (`NICEMU_<NAME>_RANK`/`_SIZE`), in the
-/// order they are looked for: Open MPI's (`mpirun`, also its `OMPI_MCA_*` job id), then PMI-1
-/// launchers' (MPICH's hydra, Slurm, `nicemu run`).
-const RANK_SIZE: &[(&str, &str)] = &[
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-    ("PMI_RANK", "PMI_SIZE"),
-];
-
 /// Local size and rank variables (informational).
 const LOCAL: &[(&str, &str)] = &[
     ("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
     ("MPI_LOCALNRANKS", "MPI_LOCALRANKID"),
 ];
 
-fn number(lookup: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<u32>> {
+fn bad(var: &str, value: &str, reason: &str) -> Error {
+    Error::Config {
+        var: var.into(),
+        value: value.into(),
+        reason: reason.into(),
+    }
+}
+
+fn number(lookup: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<Option<u32>> {
     lookup(var)
         .map(|v| {
             v.trim()
                 .parse()
-                .map_err(|_| launch_error(format!("{var}={v:?}: expected a number")))
+                .map_err(|_| bad(var, &v, "expected a number"))
         })
         .transpose()
 }
@@ -89,116 +82,134 @@ fn sane(job: &str) -> bool {
         && job != ".."
 }
 
-impl Launch {
-    /// The job this process belongs to, as the variables seen through `lookup` describe it
-    /// (`std::env::var` in a real process), for the library `name` (`ofi`, `ugni`: `NAME`
-    /// below is it in capitals); `None` when it runs alone (no launcher variables, or a job
-    /// of one process).
+impl Job {
+    /// The job this process belongs to, or `None` when it runs alone (no launcher variables,
+    /// or a job of one process). `prefix` names the user's variables (`NICEMU_OFI`,
+    /// `NICEMU_CXI`) and directory (`nicemu-ofi`, `nicemu-cxi` in lower case).
     ///
-    /// - rank and size: `NICEMU_NAME_RANK`/`NICEMU_NAME_SIZE`, else Open MPI's
+    /// - rank and size: `<prefix>_RANK`/`<prefix>_SIZE`, else Open MPI's
     ///   `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE`, else `PMI_RANK`/`PMI_SIZE`;
-    /// - job id: `NICEMU_NAME_JOB`, else `PMIX_NAMESPACE`, else `OMPI_MCA_ess_base_jobid`,
+    /// - job id: `<prefix>_JOB`, else `PMIX_NAMESPACE`, else `OMPI_MCA_ess_base_jobid`,
     ///   else `ppid-<parent pid>` (the ranks of one host are children of one launcher
-    ///   daemon: Open MPI's `orted`/`mpirun`, hydra's proxy, `nicemu run`);
-    /// - directory: `$NICEMU_NAME_RENDEZVOUS/nicemu-name-<job>` (must be shared by all hosts
+    ///   daemon: Open MPI's `orted`/`mpirun`, hydra's proxy);
+    /// - directory: `$<prefix>_RENDEZVOUS/<prefix>-<job>` (must be shared by all hosts
     ///   of a job that spans several), else Open MPI's job session directory
     ///   `$PMIX_SERVER_TMPDIR` (removed by `mpirun` at the end of the job), else the
     ///   temporary directory;
-    /// - `NICEMU_NAME_BOOTSTRAP_TIMEOUT_MS`: how long a fence waits (default 60 s).
+    /// - `<prefix>_BOOTSTRAP_TIMEOUT_MS`: how long a fence waits (default 60 s).
     pub fn from_lookup(
-        name: &str,
+        prefix: &str,
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Launch>> {
-        let upper = name.to_ascii_uppercase();
-        let var = |what: &str| format!("NICEMU_{upper}_{what}");
-        let own = (var("RANK"), var("SIZE"));
-        let pairs =
-            std::iter::once((own.0.as_str(), own.1.as_str())).chain(RANK_SIZE.iter().copied());
+    ) -> Result<Option<Job>> {
+        let lookup: &dyn Fn(&str) -> Option<String> = &lookup;
+        let own = (format!("{prefix}_RANK"), format!("{prefix}_SIZE"));
+        let pairs = [
+            (own.0.as_str(), own.1.as_str()),
+            ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+            ("PMI_RANK", "PMI_SIZE"),
+        ];
         let mut found = None;
         for (r, s) in pairs {
-            match (number(&lookup, r)?, number(&lookup, s)?) {
+            match (number(lookup, r)?, number(lookup, s)?) {
                 (Some(rank), Some(size)) => {
-                    found = Some((rank, size, s.to_owned()));
+                    found = Some((rank, size, s));
                     break;
                 }
                 (None, None) => {}
-                _ => return Err(launch_error(format!("{r} and {s} must be set together"))),
+                _ => {
+                    return Err(Error::Failed(format!("{r} and {s} must be set together")));
+                }
             }
         }
         let Some((rank, size, size_var)) = found else {
             return Ok(None);
         };
         if size == 0 || rank >= size {
-            return Err(launch_error(format!(
+            return Err(Error::Failed(format!(
                 "rank {rank} is not below the job size {size} ({size_var})"
             )));
         }
         if size == 1 {
             return Ok(None);
         }
+        let job_var = format!("{prefix}_JOB");
         let job = [
-            var("JOB"),
-            "PMIX_NAMESPACE".into(),
-            "OMPI_MCA_ess_base_jobid".into(),
+            job_var.as_str(),
+            "PMIX_NAMESPACE",
+            "OMPI_MCA_ess_base_jobid",
         ]
-        .into_iter()
-        .find_map(|v| lookup(&v).map(|j| (v, j.trim().to_owned())));
+        .iter()
+        .find_map(|v| lookup(v).map(|j| (*v, j.trim().to_owned())));
         let job = match job {
             Some((var, j)) if !sane(&j) => {
-                return Err(launch_error(format!(
-                    "{var}={j:?}: a job id is letters, digits, '-', '_', '.' or '@'"
-                )));
+                return Err(bad(
+                    var,
+                    &j,
+                    "a job id is letters, digits, '-', '_', '.' or '@'",
+                ));
             }
             Some((_, j)) => j,
             None => format!("ppid-{}", std::os::unix::process::parent_id()),
         };
-        let base = lookup(&var("RENDEZVOUS"))
+        let base = lookup(&format!("{prefix}_RENDEZVOUS"))
             .or_else(|| lookup("PMIX_SERVER_TMPDIR"))
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
-        let tvar = var("BOOTSTRAP_TIMEOUT_MS");
-        let timeout = match lookup(&tvar) {
+        let timeout_var = format!("{prefix}_BOOTSTRAP_TIMEOUT_MS");
+        let timeout = match lookup(&timeout_var) {
             None => DEFAULT_TIMEOUT,
             Some(v) => Duration::from_millis(
                 v.trim()
                     .parse()
                     .ok()
                     .filter(|&ms: &u64| ms > 0)
-                    .ok_or_else(|| {
-                        launch_error(format!("{tvar}={v:?}: expected milliseconds > 0"))
-                    })?,
+                    .ok_or_else(|| bad(&timeout_var, &v, "expected milliseconds > 0"))?,
             ),
         };
         let mut local = (1, 0);
         for (s, r) in LOCAL {
-            if let (Some(s), Some(r)) = (number(&lookup, s)?, number(&lookup, r)?) {
+            if let (Some(s), Some(r)) = (number(lookup, s)?, number(lookup, r)?) {
                 local = (s, r);
                 break;
             }
         }
-        Ok(Some(Launch {
+        let dir_name = prefix.to_ascii_lowercase().replace('_', "-");
+        Ok(Some(Job {
             rank,
             size,
             local,
-            dir: base.join(format!("nicemu-{}-{job}", name.to_ascii_lowercase())),
+            dir: base.join(format!("{dir_name}-{job}")),
             timeout,
         }))
     }
 }
 
-/// The exchange of one rank (a [`Pmi`] for [`crate::process::join`]).
+/// The rendezvous of this process's job, if a launcher without PMI-1 started it as one rank
+/// of several ([`Job::from_lookup`] with `prefix`).
+pub fn from_env(
+    prefix: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Rendezvous>> {
+    Job::from_lookup(prefix, lookup)?
+        .map(Rendezvous::new)
+        .transpose()
+}
+
+/// The exchange of one rank (a [`Pmi`] for `platform::process::join`).
 pub struct Rendezvous {
-    launch: Launch,
+    launch: Job,
     /// Everything this rank put (each fence publishes all of it).
     mine: Vec<(String, Vec<u8>)>,
     /// Fences passed.
     epoch: u32,
     /// Other ranks' keys as of the last fence.
     theirs: HashMap<u32, HashMap<String, Vec<u8>>>,
+    /// [`Rendezvous::leave`] was done.
+    left: bool,
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> pmi::Error {
-    pmi::Error::Failed(format!("rendezvous: {what} {}: {e}", path.display()))
+fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::Failed(format!("rendezvous: {what} {}: {e}", path.display()))
 }
 
 fn hex(v: &[u8]) -> String {
@@ -226,14 +237,14 @@ fn parse(text: &str) -> Option<HashMap<String, Vec<u8>>> {
 
 impl Rendezvous {
     /// Start the exchange in `launch.dir` (created if needed).
-    pub fn new(launch: Launch) -> Result<Rendezvous> {
-        std::fs::create_dir_all(&launch.dir)
-            .map_err(|e| launch_error(format!("creating {}: {e}", launch.dir.display())))?;
+    pub fn new(launch: Job) -> Result<Rendezvous> {
+        std::fs::create_dir_all(&launch.dir).map_err(|e| io("creating", &launch.dir, e))?;
         Ok(Rendezvous {
             launch,
             mine: Vec::new(),
             epoch: 0,
             theirs: HashMap::new(),
+            left: false,
         })
     }
 
@@ -246,8 +257,11 @@ impl Rendezvous {
     }
 
     /// The exchange is over for this rank: mark it, and remove the directory when every rank
-    /// has.
-    pub fn leave(self) {
+    /// has. Once; later calls do nothing.
+    pub fn leave(&mut self) {
+        if std::mem::replace(&mut self.left, true) {
+            return;
+        }
         let dir = &self.launch.dir;
         let _ = std::fs::write(dir.join(format!("left.{}", self.launch.rank)), b"");
         if (0..self.launch.size).all(|r| dir.join(format!("left.{r}")).exists()) {
@@ -266,15 +280,15 @@ impl Pmi for Rendezvous {
     fn local(&self) -> (u32, u32) {
         self.launch.local
     }
-    fn put(&mut self, key: &str, value: &[u8]) -> pmi::Result<()> {
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<()> {
         if key.is_empty() || key.contains(['=', '\n']) {
-            return Err(pmi::Error::Failed(format!("rendezvous: bad key {key:?}")));
+            return Err(Error::Failed(format!("rendezvous: bad key {key:?}")));
         }
         self.mine.retain(|(k, _)| k != key);
         self.mine.push((key.to_owned(), value.to_vec()));
         Ok(())
     }
-    fn fence(&mut self) -> pmi::Result<()> {
+    fn fence(&mut self) -> Result<()> {
         self.epoch += 1;
         let text: String = self
             .mine
@@ -295,12 +309,12 @@ impl Pmi for Rendezvous {
                 break;
             }
             if let Some(why) = self.aborted() {
-                return Err(pmi::Error::Failed(format!("the job was aborted: {why}")));
+                return Err(Error::Failed(format!("the job was aborted: {why}")));
             }
             if start.elapsed() > self.launch.timeout {
-                return Err(pmi::Error::Failed(format!(
+                return Err(Error::Failed(format!(
                     "rendezvous in {}: ranks {missing:?} did not arrive within {:?} (do all \
-                     ranks open the NIC? NICEMU_*_BOOTSTRAP_TIMEOUT_MS)",
+                     ranks open the nicemu provider? NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS)",
                     self.launch.dir.display(),
                     self.launch.timeout
                 )));
@@ -311,17 +325,17 @@ impl Pmi for Rendezvous {
         self.theirs.clear();
         Ok(())
     }
-    fn get(&mut self, rank: u32, key: &str) -> pmi::Result<Vec<u8>> {
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>> {
         if !self.theirs.contains_key(&rank) {
             if rank >= self.launch.size || self.epoch == 0 {
-                return Err(pmi::Error::Failed(format!(
+                return Err(Error::Failed(format!(
                     "rendezvous: no value {key} of rank {rank}"
                 )));
             }
             let path = self.file(self.epoch, rank);
             let text = std::fs::read_to_string(&path).map_err(|e| io("reading", &path, e))?;
             let kv = parse(&text).ok_or_else(|| {
-                pmi::Error::Failed(format!("rendezvous: {} is malformed", path.display()))
+                Error::Failed(format!("rendezvous: {} is malformed", path.display()))
             })?;
             self.theirs.insert(rank, kv);
         }
@@ -329,9 +343,7 @@ impl Pmi for Rendezvous {
             .get(&rank)
             .and_then(|kv| kv.get(key))
             .cloned()
-            .ok_or_else(|| {
-                pmi::Error::Failed(format!("rendezvous: rank {rank} published no {key}"))
-            })
+            .ok_or_else(|| Error::Failed(format!("rendezvous: rank {rank} published no {key}")))
     }
     fn abort(&self, why: &str) {
         let p = self.abort_file();
@@ -342,31 +354,32 @@ impl Pmi for Rendezvous {
     fn aborted(&self) -> Option<String> {
         std::fs::read_to_string(self.abort_file()).ok()
     }
+    fn finalize(&mut self) {
+        self.leave();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env(vars: &[(&str, &str)]) -> HashMap<String, String> {
-        vars.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    type Env = Vec<(&'static str, &'static str)>;
+
+    fn env(vars: &[(&'static str, &'static str)]) -> Env {
+        vars.to_vec()
     }
 
-    fn from_env(name: &str, e: &HashMap<String, String>) -> Result<Option<Launch>> {
-        Launch::from_lookup(name, |v| e.get(v).cloned())
+    fn from_env(e: &Env) -> Result<Option<Job>> {
+        Job::from_lookup("NICEMU_OFI", |v| {
+            e.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string())
+        })
     }
 
     #[test]
     fn the_launchers_variables_describe_the_job() {
-        assert_eq!(from_env("ofi", &env(&[])).unwrap(), None);
+        assert_eq!(from_env(&env(&[])).unwrap(), None);
         let one = env(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "1")]);
-        assert_eq!(
-            from_env("ofi", &one).unwrap(),
-            None,
-            "a singleton runs alone"
-        );
+        assert_eq!(from_env(&one).unwrap(), None, "a singleton runs alone");
         let ompi = env(&[
             ("OMPI_COMM_WORLD_RANK", "2"),
             ("OMPI_COMM_WORLD_SIZE", "4"),
@@ -375,7 +388,7 @@ mod tests {
             ("PMIX_NAMESPACE", "1304690689"),
             ("PMIX_SERVER_TMPDIR", "/tmp/ompi.vm.0/pid.8506"),
         ]);
-        let l = from_env("ofi", &ompi).unwrap().unwrap();
+        let l = from_env(&ompi).unwrap().unwrap();
         assert_eq!((l.rank, l.size, l.local), (2, 4, (4, 2)));
         assert_eq!(
             l.dir,
@@ -383,20 +396,9 @@ mod tests {
         );
         assert_eq!(l.timeout, DEFAULT_TIMEOUT);
         let hydra = env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")]);
-        let l = from_env("ofi", &hydra).unwrap().unwrap();
+        let l = from_env(&hydra).unwrap().unwrap();
         let ppid = format!("nicemu-ofi-ppid-{}", std::os::unix::process::parent_id());
         assert!(l.dir.ends_with(ppid), "{}", l.dir.display());
-        // Each library has its own variables and directory.
-        let ugni = env(&[
-            ("NICEMU_UGNI_RANK", "1"),
-            ("NICEMU_UGNI_SIZE", "2"),
-            ("NICEMU_UGNI_JOB", "j7"),
-            ("NICEMU_UGNI_RENDEZVOUS", "/shared"),
-        ]);
-        let l = from_env("ugni", &ugni).unwrap().unwrap();
-        assert_eq!((l.rank, l.size), (1, 2));
-        assert_eq!(l.dir, Path::new("/shared/nicemu-ugni-j7"));
-        assert_eq!(from_env("ofi", &ugni).unwrap(), None);
         for bad in [
             env(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]),
             env(&[("PMI_RANK", "x"), ("PMI_SIZE", "2")]),
@@ -412,12 +414,12 @@ mod tests {
                 ("NICEMU_OFI_BOOTSTRAP_TIMEOUT_MS", "0"),
             ]),
         ] {
-            assert!(from_env("ofi", &bad).is_err(), "{bad:?}");
+            assert!(from_env(&bad).is_err(), "{bad:?}");
         }
     }
 
-    fn launch(dir: &Path, rank: u32, size: u32, ms: u64) -> Launch {
-        Launch {
+    fn launch(dir: &Path, rank: u32, size: u32, ms: u64) -> Job {
+        Job {
             rank,
             size,
             local: (size, rank),
