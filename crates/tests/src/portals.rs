@@ -545,6 +545,14 @@ impl PtlTe {
                 fx.reply = Some(self.memory.slice(start, mlength).to_vec());
             }
         }
+        // The entry is unlinked at match time, before its data lands: the UNLINK event comes
+        // before the operation's (the order HPE's libcxi tests expect, msg.c).
+        if unlink && !le.flags.contains(LeFlags::EVENT_UNLINK_DISABLE) {
+            fx.target.push(TargetEvent {
+                ptl_list: Some(list),
+                ..TargetEvent::bare(EventType::Unlink, ReturnCode::Ok, le.buffer_id)
+            });
+        }
         if !le.comm_events_disabled() {
             fx.target.push(TargetEvent {
                 event_type: req.op.comm_event(),
@@ -559,12 +567,6 @@ impl PtlTe {
                 start: Some(start),
                 remote_offset: (!manage_local).then_some(req.remote_offset),
                 auto_unlinked: Some(unlink),
-            });
-        }
-        if unlink && !le.flags.contains(LeFlags::EVENT_UNLINK_DISABLE) {
-            fx.target.push(TargetEvent {
-                ptl_list: Some(list),
-                ..TargetEvent::bare(EventType::Unlink, ReturnCode::Ok, le.buffer_id)
             });
         }
         fx.initiator = Some(InitiatorEvent {

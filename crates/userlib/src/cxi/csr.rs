@@ -67,14 +67,20 @@ impl std::fmt::Debug for Csrs {
 
 impl Csrs {
     pub(crate) fn map(dev: &Arc<DevShared>) -> Result<Csrs> {
-        let r = dev
-            .client
-            .call(&As::<{ Opcode::MapCsrs as u32 }, _>(NoArgCmd::default()))?;
-        let win = dev
-            .client
-            .mmap_token(&r.csr)?
-            .mmio()
-            .ok_or(CxiError::Mapping("CSR region"))?;
+        let win = match dev.csr.get() {
+            Some(w) => Arc::clone(w),
+            None => {
+                let r = dev
+                    .client
+                    .call(&As::<{ Opcode::MapCsrs as u32 }, _>(NoArgCmd::default()))?;
+                let win = dev
+                    .client
+                    .mmap_token(&r.csr)?
+                    .mmio()
+                    .ok_or(CxiError::Mapping("CSR region"))?;
+                Arc::clone(dev.csr.get_or_init(|| win))
+            }
+        };
         let generation = if dev.info.cassini_version >= 0x20 {
             Generation::Cassini2
         } else {

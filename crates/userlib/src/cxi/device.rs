@@ -72,7 +72,11 @@ impl Device {
         let u = dev_info(&client)?;
         let info = DeviceInfo::from_uapi(dev_id, dev, &u);
         Ok(Device {
-            shared: Arc::new(DevShared { client, info }),
+            shared: Arc::new(DevShared {
+                client,
+                info,
+                csr: std::sync::OnceLock::new(),
+            }),
         })
     }
 
@@ -139,7 +143,8 @@ impl Device {
         Ok(Lni::new(Arc::clone(&self.shared), r.lni))
     }
 
-    /// `cxil_map_csr`: map the CSR region (privileged).
+    /// `cxil_map_csr`: map the CSR region (privileged). The first call maps it; later calls
+    /// on this open file share that window.
     pub fn map_csr(&self) -> Result<Csrs> {
         Csrs::map(&self.shared)
     }

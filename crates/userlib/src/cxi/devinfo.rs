@@ -143,6 +143,9 @@ pub fn get_device_list(devices: &[Arc<CxiDevice>]) -> Result<Vec<DeviceInfo>> {
 pub(crate) struct DevShared {
     pub(crate) client: Client,
     pub(crate) info: DeviceInfo,
+    /// The CSR window, mapped by the first [`super::Csrs`] of this open file: the driver
+    /// answers a second `MAP_CSRS` on one file with `EALREADY`, as the real one does.
+    pub(crate) csr: std::sync::OnceLock<Arc<dyn driver::pci::Mmio>>,
 }
 
 impl DevShared {
