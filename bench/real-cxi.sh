@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# HPE's own Cassini software on emulated Cassini: libcxi (its utilities and its criterion test
+# program), libfabric's CXI provider (fi_info, fabtests and the provider's criterion program
+# cxitest), built unmodified from the source trees given here and run with libnicemu_cxi.so
+# preloaded (crate cxi-preload; `nicemu run` sets LD_PRELOAD for its Cassini ranks). See
+# docs/real-cxi.md for what passes, what fails and why.
+#
+# Fetches nothing and writes nothing into the source trees or the repository: each tree is
+# copied into $REAL_CXI_WORK/build and installed into $REAL_CXI_WORK/prefix.
+#
+# usage: bench/real-cxi.sh LIBCXI_SRC CASSINI_HEADERS_SRC CXI_DRIVER_SRC LIBFABRIC_SRC
+#   LIBCXI_SRC           checkout of HewlettPackard/shs-libcxi
+#   CASSINI_HEADERS_SRC  checkout of HewlettPackard/shs-cassini-headers
+#   CXI_DRIVER_SRC       checkout of HewlettPackard/shs-cxi-driver (include/uapi is used)
+#   LIBFABRIC_SRC        checkout of ofiwg/libfabric (fabtests is inside it)
+# env:
+#   REAL_CXI_WORK=dir    builds, logs and TAP reports (default ${TMPDIR:-/tmp}/nicemu-real-cxi);
+#                        a prefix this script built there earlier is reused (REBUILD=1: no)
+#   REAL_CXI_PREFIX=dir  use third-party software already installed there (skip building)
+#   PARTS="tools fabtests libcxi_test cxitest"   what to run (default: all four)
+#   CXITEST_FILTER=glob  criterion filter for cxitest (default: every suite)
+#   TEST_TIMEOUT=s       criterion's per-test timeout (default 60)
+#   NO_APT=1             do not install the Debian packages the configure scripts need
+#   JOBS=n               make's parallelism (default: nproc)
+#
+# Prints one row per program: PASS/FAIL and its figure (latency in us, bandwidth in MB/s or
+# the criterion totals); the logs of every run stay in $REAL_CXI_WORK/logs.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ $# -ne 4 ]; then
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+abspath() { (cd "$1" && pwd -P); }
+LIBCXI_SRC=$(abspath "$1")
+CASSINI_SRC=$(abspath "$2")
+DRIVER_SRC=$(abspath "$3")
+LIBFABRIC_SRC=$(abspath "$4")
+for f in "$LIBCXI_SRC/src/libcxi.c" "$CASSINI_SRC/include/cxi_prov_hw.h" \
+    "$DRIVER_SRC/include/uapi/misc/cxi.h" "$LIBFABRIC_SRC/prov/cxi/configure.m4" \
+    "$LIBFABRIC_SRC/fabtests/configure.ac"; do
+    [ -f "$f" ] || {
+        echo "real-cxi.sh: missing $f: wrong source directory?" >&2
+        exit 2
+    }
+done
+work=${REAL_CXI_WORK:-${TMPDIR:-/tmp}/nicemu-real-cxi}
+mkdir -p "$work/logs"
+work=$(abspath "$work")
+logs=$work/logs
+JOBS=${JOBS:-$(nproc)}
+timeout_s=${TEST_TIMEOUT:-60}
+parts=${PARTS:-tools fabtests libcxi_test cxitest}
+
+# ---------------------------------------------------------------------------------------
+# 1. Third-party software, built unmodified.
+# ---------------------------------------------------------------------------------------
+build_step() { # NAME CMD...: run with the output in a log; show its tail on failure
+    local name=$1
+    shift
+    echo "== $name" >&2
+    if ! "$@" >"$logs/build-$name.log" 2>&1; then
+        tail -30 "$logs/build-$name.log" >&2
+        echo "real-cxi.sh: $name failed (log: $logs/build-$name.log)" >&2
+        exit 1
+    fi
+}
+copy_src() { rm -rf "$2" && mkdir -p "$2" && tar -C "$1" --exclude=.git -cf - . | tar -C "$2" -xf -; }
+
+build_third_party() {
+    local prefix=$1 build=$work/build
+    local pkgs="autoconf automake libtool pkg-config make gcc python3 libconfig-dev libuv1-dev
+        libfuse-dev libyaml-dev libnl-3-dev libnl-genl-3-dev libnuma-dev libsensors-dev
+        libcriterion-dev libjson-c-dev libcurl4-openssl-dev"
+    if [ "${NO_APT:-0}" != 1 ]; then
+        local missing="" p
+        for p in $pkgs; do
+            dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
+        done
+        if [ -n "$missing" ]; then
+            [ "$(id -u)" = 0 ] || {
+                echo "real-cxi.sh: need root to install$missing (or NO_APT=1)" >&2
+                exit 1
+            }
+            apt-get update -qq
+            # shellcheck disable=SC2086
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+        fi
+    fi
+    rm -rf "$prefix" "$build"
+    mkdir -p "$prefix" "$build"
+    # libcxi's Makefile.am finds the headers as siblings of its tree:
+    # ../cassini-headers/install/{include,share/cassini-headers} and ../cxi-driver/include.
+    stage_headers() {
+        local inst=$build/cassini-headers/install
+        mkdir -p "$inst/include" "$inst/share" "$build/cxi-driver" "$prefix/include/uapi" "$prefix/share"
+        cp -a "$CASSINI_SRC/include/." "$CASSINI_SRC/lib/casuc/." "$CASSINI_SRC/lib/craypldm/." "$inst/include/"
+        cp -a "$CASSINI_SRC/share/cassini-headers" "$inst/share/"
+        cp -a "$DRIVER_SRC/include" "$build/cxi-driver/include"
+        cp -a "$inst/include/." "$prefix/include/"
+        cp -a "$inst/share/cassini-headers" "$prefix/share/"
+        cp -a "$DRIVER_SRC/include/uapi/." "$prefix/include/uapi/"
+    }
+    build_step headers stage_headers
+    copy_src "$LIBCXI_SRC" "$build/libcxi"
+    (
+        cd "$build/libcxi"
+        build_step libcxi-autoreconf autoreconf -fi
+        build_step libcxi-configure ./configure --prefix="$prefix" CPPFLAGS="-I$prefix/include" \
+            --with-criterion=/usr --without-systemd --with-systemdsystemunitdir=no --with-udevrulesdir=no
+        build_step libcxi-make make -j"$JOBS"
+        build_step libcxi-install make install
+    )
+    copy_src "$LIBFABRIC_SRC" "$build/libfabric"
+    (
+        cd "$build/libfabric"
+        build_step libfabric-autogen ./autogen.sh
+        build_step libfabric-configure ./configure --prefix="$prefix" --enable-only \
+            --enable-cxi="$prefix" --enable-tcp --enable-udp --enable-shm --enable-rxm \
+            --with-cassini-headers="$prefix" --with-cxi-uapi-headers="$prefix" --with-criterion=/usr
+        grep -q 'Built-in providers:.*cxi' "$logs/build-libfabric-configure.log" || {
+            echo "real-cxi.sh: libfabric's configure did not enable cxi" >&2
+            exit 1
+        }
+        build_step libfabric-make make -j"$JOBS"
+        build_step libfabric-install make install
+        cd fabtests
+        build_step fabtests-autogen ./autogen.sh
+        # The efa, lpp and verbs tests need headers of providers not built here.
+        build_step fabtests-configure ./configure --prefix="$prefix" --with-libfabric="$prefix" \
+            --disable-efa --disable-lpp --disable-verbs
+        build_step fabtests-make make -j"$JOBS"
+        build_step fabtests-install make install
+    )
+    touch "$prefix/.real-cxi-prefix"
+}
+
+if [ -n "${REAL_CXI_PREFIX:-}" ]; then
+    prefix=$(abspath "$REAL_CXI_PREFIX")
+else
+    prefix=$work/prefix
+    if [ "${REBUILD:-0}" = 1 ] || [ ! -f "$prefix/.real-cxi-prefix" ] || [ ! -x "$prefix/bin/cxitest" ]; then
+        echo "== building libcxi, libfabric and fabtests into $prefix (takes a while)" >&2
+        build_third_party "$prefix"
+    fi
+fi
+bin=$prefix/bin
+for b in cxi_stat libcxi_test cxitest fi_info fi_pingpong cxi_send_lat; do
+    [ -x "$bin/$b" ] || {
+        echo "real-cxi.sh: $bin/$b is missing" >&2
+        exit 1
+    }
+done
+
+# ---------------------------------------------------------------------------------------
+# 2. nicemu and libnicemu_cxi.so.
+# ---------------------------------------------------------------------------------------
+echo "== cargo build --release -p nicemu -p cxi-preload" >&2
+(cd "$here" && cargo build --release -q -p nicemu -p cxi-preload)
+target=${CARGO_TARGET_DIR:-$here/target}/release
+nicemu=$target/nicemu
+preload=$target/libnicemu_cxi.so
+export NICEMU_CXI_LIBRARY=$preload
+export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$bin:$PATH
+# The client side of a pair retries a refused connect() (bench/real-cxi/connect-retry.c).
+export REAL_CXI_RETRY=$work/connect-retry.so
+gcc -shared -fPIC -O2 -Wall -o "$REAL_CXI_RETRY" "$here/bench/real-cxi/connect-retry.c" -ldl
+
+# ---------------------------------------------------------------------------------------
+# 3. The runs.
+# ---------------------------------------------------------------------------------------
+printf '%-34s %-5s %s\n' program result figure
+row() { printf '%-34s %-5s %s\n' "$1" "$2" "$3"; }
+# pair NAME PARSER CMD...: under `nicemu run -n 2`, rank 0 runs CMD (the server) and rank 1
+# runs CMD with the server's address appended (the client), as on two real nodes.
+pair() {
+    local name=$1 parser=$2 log=$logs/$1.log
+    shift 2
+    if timeout 600 "$nicemu" run -n 2 --nic cassini --timeout 540 -l -- sh -c \
+        'if [ "$PMI_RANK" = 0 ]; then exec "$@"; else LD_PRELOAD="$LD_PRELOAD $REAL_CXI_RETRY" exec "$@" 127.0.0.1; fi' \
+        sh "$@" >"$log" 2>&1; then
+        row "$name" PASS "$($parser <"$log")"
+    else
+        row "$name" FAIL "(log: $log)"
+    fi
+}
+# Parsers: the figure of the last result row.
+cxi_lat() { awk '/^\[0\] +[0-9]+ +[0-9]+ / { v = $3 " B: " $6 " us (mean)" } END { print v }'; }
+cxi_bw() { awk '/^\[0\] +[0-9]+ +[0-9]+ +[0-9.]+/ { v = $2 " B: " $4 " MB/s" } END { print v }'; }
+ft_lat() { awk '/^\[1\] +[0-9]+[kmg]? +[0-9]+[kmg]? / { v = $2 " B: " $6 " us, " $5 " MB/s" } END { print v }'; }
+ft_bw() { awk '/^\[1\] +[0-9]+[kmg]? +[0-9]+[kmg]? / { v = $2 " B: " $5 " MB/s" } END { print v }'; }
+none() { echo; }
+
+if [[ " $parts " == *" tools "* ]]; then
+    log=$logs/cxi_stat.log
+    if timeout 120 "$nicemu" run -n 1 --nic cassini -- cxi_stat >"$log" 2>&1 && grep -q '^Device: cxi0' "$log"; then
+        row cxi_stat PASS "$(grep -m1 'Link MTU' "$log" | tr -s ' ')"
+    else
+        row cxi_stat FAIL "(log: $log)"
+    fi
+    for t in send write read atomic; do
+        pair "cxi_${t}_lat" cxi_lat "cxi_${t}_lat" -n 1000
+        pair "cxi_${t}_bw" cxi_bw "cxi_${t}_bw" -n 1000
+    done
+    pair "cxi_send_bw 64KiB" cxi_bw cxi_send_bw -n 200 -s 65536
+    pair "cxi_write_bw 1MiB" cxi_bw cxi_write_bw -n 100 -s 1048576
+fi
+
+if [[ " $parts " == *" fabtests "* ]]; then
+    log=$logs/fi_info.log
+    if timeout 120 "$nicemu" run -n 1 --nic cassini -- fi_info -p cxi >"$log" 2>&1 && grep -q 'domain: cxi0' "$log"; then
+        row "fi_info -p cxi" PASS "$(grep -c '^provider: cxi' "$log") infos"
+    else
+        row "fi_info -p cxi" FAIL "(log: $log)"
+    fi
+    pair "fi_pingpong -p cxi" ft_lat fi_pingpong -p cxi -I 1000 -S 8
+    pair "fi_rdm_tagged_pingpong" ft_lat fi_rdm_tagged_pingpong -p cxi -I 1000 -S 8
+    pair "fi_rdm_tagged_pingpong 64KiB" ft_lat fi_rdm_tagged_pingpong -p cxi -I 100 -S 65536
+    pair "fi_rdm_tagged_bw" ft_bw fi_rdm_tagged_bw -p cxi -I 100 -S 1048576
+    pair "fi_rma_bw -o write" ft_bw fi_rma_bw -p cxi -e rdm -o write -I 100 -S 1048576
+    pair "fi_rma_bw -o read" ft_bw fi_rma_bw -p cxi -e rdm -o read -I 100 -S 1048576
+    pair "fi_rma_bw -o writedata" ft_bw fi_rma_bw -p cxi -e rdm -o writedata -I 100 -S 65536
+    pair "fi_rdm_atomic" none fi_rdm_atomic -p cxi -I 10
+fi
+
+# criterion NAME PROGRAM ARGS...: one process (criterion forks and execs a fresh worker per
+# test, each hosting its own NIC), with a TAP report; the figure is criterion's synthesis.
+criterion() {
+    local name=$1 prog=$2 log=$logs/$1.log tap=$logs/$1.tap
+    shift 2
+    timeout 14400 env LD_PRELOAD="$preload" "$prog" -j1 --timeout "$timeout_s" --tap="$tap" "$@" >"$log" 2>&1 || true
+    local s
+    s=$(grep -a 'Synthesis:' "$log" | tail -1 | sed 's/.*Synthesis: //; s/\x1b\[[0-9;]*m//g')
+    local failing
+    failing=$(grep -c '^not ok' "$tap" 2>/dev/null || true)
+    if [ -n "$s" ] && [ "${failing:-0}" = 0 ]; then row "$name" PASS "$s"; else row "$name" FAIL "${s:-no synthesis} (tap: $tap)"; fi
+}
+if [[ " $parts " == *" libcxi_test "* ]]; then
+    criterion libcxi_test "$bin/libcxi_test"
+fi
+if [[ " $parts " == *" cxitest "* ]]; then
+    criterion cxitest "$bin/cxitest" ${CXITEST_FILTER:+--filter="$CXITEST_FILTER"}
+fi
