@@ -49,9 +49,10 @@ fn counter_table() -> &'static Vec<(String, u64)> {
     T.get_or_init(|| {
         use firmware_spec::cassini::csr;
         let mut out = Vec::new();
-        for c in csr::all().iter().filter(|c| {
-            c.name.ends_with("_cntrs") && c.applies_to(cpci::Generation::Cassini1)
-        }) {
+        for c in csr::all()
+            .iter()
+            .filter(|c| c.name.ends_with("_cntrs") && c.applies_to(cpci::Generation::Cassini1))
+        {
             let block = c
                 .name
                 .trim_end_matches("_cntrs")

@@ -110,3 +110,8 @@ fn doorbell_stores_reach_the_nic_and_bad_commands_stop_the_queue() {
 fn closing_the_device_releases_its_pages_and_objects() {
     check("close_releases");
 }
+
+#[test]
+fn counters_without_a_write_back_buffer_and_mappings_through_syscall() {
+    check("counter");
+}
