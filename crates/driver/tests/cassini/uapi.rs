@@ -446,7 +446,7 @@ fn eq_status_thresholds_are_checked_as_cass_eq_c_does() {
             attr: EqAttr {
                 queue: buf.va(),
                 queue_len: buf.len(),
-                flags: EqFlags::PASSTHROUGH.bits(),
+                flags: firmware_spec::cassini::le::EqFlags::PASSTHROUGH.bits(),
                 status_thresh_count: count,
                 status_thresh_base: base,
                 status_thresh_delta: delta,
