@@ -39,23 +39,41 @@ fn dev_info(dev: &Arc<CxiDevice>) -> DevInfoUse {
         .unwrap_or_default()
 }
 
-/// The counters of the device by telemetry name (`cq_success_tx_cntr`: the block of the
-/// CSR view without `c_`/`c1_`/`c2_` and `_cntrs`, then the field).
+/// The counters of the device by telemetry name: every 64-bit slot of every Cassini 1
+/// `c_*_cntrs` / `c1_*_cntrs` view of the CSR map, named as the driver names its telemetry
+/// files (cassini_cntr_desc.h): the block without `c_`/`c1_` and `_cntrs`, the field, and
+/// for a field of several counters `_<index>` (`cq_success_tx_cntr`,
+/// `mb_crmc_ring_sbe_0`, `ixe_tc_req_ecn_pkts_3`).
 fn counter_table() -> &'static Vec<(String, u64)> {
     static T: OnceLock<Vec<(String, u64)>> = OnceLock::new();
     T.get_or_init(|| {
-        userlib::cxi::csr::counters(firmware_spec::cassini::pci::Generation::Cassini1)
-            .into_iter()
-            .map(|c| {
-                let block = c
-                    .view
-                    .trim_end_matches("_cntrs")
-                    .trim_start_matches("c1_")
-                    .trim_start_matches("c2_")
-                    .trim_start_matches("c_");
-                (format!("{block}_{}", c.name), c.offset)
-            })
-            .collect()
+        use firmware_spec::cassini::csr;
+        let mut out = Vec::new();
+        for c in csr::all()
+            .iter()
+            .filter(|c| c.name.ends_with("_cntrs") && c.applies_to(cpci::Generation::Cassini1))
+        {
+            let block = c
+                .name
+                .trim_end_matches("_cntrs")
+                .trim_start_matches("c1_")
+                .trim_start_matches("c_");
+            for f in c.fields {
+                if !f.bit.is_multiple_of(64) || !f.width.is_multiple_of(64) || f.width == 0 {
+                    continue;
+                }
+                let n = f.width / 64;
+                for i in 0..n {
+                    let name = if n == 1 {
+                        format!("{block}_{}", f.name)
+                    } else {
+                        format!("{block}_{}_{i}", f.name)
+                    };
+                    out.push((name, c.offset + u64::from(f.bit / 8) + 8 * u64::from(i)));
+                }
+            }
+        }
+        out
     })
 }
 
@@ -249,6 +267,16 @@ mod tests {
     fn telemetry_names_follow_libcxis() {
         assert!(is_counter("cq_success_tx_cntr"));
         assert!(is_counter("lpe_success_cntr"));
+        // Fields of several counters get an index; Cassini 1 views drop `c1_`.
+        for n in [
+            "mb_crmc_ring_sbe_0",
+            "ixe_tc_req_ecn_pkts_3",
+            "pi_ipd_pri_rtrgt_tlps",
+            "oxe_prf_set1_occ_hist_bin3",
+            "ee_eq_state_ucor_err_cntr",
+        ] {
+            assert!(is_counter(n), "{n}");
+        }
         assert!(!is_counter("bogus"));
     }
 

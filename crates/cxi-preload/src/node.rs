@@ -10,7 +10,12 @@
 //! - A rank of Open MPI's `mpirun` (no PMI-1: `OMPI_COMM_WORLD_RANK`/`SIZE`) finds the others
 //!   through a rendezvous directory ([`pmi::rendezvous`]), as libnicemu-fi.so does.
 //!
-//! Every rank of a job must open the device (the join is collective). The PMI client is
+//! Every rank of a job must open the device (the join is collective). With
+//! `NICEMU_CXI_JOIN=start` ([`JOIN_VAR`]) each process joins as it starts, in a thread of its
+//! own, instead of on its first open: programs that exchange addresses over a socket before
+//! opening the device (fabtests, libcxi's utilities) need that, as a real NIC is there before
+//! the program starts. Every process that loads the library then joins, so the variable
+//! belongs to the program itself, not to a shell wrapping it. The PMI client is
 //! finalized when the process exits ([`finalize`], from an `atexit` handler), so launchers
 //! see a clean end; the node itself is never torn down (its threads end with the process).
 
@@ -136,6 +141,15 @@ pub fn finalize() {
     {
         p.finalize();
     }
+}
+
+/// `NICEMU_CXI_JOIN`: `start` brings the node up when the library is loaded; `open` (the
+/// default) on the first open of the device.
+pub const JOIN_VAR: &str = "NICEMU_CXI_JOIN";
+
+/// Whether this process brings its node up at load ([`JOIN_VAR`] = `start`).
+pub fn join_at_start() -> bool {
+    lookup(JOIN_VAR).is_some_and(|v| v.trim().eq_ignore_ascii_case("start"))
 }
 
 fn lookup(v: &str) -> Option<String> {

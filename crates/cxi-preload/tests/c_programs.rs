@@ -66,9 +66,10 @@ fn text(o: &Output) -> String {
 
 /// Run a test program alone (its own one-node machine), with the library preloaded and
 /// without launcher variables inherited from whoever runs the tests.
-fn run(name: &str) -> Output {
+fn run(name: &str, env: &[(&str, &str)]) -> Output {
     let exe = build(name);
     Command::new(&exe)
+        .envs(env.iter().copied())
         .env("LD_PRELOAD", library())
         .env_remove("PMI_PORT")
         .env_remove("PMI_FD")
@@ -82,10 +83,14 @@ fn run(name: &str) -> Output {
 }
 
 fn check(name: &str) {
+    check_with(name, &[]);
+}
+
+fn check_with(name: &str, env: &[(&str, &str)]) {
     if gcc_missing() {
         return;
     }
-    let o = run(name);
+    let o = run(name, env);
     assert!(o.status.success(), "{name}: {}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(&format!("{name}: ok")), "{name}: {}", text(&o));
@@ -109,4 +114,16 @@ fn doorbell_stores_reach_the_nic_and_bad_commands_stop_the_queue() {
 #[test]
 fn closing_the_device_releases_its_pages_and_objects() {
     check("close_releases");
+}
+
+#[test]
+fn counters_without_a_write_back_buffer_and_mappings_through_syscall() {
+    check("counter");
+}
+
+/// `NICEMU_CXI_JOIN=start`: the node comes up in a thread when the library is loaded; the
+/// program's first open of the device waits for it and the device works as before.
+#[test]
+fn the_node_brought_up_at_load_serves_the_device() {
+    check_with("doorbell", &[("NICEMU_CXI_JOIN", "start")]);
 }

@@ -408,8 +408,8 @@ fn unexpected_message_then_priority_append() {
     assert_eq!(status.ule_count, 2);
     assert_eq!(
         status.ule_offsets,
-        vec![40, 8],
-        "remote offsets, oldest first"
+        vec![0x9000, 0x9000 + 24],
+        "where the eager data landed, oldest first"
     );
     assert_eq!(status.les_allocated, 3, "overflow LE + two headers");
 
@@ -438,7 +438,7 @@ fn unexpected_message_then_priority_append() {
     assert_eq!(out.released_ules, vec![ule1]);
     assert!(lpe.entries(pt, PtlList::Priority).is_empty());
     let status = lpe.status(pt).unwrap();
-    assert_eq!(status.ule_offsets, vec![8]);
+    assert_eq!(status.ule_offsets, vec![0x9000 + 24]);
     assert_eq!(status.les_allocated, 2);
 
     // A persistent entry with the link event enabled takes the second header and links.

@@ -1304,8 +1304,8 @@ fn no_truncate_applies_to_a_get_on_the_overflow_list() {
     );
 }
 
-/// KNOWN GAP: `cxil_pte_status` reports the PtlTE's pool use and the remote offsets of its
-/// unexpected headers, oldest first (cassini.md §4.2). The driver reads them from
+/// KNOWN GAP: `cxil_pte_status` reports the PtlTE's pool use and, for its unexpected headers,
+/// oldest first, where their eager data landed (the remote offset only for rendezvous). The driver reads them from
 /// `c_lpe_sts_pe_le_alloc` and the list-entry RAM (`c_lpe_sts_list_entries` from the
 /// `unexp_head` of `c_lpe_cfg_ptl_table`), which the emulated device does not fill in.
 #[test]
@@ -1338,7 +1338,16 @@ fn pte_status_reports_pool_use_and_unexpected_headers() {
     );
     let status = sut.pte.status_with_ules(16).expect("pte status");
     let pte = &state.pte;
-    assert_eq!(status.ule_offsets, [40, 8]);
+    // For eager data the value is where it landed in the overflow buffer (HPE's libcxi test
+    // `pte/pte_status` expects the buffer's IOVA), oldest first: the two headers lie as far
+    // apart as the model placed their data; not the requests' remote offsets (40, 8).
+    let ules = pte.unexpected();
+    assert_eq!(status.ule_offsets.len(), 2);
+    assert_eq!(
+        status.ule_offsets[1].wrapping_sub(status.ule_offsets[0]),
+        ules[1].start.wrapping_sub(ules[0].start)
+    );
+    assert_ne!(status.ule_offsets, [40, 8]);
     assert_eq!(
         usize::from(status.les_allocated),
         pte.priority().len() + pte.overflow().len() + pte.unexpected().len()

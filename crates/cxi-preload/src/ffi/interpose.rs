@@ -92,6 +92,30 @@ fn register_exit() {
     });
 }
 
+/// At load, with `NICEMU_CXI_JOIN=start` ([`crate::node::JOIN_VAR`]): bring the node up (and
+/// join the job's fabric) in a thread of its own, so that the device exists from the start as a
+/// real NIC does, instead of on the first open of `/dev/cxi0`. Programs that talk to their peer
+/// over a socket before they open the device (fabtests, libcxi's utilities) would otherwise wait
+/// for that peer while it waits in the collective join.
+extern "C" fn join_at_start() {
+    if !crate::node::join_at_start() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("nicemu-cxi-join".into())
+        .spawn(|| {
+            if crate::node::get().is_ok() {
+                register_exit();
+            }
+        });
+}
+
+// SAFETY: a constructor the dynamic loader calls once, after the C library is initialised;
+// it only reads the environment and starts a thread.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static JOIN_AT_START: extern "C" fn() = join_at_start;
+
 /// `open` of a path of the tree: `None` when the path is not ours.
 ///
 /// # Safety
@@ -448,6 +472,45 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
     }
     // SAFETY: forwarding.
     unsafe { real::munmap(addr, len) }
+}
+
+/// `syscall(3)`: `SYS_mmap` of `/dev/cxi0` and `SYS_munmap` of one of its mappings are the
+/// device's, as `mmap`/`munmap` are; every other call goes to the C library's `syscall`.
+///
+/// libfabric's `memhooks` memory monitor (`prov/util/src/util_mem_hooks.c`) overwrites the
+/// first bytes of the `mmap` and `munmap` that `dlsym(RTLD_NEXT)` finds with a jump to its
+/// own functions, which make the system call with `syscall(SYS_mmap, ...)`. When libfabric is
+/// linked into the program (the provider's `cxitest`), that `mmap` is this library's, so the
+/// device's mappings arrive here.
+///
+/// The C prototype is variadic; on x86-64 the six integer arguments after the number are
+/// passed where a non-variadic function with seven `long` parameters reads them (registers,
+/// then the stack), and arguments a caller did not pass are only forwarded, never used.
+///
+/// # Safety
+/// libc's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn syscall(
+    n: libc::c_long,
+    a1: libc::c_long,
+    a2: libc::c_long,
+    a3: libc::c_long,
+    a4: libc::c_long,
+    a5: libc::c_long,
+    a6: libc::c_long,
+) -> libc::c_long {
+    if n == libc::SYS_mmap
+        && let Ok(fd) = c_int::try_from(a5)
+        && fd >= 0
+        && device::kind(fd) == Kind::Device
+    {
+        return map_device(fd, a4 as c_int, a6, a2 as usize) as libc::c_long;
+    }
+    if n == libc::SYS_munmap && device::munmap(a1 as usize, a2 as usize) {
+        return 0;
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { real::syscall(n, a1, a2, a3, a4, a5, a6) }
 }
 
 /// `fopen(3)`: a `FILE` over a file of the tree.

@@ -64,6 +64,11 @@ impl Failure for isize {
         -1
     }
 }
+impl Failure for i64 {
+    fn failure() -> Self {
+        -1
+    }
+}
 impl Failure for *mut c_void {
     fn failure() -> Self {
         libc::MAP_FAILED
@@ -120,6 +125,7 @@ real! {
     mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: libc::off_t) -> *mut c_void;
     mmap64(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: libc::off64_t) -> *mut c_void;
     munmap(addr: *mut c_void, len: usize) -> c_int;
+    syscall(n: libc::c_long, a1: libc::c_long, a2: libc::c_long, a3: libc::c_long, a4: libc::c_long, a5: libc::c_long, a6: libc::c_long) -> libc::c_long;
     fopen(path: *const c_char, mode: *const c_char) -> *mut libc::FILE;
     fopen64(path: *const c_char, mode: *const c_char) -> *mut libc::FILE;
     access(path: *const c_char, mode: c_int) -> c_int;

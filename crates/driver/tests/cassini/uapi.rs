@@ -429,3 +429,73 @@ fn services_with_tle_limits_get_their_own_tle_pool() {
     assert_eq!(shared(), 2048 - 512);
     assert_eq!(d.free_counts(), d.initial_free_counts());
 }
+
+/// `cass_eq.c`: status thresholds are checked only when status updates are asked for
+/// (`status_thresh_count` > 0): at most 4 of them, base and delta percentages within 100, and
+/// the last threshold (`base - (count - 1) * delta`) not below 0 %.
+#[test]
+fn eq_status_thresholds_are_checked_as_cass_eq_c_does() {
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let c = d.open();
+    let l = lni(&c).unwrap();
+    let alloc = |count: u32, base: u32, delta: u32| {
+        let buf = c.alloc_user_memory(4096).unwrap();
+        let r = c.call(&EqAllocCmd {
+            lni: l,
+            attr: EqAttr {
+                queue: buf.va(),
+                queue_len: buf.len(),
+                flags: firmware_spec::cassini::le::EqFlags::PASSTHROUGH.bits(),
+                status_thresh_count: count,
+                status_thresh_base: base,
+                status_thresh_delta: delta,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        if let Ok(e) = &r {
+            c.call(&EqFreeCmd {
+                eq: e.eq,
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        r.map(|_| ())
+    };
+    assert_eq!(alloc(0, 250, 250), Ok(()), "no status updates: not checked");
+    assert_eq!(alloc(4, 90, 30), Ok(()), "last threshold at exactly 0 %");
+    assert_eq!(
+        alloc(2, 50, 60),
+        Err(Errno::Einval),
+        "last threshold below 0 %"
+    );
+    assert_eq!(alloc(5, 100, 10), Err(Errno::Einval), "more than 4");
+    assert_eq!(alloc(1, 101, 0), Err(Errno::Einval), "base over 100 %");
+}
+
+/// `cass_pt.c: cxi_pte_le_invalidate`: a buffer id or list no MST entry can hold matches
+/// nothing and is not an error (libfabric passes its MR key as the buffer id); an unknown
+/// PtlTE is `EINVAL`.
+#[test]
+fn le_invalidate_of_a_buffer_id_no_entry_holds_is_not_an_error() {
+    let cl = cluster(1);
+    let d = dev(&cl, 0);
+    let c = d.open();
+    let l = lni(&c).unwrap();
+    let buf = c.alloc_user_memory(4096).unwrap();
+    let eq = eq_passthrough(&c, l, &buf).unwrap().eq;
+    let pt = pte(&c, l, eq).unwrap();
+    let inval = |pte_index: u32, buffer_id: u32, list: u32| {
+        c.call(&PteLeInvalidateCmd {
+            pte_index,
+            buffer_id,
+            list,
+            ..Default::default()
+        })
+    };
+    assert_eq!(inval(pt, 7, 0), Ok(()));
+    assert_eq!(inval(pt, 0x9819_0000, 0), Ok(()), "a 32-bit MR key");
+    assert_eq!(inval(pt, 7, 9), Ok(()), "no such list");
+    assert_eq!(inval(pt + 100, 7, 0), Err(Errno::Einval), "unknown PtlTE");
+}

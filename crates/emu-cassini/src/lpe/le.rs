@@ -200,11 +200,16 @@ pub struct UnexpectedHeader {
 
 impl UnexpectedHeader {
     /// The value `cxil_pte_status` reports in `ule_offsets` (the ULE's `start_or_offset`):
-    /// the request's remote offset (cassini.md §4.2: "remote offsets of the ULEs, in order";
-    /// libfabric's onload turns it into the source offset of a rendezvous Get). Where the
-    /// data landed is in `start` (and in the `*_OVERFLOW` event).
+    /// for a message whose data landed in an overflow buffer, where it landed (`start`:
+    /// HPE's libcxi test `pte/pte_status` expects the overflow buffer's IOVA); for a
+    /// rendezvous Put, whose data is still at the source, the request's remote offset
+    /// (cassini.md §4.2; libfabric's onload turns it into the source offset of its Get).
     pub fn start_or_offset(&self) -> u64 {
-        self.remote_offset
+        if self.rendezvous.is_some() {
+            self.remote_offset
+        } else {
+            self.start
+        }
     }
 }
 

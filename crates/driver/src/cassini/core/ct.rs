@@ -12,12 +12,23 @@ impl Op<'_> {
         self.space()?.resolve(wb, 8).ok_or(Errno::Efault)
     }
 
+    /// `cass_ct.c: cxi_ct_alloc`: a NULL `wb` is allowed (libcxi's utilities allocate their
+    /// counters so, `utils/cxi_context.c: ctx_alloc_ct`): the counter then has no write-back
+    /// buffer (context 0 in `c_cq_cfg_ct_wb_mem_addr`) until CT_WB_UPDATE gives it one.
     pub(crate) fn ct_alloc(&mut self, c: &CtAllocCmd) -> Result<CtAllocResp, Errno> {
         let rgid = self.lni(c.lni)?.rgid;
-        let pin = self.ct_wb(c.wb)?;
+        let pin = if c.wb == 0 {
+            None
+        } else {
+            Some(self.ct_wb(c.wb)?)
+        };
         self.check_limit(c.lni, rsrc::CT)?;
         let n = self.st.ctn.alloc().ok_or(Errno::Enospc)?;
-        if let Err(e) = self.hw().ct_enable(n, PHYS_ACID, pin.bus_address(0), rgid) {
+        let (acid, wb) = match &pin {
+            Some(p) => (PHYS_ACID, p.bus_address(0)),
+            None => (0, 0),
+        };
+        if let Err(e) = self.hw().ct_enable(n, acid, wb, rgid) {
             let _ = self.hw().ct_disable(n);
             self.st.ctn.free(n);
             return Err(eio(e));
@@ -50,14 +61,18 @@ impl Op<'_> {
         })
     }
 
+    /// A NULL `wb` is `EINVAL` here (`cass_ct.c: cxi_ct_wb_update`).
     pub(crate) fn ct_wb_update(&mut self, c: &CtWbUpdateCmd) -> Result<(), Errno> {
         owned!(self.st.cts, c.ctn, self.client);
+        if c.wb == 0 {
+            return Err(Errno::Einval);
+        }
         let pin = self.ct_wb(c.wb)?;
         self.hw()
             .ct_set_wb(c.ctn, PHYS_ACID, pin.bus_address(0))
             .map_err(eio)?;
         if let Some(ct) = self.st.cts.get_mut(&c.ctn) {
-            ct._pin = pin;
+            ct._pin = Some(pin);
         }
         Ok(())
     }

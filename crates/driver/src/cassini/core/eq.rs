@@ -36,7 +36,17 @@ impl Op<'_> {
         {
             return Err(Errno::Einval);
         }
-        if a.status_thresh_count > 4 || a.status_thresh_base > 100 || a.status_thresh_delta > 100 {
+        // cass_eq.c: with status updates, at most 4 thresholds, each within 0..=100 percent:
+        // the last one, base minus (count - 1) deltas, may not go below 0.
+        let span = u64::from(a.status_thresh_count.saturating_sub(1))
+            * u64::from(a.status_thresh_delta)
+            + u64::from(100u32.saturating_sub(a.status_thresh_base));
+        if a.status_thresh_count > 0
+            && (a.status_thresh_count > 4
+                || a.status_thresh_base > 100
+                || a.status_thresh_delta > 100
+                || span > 100)
+        {
             return Err(Errno::Einval);
         }
         let event_irq = self.wait_vector(c.event_wait)?;

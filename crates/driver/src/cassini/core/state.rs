@@ -155,7 +155,8 @@ pub(super) struct PteMapping {
 pub(super) struct Ct {
     pub(super) client: ClientId,
     pub(super) lni: u32,
-    pub(super) _pin: Pinned,
+    /// The write-back buffer, if it has one.
+    pub(super) _pin: Option<Pinned>,
     pub(super) token: u64,
     pub(super) shared: Arc<MapShared>,
 }
