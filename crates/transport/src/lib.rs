@@ -229,6 +229,37 @@ pub struct Atomic {
 /// `rendezvous` on cxi; `E0`, `E1`, `R0`, `R1` on gni), and anything else a transport counts.
 pub type Stats = BTreeMap<&'static str, u64>;
 
+/// `NICEMU_TRANSPORT_STATS=1`: each rank prints its transport's statistics ([`Stats`]) as one
+/// line on standard error at finalize, `transport stats: rank R (cxi): name=value ...`: how
+/// a job of processes shows which protocol each message took (zero copy or staged, the
+/// registration cache's hits and misses), as the in-process tests read them with
+/// `Transport::stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatsReport {
+    on: bool,
+}
+
+impl StatsReport {
+    /// From `NICEMU_TRANSPORT_STATS` (default off).
+    pub fn from_env(env: &Env) -> Result<Self> {
+        Ok(StatsReport {
+            on: env.flag("NICEMU_TRANSPORT_STATS", false)?,
+        })
+    }
+
+    /// Print rank `rank`'s `stats` of transport `name`, if asked for.
+    pub fn print(&self, rank: Rank, name: &str, stats: &Stats) {
+        if !self.on {
+            return;
+        }
+        let mut line = format!("transport stats: rank {rank} ({name}):");
+        for (k, v) in stats {
+            line.push_str(&format!(" {}={v}", k.replace(' ', "_")));
+        }
+        env::eprint_line(&line);
+    }
+}
+
 /// What `test` and `test_into` do on every transport: `look` for the completion of an
 /// operation, and if there is none yet, make one round of progress and look again.
 pub(crate) fn look_around_progress<T: Transport + ?Sized>(

@@ -213,6 +213,8 @@ pub struct CxiTransport {
     counters: Option<report::CounterReport>,
     /// Zero copy: the registration cache of application buffers (`zcopy`). Before `ep`:
     /// its registrations go before the LNI.
+    /// `NICEMU_TRANSPORT_STATS`: the statistics at finalize.
+    stats_report: crate::StatsReport,
     zc: crate::regcache::ZeroCopy<userlib::cxi::Md>,
     ep: Endpoint,
     /// The rest of the control block is dropped after the endpoint's buffers.
@@ -309,6 +311,7 @@ impl CxiTransport {
             finalized: false,
             counters,
             zc: crate::regcache::ZeroCopy::new(env)?,
+            stats_report: crate::StatsReport::from_env(env)?,
             ep,
             _pmi: Box::new(NoPmi),
         };
@@ -599,6 +602,8 @@ impl Transport for CxiTransport {
             }
             self.progress()?;
         }
+        self.stats_report
+            .print(self.rank, "cxi", &crate::Transport::stats(self));
         self.counter_report()?;
         self._pmi.finalize();
         Ok(())

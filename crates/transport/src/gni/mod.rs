@@ -218,6 +218,8 @@ pub struct GniTransport {
     /// The registration cache: free registered staging buffers by size class.
     cache: HashMap<u64, Vec<Staged>>,
     /// Zero copy (`zcopy`): the registration cache of application buffers.
+    /// `NICEMU_TRANSPORT_STATS`: the statistics at finalize.
+    stats_report: crate::StatsReport,
     zc: crate::regcache::ZeroCopy<zcopy::GniReg>,
     /// Zero-copy receives not matched yet (or between chunks): their registered buffers.
     zc_in: HashMap<OpId, Staged>,
@@ -321,6 +323,7 @@ impl GniTransport {
             rma: rma::Rma::default(),
             cache: HashMap::new(),
             zc: crate::regcache::ZeroCopy::new(env)?,
+            stats_report: crate::StatsReport::from_env(env)?,
             zc_in: HashMap::new(),
             stats: Stats::new(),
             smsg_out: 0,
@@ -920,6 +923,8 @@ impl Transport for GniTransport {
                 return Err(Error::Timeout(why));
             }
         }
+        self.stats_report
+            .print(self.rank, "gni", &crate::Transport::stats(self));
         // Nobody writes into this rank's mailboxes once every rank got here.
         self.pmi.fence()?;
         self.pmi.finalize();
