@@ -2,8 +2,8 @@
  * process's memory, as in a job of processes): the same malloc'd buffer sent three times
  * (its registration is found again), a nonblocking pair in MPI_Alloc_mem memory, buffers
  * mmapped, used and unmapped three times (each time a new registration: the old one was
- * invalidated when its memory went), a buffer freed and allocated again, and a small
- * message. Rank 0 sends, rank 1 receives and checks every byte; other ranks only take part
+ * invalidated when its memory went), a buffer freed and allocated again, a small
+ * message, and a window of MPI_Win_allocate in the unified model. Rank 0 sends, rank 1 receives and checks every byte; other ranks only take part
  * in the barrier. The transport's statistics (NICEMU_TRANSPORT_STATS=1) tell which
  * messages went zero copy. */
 #include <stdint.h>
@@ -92,6 +92,15 @@ int main(int argc, char **argv) {
         free(out);
         free(in);
     }
+    /* MPI_Win_allocate hands out the window's own memory, which the NIC reaches: the
+     * unified model. */
+    MPI_Win win;
+    unsigned char *wbase = NULL;
+    CHECK_OK(MPI_Win_allocate(MIB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &win));
+    int *model = NULL, found = 0;
+    CHECK_OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &found));
+    CHECK(found && *model == MPI_WIN_UNIFIED);
+    CHECK_OK(MPI_Win_free(&win));
     CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) printf("zcopy: OK\n");
     CHECK_OK(MPI_Finalize());

@@ -199,3 +199,89 @@ fn without_process_memory_nothing_is_zero_copy() {
     assert_eq!(stat(&s[0], "send_staged"), 1);
     assert_eq!(stat(&s[1], "recv_zero_copy"), 0);
 }
+
+/// A receive buffer unmapped while its zero-copy receive is posted (an erroneous program):
+/// the NIC finds the registration's pin invalid, which is the hardware's error event —
+/// the receive ends with an error — never a SIGSEGV, nor a write into the memory mapped
+/// there since.
+#[test]
+fn a_receive_buffer_unmapped_under_a_posted_receive_is_an_error_not_a_crash() {
+    for nic in [Nic::Cassini, Nic::Gemini] {
+        Job::new(nic, 2)
+            .process_memory(true)
+            .run(|u| {
+                let w = u.world();
+                let data = pattern(MIB, 5);
+                if w.rank() == 0 {
+                    w.barrier().unwrap();
+                    // The receiver's NIC refuses the bytes; what the sender hears of it
+                    // (an error or a completed send) depends on the NIC's protocol.
+                    let _ = w.process_at_rank(1).send_with_tag(&data[..], 1);
+                } else {
+                    let mut m = memmap2::MmapMut::map_anon(MIB).expect("mmap");
+                    let addr = m.as_mut_ptr() as u64;
+                    let r = w
+                        .process_at_rank(0)
+                        .immediate_receive_in_place(addr, MIB, Some(1))
+                        .unwrap();
+                    drop(m);
+                    // New memory, quite possibly at the same address: it must stay as written.
+                    let mut again = memmap2::MmapMut::map_anon(MIB).expect("mmap");
+                    again.fill(0xa5);
+                    w.barrier().unwrap();
+                    let res = r.wait();
+                    // Cassini's target event says C_RC_NO_TRANSLATION; Gemini's BTE GET into
+                    // the buffer completes with a transaction error.
+                    let hw = match nic {
+                        Nic::Cassini => "NoTranslation",
+                        Nic::Gemini => "a transaction failed",
+                    };
+                    assert!(
+                        matches!(&res, Err(Error::Transport(m)) if m.contains(hw)),
+                        "{nic:?}: {res:?}"
+                    );
+                    assert!(again.iter().all(|&b| b == 0xa5), "{nic:?}: a stray write");
+                }
+            })
+            .expect("job");
+    }
+}
+
+/// With the cache keeping nothing (`FI_MR_CACHE_MAX_COUNT=0`) every message registers its
+/// buffers and the operation alone holds the registration until the NIC is done with it:
+/// the messages still arrive whole, on both NICs, and nothing was found in the cache.
+#[test]
+fn without_a_cache_each_message_holds_its_own_registration() {
+    for nic in [Nic::Cassini, Nic::Gemini] {
+        let s = Job::new(nic, 2)
+            .process_memory(true)
+            .env("FI_MR_CACHE_MAX_COUNT", "0")
+            .run(|u| {
+                let w = u.world();
+                for round in 0..3u8 {
+                    let data = pattern(MIB, 30 + round);
+                    if w.rank() == 0 {
+                        w.process_at_rank(1).send_with_tag(&data[..], 1).unwrap();
+                    } else {
+                        let mut buf = vec![0u8; MIB];
+                        w.process_at_rank(0)
+                            .receive_into_with_tag(&mut buf[..], 1)
+                            .unwrap();
+                        assert!(buf == data, "{nic:?} round {round}");
+                    }
+                }
+                w.barrier().unwrap();
+                stats(&u)
+            })
+            .expect("job");
+        assert_eq!(stat(&s[0], "send_zero_copy"), 3, "{nic:?}: {:?}", s[0]);
+        assert_eq!(stat(&s[1], "recv_zero_copy"), 3, "{nic:?}: {:?}", s[1]);
+        for (rank, st) in s.iter().enumerate() {
+            assert_eq!(stat(st, "mr_cache_hits"), 0, "{nic:?} rank {rank}: {st:?}");
+            assert!(
+                stat(st, "mr_cache_misses") >= 3,
+                "{nic:?} rank {rank}: {st:?}"
+            );
+        }
+    }
+}

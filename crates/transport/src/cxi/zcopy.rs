@@ -10,22 +10,29 @@ use super::CxiTransport;
 use super::config::MatchMode;
 use super::endpoint::Buf;
 use crate::error::{Error, Result};
+use crate::regcache::Hit;
 use crate::{MatchSpec, OpId, Rank, SendMode};
+use userlib::cxi::Md;
 
 impl CxiTransport {
-    /// A registered buffer over `[va, va + len)` (`len > 0`) of the application's memory.
-    fn user_buf(&mut self, va: u64, len: usize) -> Result<Buf> {
+    /// The registration of `[va, va + len)` (`len > 0`) of the application's memory, found
+    /// in the registration cache or made.
+    fn user_reg(&mut self, va: u64, len: usize) -> Result<Hit<Md>> {
         let space = self.ep.dev.space().clone();
         let ep = &mut self.ep;
-        let hit = self
-            .zc
+        self.zc
             .cache
             .get(&space, va, len as u64, |pages| ep.map_user(pages))?
             .ok_or_else(|| {
                 Error::Arg(format!(
                     "cxi: the buffer [{va:#x}, +{len}) is not mapped memory of this process"
                 ))
-            })?;
+            })
+    }
+
+    /// A registered buffer over `[va, va + len)` (`len > 0`) of the application's memory.
+    fn user_buf(&mut self, va: u64, len: usize) -> Result<Buf> {
+        let hit = self.user_reg(va, len)?;
         Ok(Buf {
             mem: hit.mem,
             md: hit.reg.handle.clone(),
@@ -67,7 +74,9 @@ impl CxiTransport {
         let in_hardware = !self.software && self.cfg.mode == MatchMode::Hardware;
         if in_hardware && let Some(buf) = dest {
             if let Some((_, op)) = self.sw_take(&spec, capacity)? {
+                // Already in software (replayed after flow control): copied in at the end.
                 self.zc.dest.insert(op, Some(buf.mem));
+                self.bump("recv_zero_copy_fallback");
                 return Ok(op);
             }
             return self.hw_recv_in_place(spec, capacity, buf);
@@ -88,17 +97,7 @@ impl CxiTransport {
         if len == 0 || self.zc.min(self.ep.dev.process_memory()).is_none() {
             return Ok(());
         }
-        let space = self.ep.dev.space().clone();
-        let ep = &mut self.ep;
-        let hit = self
-            .zc
-            .cache
-            .get(&space, va, len as u64, |pages| ep.map_user(pages))?
-            .ok_or_else(|| {
-                Error::Arg(format!(
-                    "cxi: [{va:#x}, +{len}) is not mapped memory of this process"
-                ))
-            })?;
+        let hit = self.user_reg(va, len)?;
         self.zc.keep(va, hit);
         Ok(())
     }

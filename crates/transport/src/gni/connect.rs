@@ -103,7 +103,7 @@ impl Mailboxes {
         self.blocks.push(Staged {
             mem,
             mh,
-            user: false,
+            user: None,
         });
         self.left = n;
         Ok(())

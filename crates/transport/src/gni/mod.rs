@@ -114,12 +114,13 @@ fn mem_err(e: impl std::fmt::Display) -> Error {
 }
 
 /// Registered memory of this rank (staging, windows, mailboxes), or part of the
-/// application's own memory under a registration of the registration cache (`user`: never
-/// kept for reuse nor deregistered here; the cache does that).
+/// application's own memory under a registration of the registration cache (`user`: that
+/// registration, held while the operation using it lives, so that no eviction deregisters
+/// it under the NIC; never kept for reuse nor deregistered here, the cache does that).
 struct Staged {
     mem: UserMemory,
     mh: MemHandle,
-    user: bool,
+    user: Option<std::rc::Rc<crate::regcache::Reg<zcopy::GniReg>>>,
 }
 
 /// Times a registration refused for lack of memory (`GNI_RC_ERROR_NOMEM`: kgni could not
@@ -391,7 +392,7 @@ impl GniTransport {
         Ok(Staged {
             mem,
             mh,
-            user: false,
+            user: None,
         })
     }
 
@@ -399,7 +400,7 @@ impl GniTransport {
     /// already holds [`CACHE_PER_CLASS`] buffers). Keeping registrations, as Cray MPICH does
     /// with its registration cache, also means no late request can find them gone.
     fn release(&mut self, s: Staged) -> Result<()> {
-        if s.user {
+        if s.user.is_some() {
             return Ok(());
         }
         let free = self.cache.entry(s.mem.len()).or_default();
@@ -813,7 +814,7 @@ impl Transport for GniTransport {
         Ok(self.rma.create(Staged {
             mem,
             mh,
-            user: false,
+            user: None,
         }))
     }
 
@@ -956,7 +957,7 @@ impl Drop for GniTransport {
         // Registrations go back before the memory they cover; the CDM, CQs and endpoints
         // close after (kgni frees whatever a closing client still holds).
         for s in self.drain_registrations() {
-            if !s.user {
+            if s.user.is_none() {
                 let _ = self.nic.mem_deregister(&s.mh);
             }
         }

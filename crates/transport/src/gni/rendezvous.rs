@@ -454,7 +454,7 @@ impl GniTransport {
         let Some(l) = self.landed.remove(&op) else {
             return Ok(None);
         };
-        if l.stage.user {
+        if l.stage.user.is_some() {
             // The NIC put the bytes in the application's buffer itself.
             self.count("recv_zero_copy");
             return Ok(Some(Completion::Landed {

@@ -16,6 +16,7 @@ use super::rendezvous::Held;
 use super::wire::{Header, Kind};
 use super::{GniTransport, Staged, mem_err, register};
 use crate::error::{Error, Result};
+use crate::regcache::Hit;
 use crate::{MatchSpec, OpId, Rank, SendMode};
 
 /// A registration of the application's memory, deregistered when the cache and every
@@ -33,12 +34,12 @@ impl Drop for GniReg {
 }
 
 impl GniTransport {
-    /// `[va, va + len)` (`len > 0`) of the application's memory, registered.
-    fn user_stage(&mut self, va: u64, len: usize) -> Result<Staged> {
+    /// The registration of `[va, va + len)` (`len > 0`) of the application's memory, found
+    /// in the registration cache or made.
+    fn user_reg(&mut self, va: u64, len: usize) -> Result<Hit<GniReg>> {
         let space = self.nic.space().clone();
         let nic = self.nic.clone();
-        let hit = self
-            .zc
+        self.zc
             .cache
             .get(&space, va, len as u64, |pages: &UserMemory| {
                 let mh = register(&nic, pages, None, |_| {})?;
@@ -51,11 +52,16 @@ impl GniTransport {
                 Error::Arg(format!(
                     "gni: the buffer [{va:#x}, +{len}) is not mapped memory of this process"
                 ))
-            })?;
+            })
+    }
+
+    /// `[va, va + len)` (`len > 0`) of the application's memory, registered.
+    fn user_stage(&mut self, va: u64, len: usize) -> Result<Staged> {
+        let hit = self.user_reg(va, len)?;
         Ok(Staged {
             mem: hit.mem,
             mh: hit.reg.handle.mh,
-            user: true,
+            user: Some(hit.reg),
         })
     }
 
@@ -123,7 +129,7 @@ impl GniTransport {
                 Staged {
                     mem: d.mem.clone(),
                     mh: d.mh,
-                    user: true,
+                    user: d.user.clone(),
                 },
             );
         }
@@ -150,23 +156,7 @@ impl GniTransport {
         if len == 0 || self.zc.min(self.nic.process_memory()).is_none() {
             return Ok(());
         }
-        let space = self.nic.space().clone();
-        let nic = self.nic.clone();
-        let hit = self
-            .zc
-            .cache
-            .get(&space, va, len as u64, |pages: &UserMemory| {
-                let mh = register(&nic, pages, None, |_| {})?;
-                Ok(GniReg {
-                    nic: nic.clone(),
-                    mh,
-                })
-            })?
-            .ok_or_else(|| {
-                Error::Arg(format!(
-                    "gni: [{va:#x}, +{len}) is not mapped memory of this process"
-                ))
-            })?;
+        let hit = self.user_reg(va, len)?;
         self.zc.keep(va, hit);
         Ok(())
     }
