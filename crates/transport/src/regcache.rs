@@ -15,10 +15,11 @@
 //! memory monitor the same way. At most [`Limits::count`] entries and [`Limits::bytes`]
 //! registered bytes are kept (`FI_MR_CACHE_MAX_COUNT`, `FI_MR_CACHE_MAX_SIZE`, libfabric's
 //! names); beyond that the least recently used go. An operation in flight holds its entry
-//! (`Rc`), so an eviction never pulls a registration from under the NIC.
+//! (`Arc`), so an eviction never pulls a registration from under the NIC.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use driver::mem::{MemError, UserMemory, UserSpace};
 
@@ -77,15 +78,15 @@ pub struct Reg<R> {
     pub mem: UserMemory,
     /// The NIC's handle (released when the last holder drops it).
     pub handle: R,
-    last_use: std::cell::Cell<u64>,
+    last_use: AtomicU64,
     /// Kept registered on request ([`ZeroCopy::keep`]): never evicted.
-    kept: std::cell::Cell<bool>,
+    kept: AtomicBool,
 }
 
 /// What a lookup found or made: the registration and the part of it asked for.
 pub struct Hit<R> {
     /// The registration (kept alive by whoever holds this).
-    pub reg: Rc<Reg<R>>,
+    pub reg: Arc<Reg<R>>,
     /// `[va, va + len)` as a buffer (a view of `reg.mem`).
     pub mem: UserMemory,
 }
@@ -107,7 +108,7 @@ pub struct CacheStats {
 pub struct RegCache<R> {
     limits: Limits,
     /// Entries by first page (several may start at one page: the key adds a sequence).
-    entries: BTreeMap<(u64, u64), Rc<Reg<R>>>,
+    entries: BTreeMap<(u64, u64), Arc<Reg<R>>>,
     /// The longest entry (how far before an address an entry holding it may start).
     max_len: u64,
     bytes: u64,
@@ -162,7 +163,7 @@ impl<R> RegCache<R> {
         self.clock += 1;
         if let Some(reg) = self.find(va, end) {
             self.stats.hits += 1;
-            reg.last_use.set(self.clock);
+            reg.last_use.store(self.clock, Ordering::Relaxed);
             let mem = view(&reg.mem, va, len)?;
             return Ok(Some(Hit { reg, mem }));
         }
@@ -176,16 +177,16 @@ impl<R> RegCache<R> {
         };
         let handle = register(&pages)?;
         self.stats.misses += 1;
-        let reg = Rc::new(Reg {
+        let reg = Arc::new(Reg {
             mem: pages,
             handle,
-            last_use: std::cell::Cell::new(self.clock),
-            kept: std::cell::Cell::new(false),
+            last_use: AtomicU64::new(self.clock),
+            kept: AtomicBool::new(false),
         });
         let mem = view(&reg.mem, va, len)?;
         if self.limits.count > 0 && stop - start <= self.limits.bytes {
             self.seq += 1;
-            self.entries.insert((start, self.seq), Rc::clone(&reg));
+            self.entries.insert((start, self.seq), Arc::clone(&reg));
             self.max_len = self.max_len.max(stop - start);
             self.bytes += stop - start;
             self.evict();
@@ -194,7 +195,7 @@ impl<R> RegCache<R> {
     }
 
     /// A valid entry holding `[va, end)`; invalid entries met on the way are dropped.
-    fn find(&mut self, va: u64, end: u64) -> Option<Rc<Reg<R>>> {
+    fn find(&mut self, va: u64, end: u64) -> Option<Arc<Reg<R>>> {
         let from = (va & !(PAGE - 1)).saturating_sub(self.max_len);
         let mut stale = Vec::new();
         let mut found = None;
@@ -208,7 +209,7 @@ impl<R> RegCache<R> {
                 continue;
             }
             if s <= va && end <= e {
-                found = Some(Rc::clone(r));
+                found = Some(Arc::clone(r));
                 break;
             }
         }
@@ -251,8 +252,8 @@ impl<R> RegCache<R> {
             let Some(k) = self
                 .entries
                 .iter()
-                .filter(|(_, r)| !r.kept.get())
-                .min_by_key(|(_, r)| r.last_use.get())
+                .filter(|(_, r)| !r.kept.load(Ordering::Relaxed))
+                .min_by_key(|(_, r)| r.last_use.load(Ordering::Relaxed))
                 .map(|(k, _)| *k)
             else {
                 break;
@@ -285,7 +286,7 @@ pub struct ZeroCopy<R> {
     pub cfg: ZeroCopyConfig,
     /// The registration cache.
     pub cache: RegCache<R>,
-    kept: std::collections::HashMap<u64, Rc<Reg<R>>>,
+    kept: std::collections::HashMap<u64, Arc<Reg<R>>>,
     /// Receives completed into the application's memory by a copy, by operation: their
     /// destination (`None` for a zero-byte receive).
     pub dest: std::collections::HashMap<crate::OpId, Option<UserMemory>>,
@@ -311,14 +312,14 @@ impl<R> ZeroCopy<R> {
     /// Keep the registration of `[va, va + len)` (found or made by `get`) until
     /// [`ZeroCopy::forget`].
     pub fn keep(&mut self, va: u64, hit: Hit<R>) {
-        hit.reg.kept.set(true);
+        hit.reg.kept.store(true, Ordering::Relaxed);
         self.kept.insert(va, hit.reg);
     }
 
     /// Stop keeping the registration kept at `va`.
     pub fn forget(&mut self, va: u64) {
         if let Some(r) = self.kept.remove(&va) {
-            r.kept.set(false);
+            r.kept.store(false, Ordering::Relaxed);
         }
     }
 

@@ -120,7 +120,7 @@ fn mem_err(e: impl std::fmt::Display) -> Error {
 struct Staged {
     mem: UserMemory,
     mh: MemHandle,
-    user: Option<std::rc::Rc<crate::regcache::Reg<zcopy::GniReg>>>,
+    user: Option<Arc<crate::regcache::Reg<zcopy::GniReg>>>,
 }
 
 /// Times a registration refused for lack of memory (`GNI_RC_ERROR_NOMEM`: kgni could not
