@@ -199,6 +199,9 @@ int main(int argc, char **argv) {
     CHECK_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     self_messages();
+    /* self_messages posts receives from any source with any tag: no other rank's message
+     * (the ring's) may exist before they matched. */
+    CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
     large_to_self();
     ring();
     probes();

@@ -441,7 +441,8 @@ enum Backing {
 #[derive(Debug)]
 struct ProcessRange {
     mem: Arc<dyn HostMem>,
-    pin: ProcessPin,
+    /// Shared by the views of one pin ([`UserMemory::view`]).
+    pin: Arc<ProcessPin>,
     /// First byte (a virtual address = host address) and length, as asked for.
     addr: u64,
     len: u64,
@@ -563,6 +564,30 @@ impl UserMemory {
 
     fn addr_of(&self, offset: u64, len: u64) -> Result<u64, MemError> {
         self.region.backing.at(offset, len)
+    }
+
+    /// `[offset, offset + len)` of a buffer of the process's own memory as a buffer of its
+    /// own, sharing this one's pin (no new pin: a registration cache hands out the part of a
+    /// cached registration that one message uses this way). `OutOfRange` beyond the buffer;
+    /// `Fault` for a buffer of allocated pages, which has no views.
+    pub fn view(&self, offset: u64, len: u64) -> Result<UserMemory, MemError> {
+        let Backing::Process(r) = &self.region.backing else {
+            return Err(MemError::Fault {
+                addr: self.va().saturating_add(offset),
+                len,
+            });
+        };
+        let addr = self.region.backing.at(offset, len)?;
+        Ok(UserMemory {
+            region: Arc::new(UserRegion {
+                backing: Backing::Process(Arc::new(ProcessRange {
+                    mem: Arc::clone(&r.mem),
+                    pin: Arc::clone(&r.pin),
+                    addr,
+                    len,
+                })),
+            }),
+        })
     }
 
     window_accessors!();
@@ -699,7 +724,7 @@ impl UserSpace {
             region: Arc::new(UserRegion {
                 backing: Backing::Process(Arc::new(ProcessRange {
                     mem: Arc::clone(&self.inner.mem),
-                    pin,
+                    pin: Arc::new(pin),
                     addr: va,
                     len,
                 })),
@@ -731,7 +756,7 @@ impl UserSpace {
         Some(Pinned {
             backing: Backing::Process(Arc::new(ProcessRange {
                 mem: Arc::clone(&self.inner.mem),
-                pin,
+                pin: Arc::new(pin),
                 addr: start,
                 len: plen,
             })),

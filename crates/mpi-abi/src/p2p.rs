@@ -52,6 +52,23 @@ fn check_rank(comm: &SimpleCommunicator, r: c_int, any: bool) -> AResult<()> {
     }
 }
 
+/// Where `count` elements of `layout` at `buf` are when the NIC moves them in place (zero
+/// copy: a contiguous buffer of at least the transport's zero-copy size, on a node hosted in
+/// this process): its address and length.
+fn in_place(
+    c: &SimpleCommunicator,
+    buf: Lent,
+    layout: &Layout,
+    count: usize,
+) -> Option<(u64, usize)> {
+    let min = c.zero_copy_min()?;
+    let len = layout.size().checked_mul(count)?;
+    if !layout.is_contiguous() || len < min || buf.is_in_place() || buf.addr() == 0 {
+        return None;
+    }
+    Some((buf.addr() as u64, len))
+}
+
 /// The bytes to send: `count` elements of `dtype` from `buf`, packed.
 fn payload(s: &State, buf: Lent, cnt: c_int, dtype: Handle) -> AResult<Vec<u8>> {
     let n = count(cnt)?;
@@ -91,6 +108,19 @@ pub(crate) fn send(
     let c = s.comm(comm)?.comm.clone();
     let tag = check_tag(tag, false)?.unwrap_or(0);
     check_rank(&c, dest, false)?;
+    if mode != Mode::Buffered
+        && dest != MPI_PROC_NULL
+        && let Some((addr, len)) = in_place(&c, buf, &*s.layout(dtype)?, count(cnt)?)
+    {
+        let r = c.process_at_rank(dest).immediate_send_in_place(
+            addr,
+            len,
+            tag,
+            mode == Mode::Synchronous,
+        )?;
+        r.wait()?;
+        return Ok(());
+    }
     let data = payload(s, buf, cnt, dtype)?;
     if mode == Mode::Buffered {
         check_bsend(s, data.len())?;
@@ -122,6 +152,18 @@ pub(crate) fn isend(
     let c = s.comm(comm)?.comm.clone();
     let tag = check_tag(tag, false)?.unwrap_or(0);
     check_rank(&c, dest, false)?;
+    if mode != Mode::Buffered
+        && dest != MPI_PROC_NULL
+        && let Some((addr, len)) = in_place(&c, buf, &*s.layout(dtype)?, count(cnt)?)
+    {
+        let r = c.process_at_rank(dest).immediate_send_in_place(
+            addr,
+            len,
+            tag,
+            mode == Mode::Synchronous,
+        )?;
+        return Ok(Req::Direct(r));
+    }
     let data = payload(s, buf, cnt, dtype)?;
     if mode == Mode::Buffered {
         check_bsend(s, data.len())?;
@@ -155,6 +197,15 @@ pub(crate) fn irecv(
     let layout: Rc<Layout> = s.layout(dtype)?;
     if source == MPI_PROC_NULL {
         return Ok(Req::Done(StatusInfo::empty()));
+    }
+    if let Some((addr, len)) = in_place(&c, buf, &layout, n) {
+        let r = if source == MPI_ANY_SOURCE {
+            c.any_process().immediate_receive_in_place(addr, len, tag)?
+        } else {
+            c.process_at_rank(source)
+                .immediate_receive_in_place(addr, len, tag)?
+        };
+        return Ok(Req::Direct(r));
     }
     let cap = layout.size() * n;
     fn irecv<'a, 'c>(

@@ -71,6 +71,9 @@ pub(crate) enum Req {
     Done(StatusInfo),
     /// A send whose bytes are staged.
     Send(mpi::Request<'static>),
+    /// A send or receive the NIC moves in place, from or into the program's buffer (zero
+    /// copy): nothing to unpack.
+    Direct(mpi::Request<'static>),
     /// A receive into a staging buffer, unpacked into `dest` on completion.
     Recv { staged: Staged, dest: Dest },
     /// A collective whose output (if any) is unpacked into `dest` on completion.
@@ -99,6 +102,10 @@ fn test_req(s: &mut State, r: Req) -> AResult<(Option<StatusInfo>, Option<Req>)>
         Req::Send(q) => match q.test()? {
             Ok(st) => Ok((Some(StatusInfo::of(&st)), None)),
             Err(q) => Ok((None, Some(Req::Send(q)))),
+        },
+        Req::Direct(q) => match q.test()? {
+            Ok(st) => Ok((Some(StatusInfo::of(&st)), None)),
+            Err(q) => Ok((None, Some(Req::Direct(q)))),
         },
         Req::Recv { mut staged, dest } => {
             let Some(q) = staged.take_op() else {
@@ -404,6 +411,14 @@ pub(crate) fn cancel(s: &mut State, h: Handle) -> AResult<()> {
             }
             Ok(())
         }
+        // A zero-copy send cannot be cancelled (the transport refuses), a receive can.
+        Some(Req::Direct(q)) => Ok(q.cancel()?),
+        Some(Req::Persistent {
+            active: Some(a), ..
+        }) if matches!(**a, Req::Direct(_)) => match a.as_ref() {
+            Req::Direct(q) => Ok(q.cancel()?),
+            _ => Ok(()),
+        },
         Some(Req::Done(_)) => Ok(()),
         Some(Req::Send(_)) | Some(Req::Persistent { .. }) => {
             Err(AbiError::unsupported("MPI_Cancel of a send"))

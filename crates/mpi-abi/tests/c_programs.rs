@@ -38,7 +38,7 @@ fn binaries() -> &'static PathBuf {
     DIR.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-abi-c");
         std::fs::create_dir_all(&dir).expect("creating the output directory");
-        for name in PROGRAMS.iter().chain(&["fatal"]) {
+        for name in PROGRAMS.iter().chain(&["fatal", "zcopy"]) {
             let out = Command::new(mpicc())
                 .args(["-Wall", "-Wextra", "-Werror", "-o"])
                 .arg(dir.join(name))
@@ -231,6 +231,90 @@ fn a_get_of_a_contiguous_range_is_one_nic_get() {
             "{n} NIC gets for 2,072 MPI_Get pieces"
         );
     }
+}
+
+/// The transport statistics each rank printed at finalize (`NICEMU_TRANSPORT_STATS=1`), by
+/// rank: `transport stats: rank R (nic): name=value ...`.
+fn transport_stats(text: &str, ranks: usize) -> Vec<std::collections::BTreeMap<String, u64>> {
+    let mut out = vec![std::collections::BTreeMap::new(); ranks];
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("transport stats: rank ") else {
+            continue;
+        };
+        let (r, rest) = rest.split_once(' ').expect("a rank");
+        let r: usize = r.parse().expect("a rank number");
+        for w in rest.split_whitespace().skip(1) {
+            if let Some((k, v)) = w.split_once('=') {
+                out[r].insert(k.to_string(), v.parse().expect("a count"));
+            }
+        }
+    }
+    for (r, s) in out.iter().enumerate() {
+        assert!(!s.is_empty(), "no statistics of rank {r}:\n{text}");
+    }
+    out
+}
+
+fn stat(s: &std::collections::BTreeMap<String, u64>, k: &str) -> u64 {
+    s.get(k).copied().unwrap_or(0)
+}
+
+/// `zcopy` as a job of two processes: every large message goes from the program's own buffer
+/// to the program's own buffer with no staging copy on either side (the transports' own
+/// counters say so), and memory unmapped or freed between messages is registered afresh, not
+/// written through a stale registration (every byte is checked by the program).
+fn zero_copy_between_processes(nic: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
+    let mut spec =
+        launch::job::JobSpec::new(2, vec![binaries().join("zcopy").display().to_string()]);
+    spec.env.push(("NICEMU_NIC".into(), nic.into()));
+    spec.env.push(("NICEMU_TRANSPORT_STATS".into(), "1".into()));
+    spec.timeout = Some(RUN_LIMIT);
+    let text = launch::job::run_captured(&spec)
+        .unwrap_or_else(|e| panic!("zcopy on 2 {nic} processes failed: {e}"));
+    assert!(text.contains("zcopy: OK"), "{text}");
+    let s = transport_stats(&text, 2);
+    let (tx, rx) = (&s[0], &s[1]);
+    // Three sends from one buffer, one from MPI_Alloc_mem memory, three from fresh mappings,
+    // one from a fresh malloc.
+    assert_eq!(stat(tx, "send_zero_copy"), 8, "{nic}: {tx:?}");
+    assert_eq!(stat(rx, "recv_zero_copy"), 8, "{nic}: {rx:?}");
+    for (r, st) in s.iter().enumerate() {
+        // The Alloc_mem buffer was registered at MPI_Alloc_mem; the second and third sends
+        // from one buffer found their registration.
+        assert!(stat(st, "mr_cache_hits") >= 1, "{nic} rank {r}: {st:?}");
+        // The unmapped and freed buffers' registrations were found invalid and dropped.
+        assert!(
+            stat(st, "mr_cache_invalidated") >= 1,
+            "{nic} rank {r}: {st:?}"
+        );
+        assert!(stat(st, "mr_cache_misses") >= 5, "{nic} rank {r}: {st:?}");
+    }
+    s
+}
+
+#[test]
+fn large_messages_go_zero_copy_between_cassini_processes() {
+    let s = zero_copy_between_processes("cassini");
+    let (tx, rx) = (&s[0], &s[1]);
+    assert_eq!(stat(tx, "send_staged"), 0, "no send was copied: {tx:?}");
+    assert_eq!(
+        stat(rx, "recv_zero_copy_fallback"),
+        0,
+        "every receive was posted on the buffer: {rx:?}"
+    );
+}
+
+#[test]
+fn large_messages_go_zero_copy_between_gemini_processes() {
+    let s = zero_copy_between_processes("gemini");
+    let (tx, rx) = (&s[0], &s[1]);
+    assert_eq!(stat(tx, "R0"), 8, "{tx:?}");
+    assert_eq!(stat(tx, "R1"), 0, "{tx:?}");
+    assert_eq!(
+        stat(rx, "R0_landed") + stat(rx, "R0_copied"),
+        0,
+        "nothing copied out of a staging buffer: {rx:?}"
+    );
 }
 
 #[test]

@@ -68,6 +68,47 @@ impl SimpleCommunicator {
         self.core.borrow_mut().transport.recv(spec, capacity)
     }
 
+    /// The smallest message this rank's NIC sends from and receives into the caller's own
+    /// memory without a copy (zero copy: a node hosted in this process), if it can.
+    pub fn zero_copy_min(&self) -> Option<usize> {
+        self.core.borrow().transport.zero_copy_min()
+    }
+
+    /// Whether a message of `len` bytes goes zero copy.
+    pub(crate) fn in_place(&self, len: usize) -> bool {
+        self.zero_copy_min().is_some_and(|m| len >= m)
+    }
+
+    /// Start a send of the `len` bytes at `addr`, read in place by the NIC.
+    pub(crate) fn start_send_in_place(
+        &self,
+        dest: CommRank,
+        tag: u32,
+        addr: u64,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<OpId> {
+        let world = self.world_rank(dest)?;
+        let bits = self.bits(tag, false);
+        self.core
+            .borrow_mut()
+            .transport
+            .send_zero_copy(world, bits, addr, len, mode)
+    }
+
+    /// Keep `[addr, addr + len)` of this process registered with the NIC until
+    /// [`forget_registered`](Self::forget_registered): memory `MPI_Alloc_mem` hands out, so
+    /// that zero-copy messages in it find it registered. Nothing happens where there is no
+    /// zero copy.
+    pub fn keep_registered(&self, addr: u64, len: usize) -> Result<()> {
+        self.core.borrow_mut().transport.keep_registered(addr, len)
+    }
+
+    /// Stop keeping the memory at `addr` registered (`MPI_Free_mem`).
+    pub fn forget_registered(&self, addr: u64) {
+        self.core.borrow_mut().transport.forget_registered(addr);
+    }
+
     /// Send `send` to `dest` and receive into `recv` from `source` (`MPI_Sendrecv`).
     pub fn sendrecv_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
         &self,
@@ -112,10 +153,44 @@ impl<'c> Process<'c> {
     }
 
     fn send_mode<B: Buffer + ?Sized>(&self, buf: &B, tag: Tag, mode: SendMode) -> Result<()> {
+        let bytes = buf.bytes();
+        let tag = check_tag(tag)?;
+        // A blocking send holds the buffer until the NIC is done with it: zero copy is safe
+        // here whenever the NIC can.
+        let op = if self.comm.in_place(bytes.len()) {
+            let addr = bytes.as_ptr().expose_provenance() as u64;
+            self.comm
+                .start_send_in_place(self.rank, tag, addr, bytes.len(), mode)?
+        } else {
+            self.comm.start_send(self.rank, tag, false, bytes, mode)?
+        };
+        wait_op(&self.comm.core, op).map(|_| ())
+    }
+
+    /// `MPI_Isend` (`synchronous`: `MPI_Issend`) of the `len` bytes at address `addr` of
+    /// this process, read in place by the NIC (zero copy). The C binding's path: the program
+    /// leaves the buffer unchanged until the request completes (MPI's rule for a send
+    /// buffer), which a borrow cannot express across the C interface. An error unless
+    /// [`SimpleCommunicator::zero_copy_min`] allows `len`.
+    pub fn immediate_send_in_place(
+        &self,
+        addr: u64,
+        len: usize,
+        tag: Tag,
+        synchronous: bool,
+    ) -> Result<Request<'static>> {
+        if !self.comm.in_place(len) {
+            return Err(Error::Arg(format!("no zero-copy send of {len} bytes here")));
+        }
+        let mode = if synchronous {
+            SendMode::Synchronous
+        } else {
+            SendMode::Standard
+        };
         let op = self
             .comm
-            .start_send(self.rank, check_tag(tag)?, false, buf.bytes(), mode)?;
-        wait_op(&self.comm.core, op).map(|_| ())
+            .start_send_in_place(self.rank, check_tag(tag)?, addr, len, mode)?;
+        Ok(Request::new(self.comm, op, Target::Send))
     }
 
     /// `MPI_Send` with tag 0.
@@ -250,6 +325,20 @@ pub trait Source<'c> {
         immediate_receive_into(&at(self), scope, buf, Some(tag))
     }
 
+    /// `MPI_Irecv` of at most `capacity` bytes into address `addr` of this process, written
+    /// in place by the NIC (zero copy); `tag` `None` for any tag. The C binding's path: the
+    /// program leaves the buffer alone until the request completes, which a borrow cannot
+    /// express across the C interface. An error unless
+    /// [`SimpleCommunicator::zero_copy_min`] allows `capacity`.
+    fn immediate_receive_in_place(
+        &self,
+        addr: u64,
+        capacity: usize,
+        tag: Option<Tag>,
+    ) -> Result<Request<'static>> {
+        receive_in_place(&at(self), addr, capacity, tag)
+    }
+
     /// `MPI_Probe` (any tag).
     fn probe(&self) -> Result<Status> {
         probe(&at(self), None)
@@ -349,8 +438,43 @@ fn receive_into<B: BufferMut + ?Sized>(
     tag: Option<Tag>,
 ) -> Result<Status> {
     let spec = f.spec(tag)?;
-    let op = f.comm.start_recv(spec, buf.bytes().len())?;
-    Request::new(f.comm, op, Target::Into(buf.bytes_mut())).wait()
+    let out = buf.bytes_mut();
+    if f.comm.in_place(out.len()) {
+        // A blocking receive holds the buffer until the message is in: the NIC writes it
+        // in place. On an error the request is dropped, which takes the receive out of
+        // matching (the errors that reach here end the job, MPI_ERRORS_ARE_FATAL).
+        let (addr, cap, target) = Target::in_place(out);
+        let op = f
+            .comm
+            .core
+            .borrow_mut()
+            .transport
+            .recv_zero_copy(spec, addr, cap)?;
+        return Request::new(f.comm, op, target).wait();
+    }
+    let op = f.comm.start_recv(spec, out.len())?;
+    Request::new(f.comm, op, Target::Into(out)).wait()
+}
+
+fn receive_in_place(
+    f: &Origin<'_>,
+    addr: u64,
+    capacity: usize,
+    tag: Option<Tag>,
+) -> Result<Request<'static>> {
+    if !f.comm.in_place(capacity) {
+        return Err(Error::Arg(format!(
+            "no zero-copy receive of {capacity} bytes here"
+        )));
+    }
+    let spec = f.spec(tag)?;
+    let op = f
+        .comm
+        .core
+        .borrow_mut()
+        .transport
+        .recv_zero_copy(spec, addr, capacity)?;
+    Ok(Request::new(f.comm, op, Target::in_place_raw(capacity)))
 }
 
 fn immediate_receive_into<'a, B: BufferMut + ?Sized>(

@@ -30,6 +30,13 @@ pub(crate) enum Target<'a> {
     Into(&'a mut [u8]),
     /// A receive whose bytes the request keeps.
     Owned(Option<Vec<u8>>),
+    /// A zero-copy receive of at most `capacity` bytes: the NIC writes them where the buffer
+    /// is (`Transport::recv_zero_copy`); nothing is delivered, and no reference to the
+    /// buffer is held meanwhile (the lifetime keeps it borrowed).
+    InPlace {
+        capacity: usize,
+        _buf: PhantomData<&'a mut [u8]>,
+    },
 }
 
 /// What a request waits for.
@@ -55,6 +62,32 @@ pub struct Request<'a> {
     op: Op<'a>,
     done: bool,
     status: Option<Status>,
+}
+
+impl<'a> Target<'a> {
+    /// A zero-copy receive into `buf`: its address and length go to the NIC; the borrow is
+    /// kept, the reference is not.
+    pub(crate) fn in_place(buf: &'a mut [u8]) -> (u64, usize, Target<'a>) {
+        let addr = buf.as_mut_ptr().expose_provenance() as u64;
+        let capacity = buf.len();
+        (
+            addr,
+            capacity,
+            Target::InPlace {
+                capacity,
+                _buf: PhantomData,
+            },
+        )
+    }
+
+    /// A zero-copy receive of `capacity` bytes at an address the caller vouches for (the C
+    /// binding: MPI's rules keep the buffer).
+    pub(crate) fn in_place_raw(capacity: usize) -> Target<'static> {
+        Target::InPlace {
+            capacity,
+            _buf: PhantomData,
+        }
+    }
 }
 
 impl<'a> Request<'a> {
@@ -144,6 +177,23 @@ impl<'a> Request<'a> {
                 "a point-to-point request completed as an RMA fetch".into(),
             )),
             Completion::Landed { envelope, len } => {
+                if let Target::InPlace { capacity, .. } = target {
+                    let capacity = *capacity;
+                    if len != envelope.len.min(capacity) {
+                        return Err(Error::Transport(format!(
+                            "a zero-copy receive completed with {len} bytes for a buffer of \
+                             {capacity} and a message of {}",
+                            envelope.len
+                        )));
+                    }
+                    if envelope.len > capacity {
+                        return Err(Error::Truncate {
+                            len: envelope.len,
+                            capacity,
+                        });
+                    }
+                    return Ok(Status::of(&self.comm, &envelope));
+                }
                 let Target::Into(buf) = target else {
                     return Err(Error::Transport(
                         "a receive without a buffer completed in place".into(),
@@ -180,6 +230,11 @@ impl<'a> Request<'a> {
                         }
                     }
                     Target::Owned(slot) => *slot = Some(data),
+                    Target::InPlace { .. } => {
+                        return Err(Error::Transport(
+                            "a zero-copy receive completed with its bytes in a vector".into(),
+                        ));
+                    }
                 }
                 Ok(status)
             }

@@ -35,6 +35,7 @@ pub fn run_cassini_report<R: Send>(
         .nics(job.nodes as usize)
         .engine(job.engine.clone())
         .memory_per_node(job.memory_per_node)
+        .process_memory(job.process_memory)
         .driver_faults(job.driver_faults.clone());
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());

@@ -36,6 +36,7 @@ pub fn run_gemini_report<R: Send>(
         .nics_per_router(per_router)
         .engine(job.engine.clone())
         .memory_per_node(job.memory_per_node)
+        .process_memory(job.process_memory)
         .driver_faults(job.driver_faults.clone());
     if matches!(job.engine, EngineKind::Deterministic { .. }) {
         builder = builder.progress_wrap(sched::yielding_progress());

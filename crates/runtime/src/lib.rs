@@ -207,6 +207,10 @@ pub struct Job {
     /// A sink that sees every packet injected into the machine's fabric (`nicemu trace`);
     /// none by default.
     pub capture: Option<Arc<dyn CaptureSink>>,
+    /// Whether each node reaches this process's own memory beside its RAM (default false),
+    /// as a node hosted in a rank process does: the transports then send from and receive
+    /// into the ranks' own buffers without a copy (zero copy).
+    pub process_memory: bool,
 }
 
 impl Job {
@@ -223,6 +227,7 @@ impl Job {
             nic_faults: NicFaults::none(),
             driver_faults: DriverFaults::none(),
             capture: None,
+            process_memory: false,
         }
     }
 
@@ -254,6 +259,13 @@ impl Job {
     /// This job with the drivers' fault sites switched on.
     pub fn driver_faults(mut self, faults: DriverFaults) -> Self {
         self.driver_faults = faults;
+        self
+    }
+
+    /// This job with the process's own memory reachable by every node (zero copy, see
+    /// [`Job::process_memory`]).
+    pub fn process_memory(mut self, on: bool) -> Self {
+        self.process_memory = on;
         self
     }
 

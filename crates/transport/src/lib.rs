@@ -31,6 +31,7 @@ pub mod env;
 pub mod error;
 pub mod gni;
 pub mod matching;
+pub mod regcache;
 
 pub use env::Env;
 pub use error::{Error, Result};
@@ -228,6 +229,37 @@ pub struct Atomic {
 /// `rendezvous` on cxi; `E0`, `E1`, `R0`, `R1` on gni), and anything else a transport counts.
 pub type Stats = BTreeMap<&'static str, u64>;
 
+/// `NICEMU_TRANSPORT_STATS=1`: each rank prints its transport's statistics ([`Stats`]) as one
+/// line on standard error at finalize, `transport stats: rank R (cxi): name=value ...`: how
+/// a job of processes shows which protocol each message took (zero copy or staged, the
+/// registration cache's hits and misses), as the in-process tests read them with
+/// `Transport::stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatsReport {
+    on: bool,
+}
+
+impl StatsReport {
+    /// From `NICEMU_TRANSPORT_STATS` (default off).
+    pub fn from_env(env: &Env) -> Result<Self> {
+        Ok(StatsReport {
+            on: env.flag("NICEMU_TRANSPORT_STATS", false)?,
+        })
+    }
+
+    /// Print rank `rank`'s `stats` of transport `name`, if asked for.
+    pub fn print(&self, rank: Rank, name: &str, stats: &Stats) {
+        if !self.on {
+            return;
+        }
+        let mut line = format!("transport stats: rank {rank} ({name}):");
+        for (k, v) in stats {
+            line.push_str(&format!(" {}={v}", k.replace(' ', "_")));
+        }
+        env::eprint_line(&line);
+    }
+}
+
 /// What `test` and `test_into` do on every transport: `look` for the completion of an
 /// operation, and if there is none yet, make one round of progress and look again.
 pub(crate) fn look_around_progress<T: Transport + ?Sized>(
@@ -285,6 +317,58 @@ pub trait Transport {
     fn test_into(&mut self, op: OpId, _out: &mut [u8]) -> Result<Option<Completion>> {
         self.test(op)
     }
+    /// The smallest message this transport sends from, and receives into, the caller's own
+    /// memory without a copy ([`send_zero_copy`](Self::send_zero_copy),
+    /// [`recv_zero_copy`](Self::recv_zero_copy)); `None` when it cannot (its NIC does not
+    /// reach this process's memory: the node is not hosted in this process). Default `None`.
+    fn zero_copy_min(&self) -> Option<usize> {
+        None
+    }
+
+    /// Start sending the `len` bytes at address `va` of this process to `dest`, read by the
+    /// NIC where they are (the buffer is registered through the transport's registration
+    /// cache). Unlike [`send`](Self::send), the caller leaves the memory mapped and unchanged
+    /// until the operation completes — MPI's rule for the buffer of a nonblocking send.
+    /// Only when [`zero_copy_min`](Self::zero_copy_min) is `Some`; memory that is not mapped
+    /// is an [`Error::Arg`].
+    fn send_zero_copy(
+        &mut self,
+        _dest: Rank,
+        _bits: u64,
+        _va: u64,
+        _len: usize,
+        _mode: SendMode,
+    ) -> Result<OpId> {
+        Err(Error::Transport(format!(
+            "{}: no zero-copy sends on this node",
+            self.name()
+        )))
+    }
+
+    /// Post a receive of at most `capacity` bytes for messages matching `spec`, landing
+    /// where the NIC puts them: `[va, va + capacity)` of this process. It completes with
+    /// [`Completion::Landed`] (the bytes are there), or [`Completion::Cancelled`]. The caller
+    /// leaves the memory mapped and does not touch it until then. Only when
+    /// [`zero_copy_min`](Self::zero_copy_min) is `Some`.
+    fn recv_zero_copy(&mut self, _spec: MatchSpec, _va: u64, _capacity: usize) -> Result<OpId> {
+        Err(Error::Transport(format!(
+            "{}: no zero-copy receives on this node",
+            self.name()
+        )))
+    }
+
+    /// Register `[va, va + len)` of this process now and keep it registered until
+    /// [`forget_registered`](Self::forget_registered) (`MPI_Alloc_mem` hands out such
+    /// memory): zero-copy messages in it find it registered. A no-op where there is no zero
+    /// copy.
+    fn keep_registered(&mut self, _va: u64, _len: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Stop keeping the memory registered by [`keep_registered`](Self::keep_registered) at
+    /// `va` (`MPI_Free_mem`).
+    fn forget_registered(&mut self, _va: u64) {}
+
     /// Make progress on everything in flight; `true` if anything happened.
     fn progress(&mut self) -> Result<bool>;
 

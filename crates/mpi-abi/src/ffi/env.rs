@@ -167,6 +167,15 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
         let size = usize::try_from(size)
             .map_err(|_| AbiError::new(MPI_ERR_ARG, format!("a negative size {size}")))?;
         let (m, at) = mem::OwnedMem::new(size);
+        // Registered memory, as MPI_Alloc_mem promises: on a node that reaches this
+        // process's memory the NIC keeps it registered until MPI_Free_mem, so messages in it
+        // go zero copy without a registration on the way.
+        // A registration the NIC refuses (out of memory descriptors) leaves ordinary memory,
+        // which the first message in it registers.
+        let _ = s
+            .world
+            .universe
+            .with_transport(|t| t.keep_registered(at.addr() as u64, size));
         s.allocs.insert(at.addr(), m);
         put(bp, at.addr())
     })
@@ -175,6 +184,9 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut std::ffi::c_void) -> c_int {
     call("MPI_Free_mem", Eh::Other, |s| {
+        s.world
+            .universe
+            .with_transport(|t| t.forget_registered(base as u64));
         s.allocs.remove(&(base as usize)).map(drop).ok_or_else(|| {
             AbiError::new(
                 MPI_ERR_ARG,

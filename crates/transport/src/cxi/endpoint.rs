@@ -112,18 +112,23 @@ fn map_pinned(lni: &Lni, mem: &UserMemory, what: &str, mut evict: impl FnMut()) 
     }
 }
 
-/// A registered staging buffer (user memory and the MD that maps it).
+/// A registered buffer: a staging buffer (memory of the node the transport allocated, and
+/// the MD that maps it), or part of the application's own memory, mapped by a registration of
+/// the registration cache (`user`).
 pub struct Buf {
     /// The memory.
     pub mem: UserMemory,
-    /// Its mapping.
+    /// Its mapping (it may start before `mem`, on a page boundary).
     pub md: Md,
+    /// The application's memory: never pooled, never written by the transport but for the
+    /// bytes of a message it receives.
+    pub user: bool,
 }
 
 impl Buf {
     /// IOVA of byte `off`.
     pub fn iova(&self, off: u64) -> u64 {
-        self.md.iova() + off
+        self.md.iova() + (self.mem.va() - self.md.va()) + off
     }
 
     /// Copy out `len` bytes at `off`.
@@ -381,7 +386,11 @@ impl Endpoint {
         let md = map_pinned(&self.lni, &mem, "registering a staging buffer", || {
             pool.clear()
         })?;
-        Ok(Buf { mem, md })
+        Ok(Buf {
+            mem,
+            md,
+            user: false,
+        })
     }
 
     /// A registered buffer of `len` bytes rounded up to whole pages, zeroed, not from the pool
@@ -395,14 +404,28 @@ impl Endpoint {
         let md = map_pinned(&self.lni, &mem, "registering window memory", || {
             pool.clear()
         })?;
-        Ok(Buf { mem, md })
+        Ok(Buf {
+            mem,
+            md,
+            user: false,
+        })
+    }
+
+    /// Map part of the application's memory (a registration of the registration cache),
+    /// pinned, read/write; the staging pool is emptied first if the driver is short of
+    /// memory.
+    pub fn map_user(&mut self, mem: &UserMemory) -> Result<Md> {
+        let pool = &mut self.pool;
+        map_pinned(&self.lni, mem, "registering application memory", || {
+            pool.clear()
+        })
     }
 
     /// Give a staging buffer back (kept for reuse: [`pooled_per_size`] of its size, and
     /// [`POOLED_BYTES_MAX`] in all).
     pub fn release(&mut self, b: Buf) {
         let size = b.mem.len();
-        if size > POOLED_STAGING_MAX {
+        if b.user || size > POOLED_STAGING_MAX {
             return;
         }
         let pooled: u64 = self.pool.iter().map(|(s, v)| s * v.len() as u64).sum();
@@ -538,7 +561,7 @@ impl Endpoint {
         min_free: u32,
     ) -> Result<()> {
         let (start, length, lac) = match buf {
-            Some((b, len)) => (b.md.iova(), len, b.md.lac()),
+            Some((b, len)) => (b.iova(0), len, b.md.lac()),
             None => (0, (1u64 << 56) - 1, 0),
         };
         let mut cmd = TargetCmd {

@@ -33,6 +33,7 @@ pub use keyed::{Arrival, KEY_MAX, KEYED_DATA, KeyedAmo, KeyedFailure, amo_size};
 mod rx;
 mod sw;
 mod tx;
+mod zcopy;
 
 use driver::clock::Instant;
 use std::collections::{BTreeMap, HashMap};
@@ -121,6 +122,8 @@ struct RecvOp {
     rdzv_from: Option<retry::RdzvSource>,
     /// Times its Get was issued again (`retry`).
     tries: u32,
+    /// `buf` is the application's own memory: the message lands in place (`zcopy`).
+    zero_copy: bool,
 }
 
 /// What tells apart unexpected messages stored at one IOVA: initiator, match bits, length.
@@ -208,6 +211,11 @@ pub struct CxiTransport {
     finalized: bool,
     /// `MPICH_OFI_CXI_COUNTER_REPORT`: the counters sampled at init.
     counters: Option<report::CounterReport>,
+    /// Zero copy: the registration cache of application buffers (`zcopy`). Before `ep`:
+    /// its registrations go before the LNI.
+    /// `NICEMU_TRANSPORT_STATS`: the statistics at finalize.
+    stats_report: crate::StatsReport,
+    zc: crate::regcache::ZeroCopy<userlib::cxi::Md>,
     ep: Endpoint,
     /// The rest of the control block is dropped after the endpoint's buffers.
     _pmi: Box<dyn Pmi>,
@@ -302,6 +310,8 @@ impl CxiTransport {
             idle_spins: 0,
             finalized: false,
             counters,
+            zc: crate::regcache::ZeroCopy::new(env)?,
+            stats_report: crate::StatsReport::from_env(env)?,
             ep,
             _pmi: Box::new(NoPmi),
         };
@@ -309,6 +319,10 @@ impl CxiTransport {
             "idc",
             "eager",
             "rendezvous",
+            "send_staged",
+            "send_zero_copy",
+            "recv_zero_copy",
+            "recv_zero_copy_fallback",
             "unexpected",
             "expected",
             "sync_notices",
@@ -436,6 +450,7 @@ impl CxiTransport {
         let buf = Buf {
             mem: lb.buf.mem.clone(),
             md: lb.buf.md.clone(),
+            user: false,
         };
         self.ep.append(
             &pte,
@@ -587,6 +602,8 @@ impl Transport for CxiTransport {
             }
             self.progress()?;
         }
+        self.stats_report
+            .print(self.rank, "cxi", &crate::Transport::stats(self));
         self.counter_report()?;
         self._pmi.finalize();
         Ok(())
@@ -661,11 +678,44 @@ impl Transport for CxiTransport {
     }
 
     fn test(&mut self, op: OpId) -> Result<Option<Completion>> {
-        self.test_maybe_into(op, None)
+        match self.test_maybe_into(op, None)? {
+            Some(c) => self.zc.land(op, c).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn test_into(&mut self, op: OpId, out: &mut [u8]) -> Result<Option<Completion>> {
-        self.test_maybe_into(op, Some(out))
+        match self.test_maybe_into(op, Some(out))? {
+            Some(c) => self.zc.land(op, c).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn zero_copy_min(&self) -> Option<usize> {
+        self.zc.min(self.ep.dev.process_memory())
+    }
+
+    fn send_zero_copy(
+        &mut self,
+        dest: Rank,
+        bits: u64,
+        va: u64,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<OpId> {
+        self.zc_send(dest, bits, va, len, mode)
+    }
+
+    fn recv_zero_copy(&mut self, spec: MatchSpec, va: u64, capacity: usize) -> Result<OpId> {
+        self.zc_recv(spec, va, capacity)
+    }
+
+    fn keep_registered(&mut self, va: u64, len: usize) -> Result<()> {
+        self.zc_keep(va, len)
+    }
+
+    fn forget_registered(&mut self, va: u64) {
+        self.zc.forget(va);
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -700,7 +750,9 @@ impl Transport for CxiTransport {
     }
 
     fn stats(&self) -> Stats {
-        self.stats.clone()
+        let mut s = self.stats.clone();
+        self.zc.report(&mut s);
+        s
     }
 
     fn win_create(&mut self, len: usize) -> Result<(WinId, Vec<u8>)> {

@@ -31,6 +31,8 @@ pub(super) struct Arrived {
     keep: usize,
     eager: Vec<u8>,
     buf: Option<Buf>,
+    /// `buf` is the application's own memory (a zero-copy receive).
+    zero_copy: bool,
 }
 
 /// Fill `out` with the bytes of an arrived receive: `eager` first, then `buf` from offset
@@ -98,6 +100,7 @@ impl CxiTransport {
                 rdzv_pending: false,
                 rdzv_from: None,
                 tries: 0,
+                zero_copy: false,
             },
         );
         (id, bid)
@@ -106,6 +109,32 @@ impl CxiTransport {
     pub(super) fn hw_recv(&mut self, spec: MatchSpec, capacity: usize) -> Result<OpId> {
         let (id, bid) = self.new_recv(capacity);
         let buf = self.ep.buf(capacity)?;
+        self.hw_post(id, bid, spec, capacity, buf)
+    }
+
+    /// A receive posted as a priority LE over `buf`: the application's own memory, where the
+    /// message lands in place (zero copy).
+    pub(super) fn hw_recv_in_place(
+        &mut self,
+        spec: MatchSpec,
+        capacity: usize,
+        buf: Buf,
+    ) -> Result<OpId> {
+        let (id, bid) = self.new_recv(capacity);
+        if let Some(r) = self.recvs.get_mut(&id) {
+            r.zero_copy = true;
+        }
+        self.hw_post(id, bid, spec, capacity, buf)
+    }
+
+    fn hw_post(
+        &mut self,
+        id: u64,
+        bid: u16,
+        spec: MatchSpec,
+        capacity: usize,
+        buf: Buf,
+    ) -> Result<OpId> {
         let (bits, ignore) = le_bits(&spec);
         let match_id = self.spec_match_id(&spec);
         let pte = self.ep.rx.pte.clone();
@@ -437,6 +466,7 @@ impl CxiTransport {
                 keep,
                 eager,
                 buf,
+                zero_copy: r.zero_copy,
             },
         );
         Ok(())
@@ -464,7 +494,23 @@ impl CxiTransport {
             keep,
             eager,
             buf,
+            zero_copy,
         } = a;
+        if zero_copy {
+            // The NIC wrote the message in place; an eager part it first put in an overflow
+            // buffer (the message came unexpected) goes in front of it.
+            if let Some(b) = buf {
+                if !eager.is_empty() {
+                    b.write(0, &eager)?;
+                }
+                self.ep.release(b);
+            }
+            self.bump("recv_zero_copy");
+            return Ok(Some(Completion::Landed {
+                envelope,
+                len: keep,
+            }));
+        }
         let c = match out {
             Some(out) if out.len() >= keep => {
                 copy_arrived(&eager, buf.as_ref(), &mut out[..keep])?;

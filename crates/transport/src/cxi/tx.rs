@@ -11,11 +11,38 @@ use firmware_spec::cassini::cmd::{DmaFlags, DmaOp};
 use firmware_spec::cassini::dma::FullDma;
 
 use super::config::IDC_MAX;
+use super::endpoint::Buf;
 use super::endpoint::RX_INDEX;
 use super::proto::{self, LAC_SHIFT, RDZV, RID_SHIFT, SYNC};
 use super::{CxiTransport, IdcPayload, SendOp};
 use crate::error::Result;
 use crate::{Completion, OpId, Rank};
+
+/// A message longer than the NIC's 4 GiB limit is refused.
+fn check_len(len: usize) -> Result<()> {
+    u32::try_from(len).map(|_| ()).map_err(|_| {
+        crate::error::Error::Count(format!(
+            "a message of {len} bytes is longer than the NIC's 4 GiB limit"
+        ))
+    })
+}
+
+/// A send of `len` bytes to `dest`, nothing attached yet.
+fn send_op(dest: Rank, bits: u64, len: usize, sync: bool) -> SendOp {
+    let sync_bit = if sync { SYNC } else { 0 };
+    SendOp {
+        dest,
+        bits: proto::user_bits(bits) | sync_bit,
+        len,
+        idc: None,
+        staging: None,
+        sync,
+        rdzv: None,
+        acked: false,
+        matched: false,
+        pulled: false,
+    }
+}
 
 impl CxiTransport {
     pub(super) fn start_send(
@@ -26,43 +53,74 @@ impl CxiTransport {
         sync: bool,
     ) -> Result<OpId> {
         let id = self.new_op();
-        let sync_bit = if sync { SYNC } else { 0 };
-        let mut op = SendOp {
-            dest,
-            bits: proto::user_bits(bits) | sync_bit,
-            len: data.len(),
-            idc: None,
-            staging: None,
-            sync,
-            rdzv: None,
-            acked: false,
-            matched: false,
-            pulled: false,
-        };
         if data.len() <= IDC_MAX {
+            let mut op = send_op(dest, bits, data.len(), sync);
             op.idc = Some(IdcPayload::new(data));
             self.bump("idc");
-        } else if data.len() <= self.cfg.rdzv_threshold {
-            let buf = self.ep.buf(data.len())?;
-            buf.write(0, data)?;
-            op.staging = Some(buf);
-            self.bump("eager");
-        } else {
-            u32::try_from(data.len()).map_err(|_| {
-                crate::error::Error::Count(format!(
-                    "a message of {} bytes is longer than the NIC's 4 GiB limit",
-                    data.len()
-                ))
-            })?;
-            let rid = self.free_rid()?;
-            let buf = self.ep.buf(data.len())?;
-            buf.write(0, data)?;
-            self.ep.expose_lac(buf.md.lac())?;
-            self.rdzv_ids.insert(rid, id);
-            op.rdzv = Some(rid);
-            op.staging = Some(buf);
-            self.bump("rendezvous");
+            return self.queue_send(id, op);
         }
+        check_len(data.len())?;
+        let rid = self.rid_for(data.len())?;
+        let buf = self.ep.buf(data.len())?;
+        buf.write(0, data)?;
+        self.bump("send_staged");
+        self.send_with_buf(id, dest, bits, data.len(), sync, buf, rid)
+    }
+
+    /// Send the `len` bytes at the start of `buf`, the application's own memory (zero
+    /// copy): eager or rendezvous by length.
+    pub(super) fn start_send_buf(
+        &mut self,
+        dest: Rank,
+        bits: u64,
+        len: usize,
+        sync: bool,
+        buf: Buf,
+    ) -> Result<OpId> {
+        check_len(len)?;
+        let id = self.new_op();
+        let rid = self.rid_for(len)?;
+        self.bump("send_zero_copy");
+        self.send_with_buf(id, dest, bits, len, sync, buf, rid)
+    }
+
+    /// A rendezvous id for a message of `len` bytes that goes by rendezvous.
+    fn rid_for(&mut self, len: usize) -> Result<Option<u8>> {
+        if len > self.cfg.rdzv_threshold {
+            self.free_rid().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Send `id`: the `len` bytes at the start of `buf`, eager, or by rendezvous `rid`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_with_buf(
+        &mut self,
+        id: u64,
+        dest: Rank,
+        bits: u64,
+        len: usize,
+        sync: bool,
+        buf: Buf,
+        rid: Option<u8>,
+    ) -> Result<OpId> {
+        let mut op = send_op(dest, bits, len, sync);
+        match rid {
+            None => self.bump("eager"),
+            Some(rid) => {
+                self.ep.expose_lac(buf.md.lac())?;
+                self.rdzv_ids.insert(rid, id);
+                op.rdzv = Some(rid);
+                self.bump("rendezvous");
+            }
+        }
+        op.staging = Some(buf);
+        self.queue_send(id, op)
+    }
+
+    fn queue_send(&mut self, id: u64, op: SendOp) -> Result<OpId> {
+        let dest = op.dest;
         self.sends.insert(id, op);
         // A peer whose PtlTE refused our messages gets nothing new until it resumes them
         // (flow control, `fc`): queued behind the dropped ones, in order.

@@ -100,7 +100,11 @@ impl Mailboxes {
             .alloc(u64::from(self.per) * u64::from(n.max(1)))
             .map_err(mem_err)?;
         let mh = super::register(nic, &mem, Some(rx), |_| {})?;
-        self.blocks.push(Staged { mem, mh });
+        self.blocks.push(Staged {
+            mem,
+            mh,
+            user: None,
+        });
         self.left = n;
         Ok(())
     }

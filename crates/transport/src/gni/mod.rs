@@ -47,6 +47,7 @@ mod eager;
 mod rendezvous;
 mod rma;
 mod wire;
+mod zcopy;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -112,10 +113,14 @@ fn mem_err(e: impl std::fmt::Display) -> Error {
     Error::Transport(format!("gni: host memory: {e}"))
 }
 
-/// Registered memory of this rank (staging, windows, mailboxes).
+/// Registered memory of this rank (staging, windows, mailboxes), or part of the
+/// application's own memory under a registration of the registration cache (`user`: that
+/// registration, held while the operation using it lives, so that no eviction deregisters
+/// it under the NIC; never kept for reuse nor deregistered here, the cache does that).
 struct Staged {
     mem: UserMemory,
     mh: MemHandle,
+    user: Option<Arc<crate::regcache::Reg<zcopy::GniReg>>>,
 }
 
 /// Times a registration refused for lack of memory (`GNI_RC_ERROR_NOMEM`: kgni could not
@@ -213,6 +218,12 @@ pub struct GniTransport {
     rma: rma::Rma,
     /// The registration cache: free registered staging buffers by size class.
     cache: HashMap<u64, Vec<Staged>>,
+    /// Zero copy (`zcopy`): the registration cache of application buffers.
+    /// `NICEMU_TRANSPORT_STATS`: the statistics at finalize.
+    stats_report: crate::StatsReport,
+    zc: crate::regcache::ZeroCopy<zcopy::GniReg>,
+    /// Zero-copy receives not matched yet (or between chunks): their registered buffers.
+    zc_in: HashMap<OpId, Staged>,
     stats: Stats,
     /// SMSG messages sent and not yet reported delivered by a local event.
     smsg_out: u64,
@@ -312,6 +323,9 @@ impl GniTransport {
             bounces: HashMap::new(),
             rma: rma::Rma::default(),
             cache: HashMap::new(),
+            zc: crate::regcache::ZeroCopy::new(env)?,
+            stats_report: crate::StatsReport::from_env(env)?,
+            zc_in: HashMap::new(),
             stats: Stats::new(),
             smsg_out: 0,
             finalized: false,
@@ -375,13 +389,20 @@ impl GniTransport {
             }
         })?;
         self.count("registrations");
-        Ok(Staged { mem, mh })
+        Ok(Staged {
+            mem,
+            mh,
+            user: None,
+        })
     }
 
     /// Give a staging buffer back to the registration cache (deregistered when its class
     /// already holds [`CACHE_PER_CLASS`] buffers). Keeping registrations, as Cray MPICH does
     /// with its registration cache, also means no late request can find them gone.
     fn release(&mut self, s: Staged) -> Result<()> {
+        if s.user.is_some() {
+            return Ok(());
+        }
         let free = self.cache.entry(s.mem.len()).or_default();
         if free.len() < CACHE_PER_CLASS {
             free.push(s);
@@ -689,11 +710,50 @@ impl Transport for GniTransport {
     }
 
     fn test(&mut self, op: OpId) -> Result<Option<Completion>> {
-        self.test_maybe_into(op, None)
+        match self.test_maybe_into(op, None)? {
+            Some(c) => {
+                self.zc_in.remove(&op);
+                self.zc.land(op, c).map(Some)
+            }
+            None => Ok(None),
+        }
     }
 
     fn test_into(&mut self, op: OpId, out: &mut [u8]) -> Result<Option<Completion>> {
-        self.test_maybe_into(op, Some(out))
+        match self.test_maybe_into(op, Some(out))? {
+            Some(c) => {
+                self.zc_in.remove(&op);
+                self.zc.land(op, c).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn zero_copy_min(&self) -> Option<usize> {
+        self.zc.min(self.nic.process_memory())
+    }
+
+    fn send_zero_copy(
+        &mut self,
+        dest: Rank,
+        bits: u64,
+        va: u64,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<OpId> {
+        self.zc_send(dest, bits, va, len, mode)
+    }
+
+    fn recv_zero_copy(&mut self, spec: MatchSpec, va: u64, capacity: usize) -> Result<OpId> {
+        self.zc_recv(spec, va, capacity)
+    }
+
+    fn keep_registered(&mut self, va: u64, len: usize) -> Result<()> {
+        self.zc_keep(va, len)
+    }
+
+    fn forget_registered(&mut self, va: u64) {
+        self.zc.forget(va);
     }
 
     fn progress(&mut self) -> Result<bool> {
@@ -739,6 +799,7 @@ impl Transport for GniTransport {
         if n > 0 {
             s.insert("smsg retransmits", n);
         }
+        self.zc.report(&mut s);
         s
     }
 
@@ -750,7 +811,11 @@ impl Transport for GniTransport {
             .alloc((len.max(8) as u64).next_multiple_of(8))
             .map_err(mem_err)?;
         let mh = register(&self.nic, &mem, None, |_| {})?;
-        Ok(self.rma.create(Staged { mem, mh }))
+        Ok(self.rma.create(Staged {
+            mem,
+            mh,
+            user: None,
+        }))
     }
 
     fn win_connect(&mut self, win: WinId, keys: Vec<Vec<u8>>) -> Result<()> {
@@ -859,6 +924,8 @@ impl Transport for GniTransport {
                 return Err(Error::Timeout(why));
             }
         }
+        self.stats_report
+            .print(self.rank, "gni", &crate::Transport::stats(self));
         // Nobody writes into this rank's mailboxes once every rank got here.
         self.pmi.fence()?;
         self.pmi.finalize();
@@ -890,8 +957,15 @@ impl Drop for GniTransport {
         // Registrations go back before the memory they cover; the CDM, CQs and endpoints
         // close after (kgni frees whatever a closing client still holds).
         for s in self.drain_registrations() {
-            let _ = self.nic.mem_deregister(&s.mh);
+            if s.user.is_none() {
+                let _ = self.nic.mem_deregister(&s.mh);
+            }
         }
+        for (_, s) in sorted_drain(&mut self.zc_in) {
+            drop(s);
+        }
+        self.zc.dest.clear();
+        self.zc.cache.clear();
         for s in self.rma.drain() {
             let _ = self.nic.mem_deregister(&s.mh);
         }

@@ -158,11 +158,19 @@ impl GniTransport {
         mh: MemHandle,
     ) -> Result<()> {
         let len = envelope.len as u64;
-        if !va.is_multiple_of(4) || !len.is_multiple_of(4) {
+        let user = self.zc_take_dest(op, envelope.len);
+        let user_aligned = user.as_ref().is_none_or(|u| u.mem.va().is_multiple_of(4));
+        if !va.is_multiple_of(4) || !len.is_multiple_of(4) || !user_aligned {
             self.count("PutFallback");
+            if let Some(u) = user {
+                self.zc_put_back(op, u);
+            }
             return self.grant_puts(op, capacity, envelope, id, envelope.len.max(1));
         }
-        let stage = self.stage(envelope.len)?;
+        let stage = match user {
+            Some(u) => u,
+            None => self.stage(envelope.len)?,
+        };
         let token = self.get(envelope.source, &stage, 0, va, mh, len)?;
         self.gets.insert(
             token,
@@ -232,7 +240,16 @@ impl GniTransport {
             return Ok(());
         }
         let (offset, len) = (p.next, p.chunk.min(p.envelope.len - p.next));
-        let stage = self.stage(len)?;
+        let (op, whole) = (p.op, offset == 0 && len == p.envelope.len);
+        // A zero-copy receive granted the whole message at once takes the PUT in place.
+        let stage = match self.zc_take_dest(op, len) {
+            Some(u) if whole => u,
+            Some(u) => {
+                self.zc_put_back(op, u);
+                self.stage(len)?
+            }
+            None => self.stage(len)?,
+        };
         let h = Header {
             kind: Kind::Cts,
             sync: false,
@@ -437,6 +454,14 @@ impl GniTransport {
         let Some(l) = self.landed.remove(&op) else {
             return Ok(None);
         };
+        if l.stage.user.is_some() {
+            // The NIC put the bytes in the application's buffer itself.
+            self.count("recv_zero_copy");
+            return Ok(Some(Completion::Landed {
+                envelope: l.envelope,
+                len: l.n,
+            }));
+        }
         let read = match out.and_then(|o| o.get_mut(..l.n)) {
             Some(dst) => l
                 .stage
