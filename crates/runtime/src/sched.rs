@@ -79,6 +79,10 @@ impl Progress for YieldOnWait {
     fn progress(&self) -> bool {
         coop::suspend(Suspend::Poll) || self.inner.progress()
     }
+
+    fn before_sleep(&self) -> bool {
+        !coop::in_rank() && self.inner.before_sleep()
+    }
 }
 
 /// What the scheduler needs of the machine.

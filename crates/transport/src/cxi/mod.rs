@@ -699,6 +699,15 @@ impl Transport for CxiTransport {
         Ok(did)
     }
 
+    fn sleep(&mut self, limit: std::time::Duration) -> Result<bool> {
+        self.check()?;
+        // Re-issued Gets and flow-control replays are timed by this rank: poll meanwhile.
+        if self.retries.any() || self.fc_busy() {
+            return Ok(false);
+        }
+        self.ep.sleep(limit)
+    }
+
     fn stats(&self) -> Stats {
         self.stats.clone()
     }

@@ -149,6 +149,12 @@ impl Device {
         self.shared.device().progress()
     }
 
+    /// Whether a thread with nothing to do may block on the device's interrupts now (see
+    /// [`EventQueue::sleep`](super::EventQueue::sleep)).
+    pub fn before_sleep(&self) -> bool {
+        self.shared.device().before_sleep()
+    }
+
     /// The driver's device behind this open file.
     pub fn cxi_device(&self) -> &Arc<CxiDevice> {
         self.shared.device()

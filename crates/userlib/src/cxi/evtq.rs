@@ -380,6 +380,31 @@ impl EventQueue {
         poll_until(dev.device(), timeout, || self.get_event())
     }
 
+    /// Block, while no event is waiting, until the EQ's interrupt fires or `limit` passes
+    /// (the event-interrupt discipline of libfabric's `fi_cq_sread`: interrupts enabled
+    /// only for the sleep, so a polling process pays nothing for them). True if the thread
+    /// slept. It does not sleep without an event wait object, when an event already waits,
+    /// or when the device needs the caller to make progress (see
+    /// [`Device::before_sleep`](super::Device::before_sleep)); the caller then polls again.
+    /// Consumes nothing.
+    pub fn sleep(&mut self, limit: Duration) -> Result<bool> {
+        let Some(w) = self.event_wait.clone() else {
+            return Ok(false);
+        };
+        if self.has_event()? || !self.dev.device().before_sleep() {
+            return Ok(false);
+        }
+        w.clear();
+        self.set_event_interrupts(true)?;
+        // An event written before the interrupt was on raised none: look once more.
+        let slept = !self.has_event()?;
+        if slept {
+            w.wait(Some(limit));
+        }
+        self.set_event_interrupts(false)?;
+        Ok(slept)
+    }
+
     /// Wait for the next event (consumed). With an event wait object the thread blocks on
     /// its interrupts once the device has nothing left to run; without one this is
     /// [`EventQueue::poll`].

@@ -449,4 +449,12 @@ impl Progress for Kgni {
     fn progress(&self) -> bool {
         Kgni::progress(self)
     }
+
+    fn before_sleep(&self) -> bool {
+        match self.waiter() {
+            Waiter::Deterministic(_) => false,
+            Waiter::Threaded(p) => p.before_sleep(),
+            Waiter::Interrupts => true,
+        }
+    }
 }
