@@ -107,8 +107,12 @@ fn finish(
     (st.success(), seen.join("\n"), err)
 }
 
-/// Every rank checked all its messages, and neither the fabric nor the NIC counted a
-/// timeout. Returns each rank's line.
+/// Every rank checked all its messages, the fabric counted no network timeout and the NIC
+/// no request timeout or dead connection (Cassini `sct_timeouts`, Gemini `timeouts=`).
+/// Cassini's retransmissions (`spt_timeouts`: a packet sent again after the 1 ms
+/// retransmission timeout, recovered by the PCT) are not asserted: between processes whose
+/// clocks run apart, a receiver that the host did not schedule acknowledges late for its
+/// sender (docs/fabric-between-processes.md, "Time"). Returns each rank's line.
 fn all_ok(nic: &str, ok: bool, text: &str, err: &str, messages: usize) -> Vec<String> {
     assert!(ok, "{nic}: the job failed:\n{err}\n{text}");
     (0..4)
@@ -124,7 +128,7 @@ fn all_ok(nic: &str, ok: bool, text: &str, err: &str, messages: usize) -> Vec<St
                 "{line}"
             );
             assert_eq!(counter(&line, "network timeouts"), Some(0), "{line}");
-            for t in ["spt_timeouts", "sct_timeouts", " timeouts="] {
+            for t in ["sct_timeouts", " timeouts="] {
                 assert!(
                     counter(&line, t).unwrap_or(0) == 0,
                     "{nic}: the NIC counted {t}: {line}"

@@ -343,6 +343,10 @@ impl Progress for ClusterProgress {
     fn before_sleep(&self) -> bool {
         self.engine.before_sleep()
     }
+
+    fn can_sleep(&self) -> bool {
+        self.engine.can_sleep()
+    }
 }
 
 /// One node: its RAM, its PCI bus, the Gemini kgni brought up.

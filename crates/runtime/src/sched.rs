@@ -83,6 +83,10 @@ impl Progress for YieldOnWait {
     fn before_sleep(&self) -> bool {
         !coop::in_rank() && self.inner.before_sleep()
     }
+
+    fn can_sleep(&self) -> bool {
+        self.inner.can_sleep()
+    }
 }
 
 /// What the scheduler needs of the machine.

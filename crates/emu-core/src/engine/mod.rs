@@ -281,6 +281,13 @@ pub trait Progress: Send + Sync {
     fn before_sleep(&self) -> bool {
         false
     }
+    /// Whether [`Progress::before_sleep`] can ever say yes (the device progresses without
+    /// the caller), asked once at set-up and without side effects: a driver sets up its
+    /// sleeping machinery (wait objects, interrupts) only then, so the deterministic
+    /// engine's event sequence stays what it was.
+    fn can_sleep(&self) -> bool {
+        false
+    }
 }
 
 /// Where a device's MSI-X interrupts go (the driver's interrupt handler). Called with the

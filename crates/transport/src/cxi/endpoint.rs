@@ -201,7 +201,9 @@ pub struct Endpoint {
     /// The one event queue.
     pub eq: EventQueue,
     /// Where the EQ's interrupts land while the rank sleeps ([`Endpoint::sleep`]).
-    _wait: WaitObj,
+    /// (None when the device needs the rank's polls to progress, the deterministic engine:
+    /// its event sequence stays what it was without one.)
+    _wait: Option<WaitObj>,
     _eq_md: Md,
     _eq_buf: UserMemory,
     _cp: Cp,
@@ -248,9 +250,14 @@ impl Endpoint {
             .map_err(cxi_err("allocating a communication profile"))?;
         let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
         let eq_md = map_pinned(&lni, &eq_buf, "mapping the EQ buffer", || {})?;
-        let wait = lni
-            .alloc_wait_obj()
-            .map_err(cxi_err("allocating a wait object"))?;
+        let wait = if dev.can_sleep() {
+            Some(
+                lni.alloc_wait_obj()
+                    .map_err(cxi_err("allocating a wait object"))?,
+            )
+        } else {
+            None
+        };
         let mut eq = lni
             .alloc_evtq(
                 &eq_buf,
@@ -259,14 +266,16 @@ impl Endpoint {
                     reserved_slots: EQ_RESERVED,
                     ..EqOptions::default()
                 },
-                Some(&wait),
+                wait.as_ref(),
                 None,
             )
             .map_err(cxi_err("allocating the EQ"))?;
-        // Interrupts only while the rank sleeps (`Endpoint::sleep`), as libfabric's CXI
-        // provider enables them only in a blocking read.
-        eq.set_event_interrupts(false)
-            .map_err(cxi_err("disabling EQ interrupts"))?;
+        if wait.is_some() {
+            // Interrupts only while the rank sleeps (`Endpoint::sleep`), as libfabric's CXI
+            // provider enables them only in a blocking read.
+            eq.set_event_interrupts(false)
+                .map_err(cxi_err("disabling EQ interrupts"))?;
+        }
         let txq = lni
             .alloc_cmdq(Some(&eq), &CqOptions::transmit(1024, &cp))
             .map_err(cxi_err("allocating the transmit queue"))?;
@@ -320,6 +329,12 @@ impl Endpoint {
     /// slots, then block until the EQ's interrupt fires or `limit` passes (see
     /// [`EventQueue::sleep`]). True if the thread slept.
     pub fn sleep(&mut self, limit: Duration) -> Result<bool> {
+        if !self.eq.can_sleep() {
+            // The device needs this thread's polls (the deterministic engine): touch
+            // nothing, so that the emulation does not depend on when the wait gave up
+            // spinning.
+            return Ok(false);
+        }
         self.flush_tx()?;
         self.eq.ack().map_err(cxi_err("acknowledging events"))?;
         self.eq

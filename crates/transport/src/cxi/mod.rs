@@ -700,6 +700,9 @@ impl Transport for CxiTransport {
     }
 
     fn sleep(&mut self, limit: std::time::Duration) -> Result<bool> {
+        if !self.ep.eq.can_sleep() {
+            return Ok(false);
+        }
         self.check()?;
         // Re-issued Gets and flow-control replays are timed by this rank: poll meanwhile.
         if self.retries.any() || self.fc_busy() {

@@ -380,6 +380,13 @@ impl EventQueue {
         poll_until(dev.device(), timeout, || self.get_event())
     }
 
+    /// Whether [`EventQueue::sleep`] may block now: the EQ has an event wait object and the
+    /// device progresses without the caller. Touches nothing (a caller asks before it
+    /// prepares a sleep, so that a device that needs the caller sees no extra access).
+    pub fn can_sleep(&self) -> bool {
+        self.event_wait.is_some() && self.dev.device().before_sleep()
+    }
+
     /// Block, while no event is waiting, until the EQ's interrupt fires or `limit` passes
     /// (the event-interrupt discipline of libfabric's `fi_cq_sread`: interrupts enabled
     /// only for the sleep, so a polling process pays nothing for them). True if the thread
@@ -391,7 +398,7 @@ impl EventQueue {
         let Some(w) = self.event_wait.clone() else {
             return Ok(false);
         };
-        if self.has_event()? || !self.dev.device().before_sleep() {
+        if !self.dev.device().before_sleep() || self.has_event()? {
             return Ok(false);
         }
         w.clear();

@@ -331,7 +331,7 @@ impl Cq {
         let nic = Nic {
             inner: Arc::clone(&self.inner.nic),
         };
-        if self.test_event()? || !nic.before_sleep() {
+        if !nic.before_sleep() || self.test_event()? {
             return Ok(false);
         }
         self.store_read_index()?;

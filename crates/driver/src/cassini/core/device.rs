@@ -223,6 +223,12 @@ impl CxiDevice {
         self.progress.get().is_none_or(|p| p.before_sleep())
     }
 
+    /// Whether [`CxiDevice::before_sleep`] can ever say yes (no side effect; see
+    /// [`emu_core::engine::Progress::can_sleep`]).
+    pub fn can_sleep(&self) -> bool {
+        self.progress.get().is_none_or(|p| p.can_sleep())
+    }
+
     /// How many times the device was reset.
     pub fn reset_count(&self) -> u64 {
         self.resets.load(Ordering::Relaxed)

@@ -457,4 +457,12 @@ impl Progress for Kgni {
             Waiter::Interrupts => true,
         }
     }
+
+    fn can_sleep(&self) -> bool {
+        match self.waiter() {
+            Waiter::Deterministic(_) => false,
+            Waiter::Threaded(p) => p.can_sleep(),
+            Waiter::Interrupts => true,
+        }
+    }
 }

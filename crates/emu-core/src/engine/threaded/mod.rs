@@ -420,6 +420,10 @@ impl Progress for Threaded {
     fn before_sleep(&self) -> bool {
         self.shared.may_sleep()
     }
+
+    fn can_sleep(&self) -> bool {
+        self.shared.cfg.workers > 0
+    }
 }
 
 impl Engine for Threaded {

@@ -338,4 +338,8 @@ impl Progress for Shared {
     fn before_sleep(&self) -> bool {
         self.may_sleep()
     }
+
+    fn can_sleep(&self) -> bool {
+        self.cfg.workers > 0
+    }
 }
