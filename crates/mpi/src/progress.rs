@@ -49,11 +49,33 @@ pub(crate) fn check_aborted(core: &CoreRef) -> Result<()> {
     }
 }
 
-/// A waiting loop's bookkeeping: every 4096 polls, check for an aborted job and for the
-/// wait limit.
+/// A waiting loop's bookkeeping: every 64 polls, look at the clock: a wait that found
+/// nothing for [`spin_time`] asks the transport to sleep until the NIC interrupts (or
+/// [`SLEEP_SLICE`] passes), so that a rank blocked in a wait uses no CPU; every 4096 polls,
+/// and after every sleep, check for an aborted job and for the wait limit.
 pub(crate) struct Waiter {
     start: Instant,
     polls: u32,
+    /// When this stretch of fruitless polls began (since the start or the last sleep).
+    idle_from: Option<Instant>,
+}
+
+/// The longest a rank sleeps at once waiting for its NIC: it then looks whether the job
+/// was aborted (a peer lost) and sleeps again.
+pub(crate) const SLEEP_SLICE: Duration = Duration::from_millis(100);
+
+/// How long a wait polls before it sleeps on the NIC's interrupt: `NICEMU_WAIT_SPIN_US`
+/// microseconds (default 50; a ping-pong's round trip on one host is shorter, so latency
+/// never pays for a wake-up).
+pub(crate) fn spin_time() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("NICEMU_WAIT_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(50);
+        Duration::from_micros(us)
+    })
 }
 
 impl Waiter {
@@ -61,16 +83,33 @@ impl Waiter {
         Waiter {
             start: Instant::now(),
             polls: 0,
+            idle_from: None,
         }
     }
 
-    /// Called once per poll: advances the rank's pending immediate collectives; fails when
-    /// the job was aborted or the wait lasted too long. `what` is formatted only then (a
-    /// poll is on the latency path of every blocking call).
+    /// Called once per poll that found nothing: advances the rank's pending immediate
+    /// collectives; sleeps once the wait has polled for [`spin_time`]; fails when the job
+    /// was aborted or the wait lasted too long. `what` is formatted only then (a poll is on
+    /// the latency path of every blocking call).
     pub(crate) fn tick(&mut self, core: &CoreRef, what: &dyn std::fmt::Display) -> Result<()> {
         progress_pending(core);
         self.polls = self.polls.wrapping_add(1);
-        if self.polls.is_multiple_of(4096) {
+        if !self.polls.is_multiple_of(64) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let from = *self.idle_from.get_or_insert(now);
+        let slept = if now.saturating_duration_since(from) >= spin_time() {
+            let r = core.borrow_mut().transport.sleep(SLEEP_SLICE);
+            let slept = r.map_err(|e| fatal(core, e))?;
+            if slept {
+                self.idle_from = None;
+            }
+            slept
+        } else {
+            false
+        };
+        if slept || self.polls.is_multiple_of(4096) {
             check_aborted(core)?;
             if self.start.elapsed() > WAIT_LIMIT {
                 return Err(fatal(

@@ -29,6 +29,54 @@ pub struct MpiCheckArgs {
     /// and 4 MiB one-way bandwidth (rank 0 prints them).
     #[arg(long)]
     pingpong: bool,
+    /// After the size sweep, pass this many more messages of `--max` bytes around the ring
+    /// (each checked); each rank prints a line per round (`rank R: round K ok`).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    big_rounds: usize,
+    /// Print `rank R pid P` once the rank has joined the job (for tests that signal a
+    /// rank's process).
+    #[arg(long)]
+    announce: bool,
+    /// Instead of the checks: rank 0 sleeps this many seconds while the others wait in a
+    /// barrier; each rank prints the CPU time its process used meanwhile (a waiting rank
+    /// should sleep on its NIC's interrupt, not spin).
+    #[arg(long, value_name = "SECS")]
+    idle: Option<f64>,
+}
+
+/// CPU time this process used so far (user + system, every thread), from `/proc/self/stat`.
+fn cpu_time() -> anyhow::Result<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("/proc/self/stat has no command")?;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5) (utime, stime), 11 and 12 after the command.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .map(|&i| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Ok(std::time::Duration::from_millis(ticks * 10))
+}
+
+/// `--idle`: rank 0 sleeps while the others wait in a barrier; each prints its CPU time.
+fn idle(world: &mpi::SimpleCommunicator, rank: u32, secs: f64) -> anyhow::Result<()> {
+    world.barrier()?;
+    let (cpu, wall) = (cpu_time()?, std::time::Instant::now());
+    if rank == 0 {
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    }
+    world.barrier()?;
+    let (used, wall) = (cpu_time()? - cpu, wall.elapsed());
+    println!(
+        "rank {rank}: idle {:.2} s, CPU {:.3} s ({:.2} % of a CPU)",
+        wall.as_secs_f64(),
+        used.as_secs_f64(),
+        100.0 * used.as_secs_f64() / wall.as_secs_f64()
+    );
+    Ok(())
 }
 
 /// The bytes rank `from` sends in round `round`.
@@ -92,10 +140,20 @@ fn check(
     if let Some(r) = args.die_rank.filter(|&r| r >= size) {
         bail!("--die-rank {r}: the job has ranks 0 to {} only", size - 1);
     }
+    if args.announce {
+        println!("rank {rank} pid {}", std::process::id());
+    }
+    if let Some(secs) = args.idle {
+        return idle(&world, rank, secs).with_context(|| format!("rank {rank}: idle barrier"));
+    }
     let next = ((rank + 1) % size) as i32;
     let prev = ((rank + size - 1) % size) as i32;
     let sizes = sizes(args.max);
-    for (round, &len) in sizes.iter().enumerate() {
+    let rounds = sizes
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(args.max, args.big_rounds));
+    for (round, len) in rounds.enumerate() {
         let data = pattern(len, rank, round);
         let mut got = vec![0u8; len];
         let st = world
@@ -121,6 +179,9 @@ fn check(
         if args.die_rank == Some(rank) {
             eprintln!("rank {rank}: leaving without finalize (--die-rank)");
             std::process::exit(9);
+        }
+        if round >= sizes.len() {
+            println!("rank {rank}: round {} ok", round + 1 - sizes.len());
         }
     }
     let mine: Vec<u64> = (0..args.reduce as u64)
@@ -151,15 +212,18 @@ fn check(
     let fabric = guard.fabric_counters();
     let counters: Vec<String> = nic.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "rank {rank}/{size} {:?}: {} messages 0..{} B ok, allreduce of {} u64 ok; fabric sent {} packets / {} B, received {} / {} B; NIC {}",
+        "rank {rank}/{size} {:?}: {} messages 0..{} B ok, allreduce of {} u64 ok; fabric sent {} packets / {} B, received {} / {} B, network timeouts {}, clock held {} times / {} ms; NIC {}",
         cfg.node.nic,
-        sizes.len(),
+        sizes.len() + args.big_rounds,
         args.max,
         args.reduce,
         fabric.sent,
         fabric.bytes_sent,
         fabric.received,
         fabric.bytes_received,
+        fabric.network_timeouts,
+        fabric.clock_holds,
+        fabric.clock_held_ms,
         counters.join(" ")
     );
     Ok(())

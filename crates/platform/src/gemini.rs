@@ -339,6 +339,14 @@ impl Progress for ClusterProgress {
         }
         did
     }
+
+    fn before_sleep(&self) -> bool {
+        self.engine.before_sleep()
+    }
+
+    fn can_sleep(&self) -> bool {
+        self.engine.can_sleep()
+    }
 }
 
 /// One node: its RAM, its PCI bus, the Gemini kgni brought up.

@@ -12,14 +12,18 @@
 //!    any more).
 //!
 //! What runs on the node then is the caller's: the MPI runtime opens a transport on it, the
-//! libfabric provider its endpoints. A peer that dies is noticed by the fabric within
-//! `NICEMU_FABRIC_TIMEOUT_MS`; [`HostedNode::watch_peers`] wraps the job's PMI so that from
+//! libfabric provider its endpoints. The node's engine runs on a clock that stands still
+//! while a peer process does not run ([`HostedNode::clock`]), so the NICs' timeouts keep
+//! their hardware values (Gemini's 100 ms request watchdog, Cassini's 1 s request timeout
+//! and retransmissions) whatever the host's scheduler does. A peer that dies is noticed by
+//! the fabric (its pid gone, its connection reset, its host unreachable for
+//! `NICEMU_FABRIC_TIMEOUT_MS`); [`HostedNode::watch_peers`] wraps the job's PMI so that from
 //! then on it reports the job aborted with the reason, and the packets that could not reach
 //! the peer are counted as network timeouts ([`HostedNode::network_summary`]).
 //!
 //! Variables ([`HostConfig::from_lookup`]): `NICEMU_NIC` (`cassini`/`cxi` or `gemini`/`gni`,
-//! default cassini), `NICEMU_FABRIC` (`auto` or `tcp`), `NICEMU_FABRIC_TIMEOUT_MS` (default
-//! 10000), `NICEMU_FABRIC_RING_KIB` (inbound ring per peer, default 1024),
+//! default cassini), `NICEMU_FABRIC` (`auto` or `tcp`), `NICEMU_FABRIC_TIMEOUT_MS` (how long a
+//! TCP peer's host may stay unreachable; default 10000), `NICEMU_FABRIC_RING_KIB` (inbound ring per peer, default 1024),
 //! `NICEMU_FABRIC_IP` (the address published for TCP; default this host's address on the
 //! route to the PMI server when that is on another host, else the first address the host
 //! name resolves to that is not loopback, else 127.0.0.1), `NICEMU_HOST` (the host name
@@ -40,7 +44,7 @@ use pmi::Pmi;
 use thiserror::Error;
 
 use crate::remote::{Outlet, PortId, ProcessFabric, RemoteConfig, RemoteCounters, RemoteError};
-use crate::{Cluster, EngineKind, GeminiCluster, Nic, SimDuration};
+use crate::{Cluster, EngineKind, GeminiCluster, Nic};
 
 /// The smallest and largest node memory `NICEMU_NODE_MEMORY_MIB` may ask for, MiB.
 pub const NODE_MEMORY_MIB: std::ops::RangeInclusive<u64> = 16..=1 << 20;
@@ -100,7 +104,8 @@ pub struct HostConfig {
     pub memory: u64,
     /// Always TCP, even to peers on this host.
     pub force_tcp: bool,
-    /// Dead-peer timeout.
+    /// How long a TCP peer's host may stay unreachable (data unacknowledged, keepalives
+    /// unanswered) before the peer is declared gone.
     pub timeout: Duration,
     /// Data bytes of each inbound ring.
     pub ring_bytes: usize,
@@ -205,19 +210,6 @@ impl HostConfig {
             .map_err(|e| bad(e.var, &e.value, "expected a decimal number"))?;
         Ok(cfg)
     }
-}
-
-/// Gemini's request watchdog in a multi-process job. Inside one process the threaded engine
-/// holds due timers while a request's answer is still being worked on by any node, so the
-/// model's 100 ms only ever measures modelled time. Across processes this process cannot
-/// see whether the peer has handled a request it already took from its ring: a peer that
-/// the host has not scheduled for 100 ms (four ranks on two loaded cores do that) would
-/// make a BTE transfer fail with `REQUEST_TIMEOUT`, turning the emulator's slowness into a
-/// hardware error. So the watchdog waits as long as the dead-peer timeout: a lost peer is
-/// still reported, by the fabric, within that timeout.
-fn gemini_request_timeout(dead_peer: Duration) -> SimDuration {
-    let ns = u64::try_from(dead_peer.as_nanos()).unwrap_or(u64::MAX);
-    SimDuration::from_ns(ns).max(SimDuration::from_us(100_000))
 }
 
 const KEY_HOST: &str = "nicemu-fabric-host";
@@ -394,7 +386,6 @@ fn build(rank: u32, size: u32, cfg: &HostConfig) -> Result<Machine, HostError> {
                         limits: Default::default(),
                         ntt: Vec::new(),
                     })
-                    .request_timeout(gemini_request_timeout(cfg.timeout))
                     .build()
                     .map_err(|e| HostError::Machine(e.to_string()))?,
             )
@@ -497,6 +488,19 @@ impl HostedNode {
         &self.fabric
     }
 
+    /// The node's engine clock: real time that stands still while a process of the job
+    /// does not run (docs/fabric-between-processes.md, "Time"). Host software that installs
+    /// it on its thread ([`emu_core::clock::install_virtual`]) counts its own timeouts the
+    /// same way.
+    pub fn clock(&self) -> Arc<crate::remote::JobClock> {
+        let threaded = match self.machine.as_ref() {
+            Some(Machine::Cassini(c)) => c.threaded(),
+            Some(Machine::Gemini(g)) => g.threaded(),
+            None => None,
+        };
+        threaded.map_or_else(|| Arc::new(crate::remote::JobClock::new()), |t| t.clock())
+    }
+
     /// `Network Summary: N network timeouts` (packets that could not reach a peer that died
     /// or stopped answering).
     pub fn network_summary(&self) -> String {
@@ -524,8 +528,23 @@ impl HostedNode {
     }
 }
 
+/// How long a node that leaves the job lets its NIC finish what it owes its peers (the
+/// acknowledgements its retransmission scan sends) before it closes its links.
+const SETTLE_ON_LEAVE: Duration = Duration::from_millis(500);
+
 impl Drop for HostedNode {
     fn drop(&mut self) {
+        // A NIC owes its peers acknowledgements of what it received last, sent by its next
+        // timer scan: closing the links before would make the peers retransmit into a closed
+        // port (network timeouts of a clean finish).
+        let threaded = match self.machine.as_ref() {
+            Some(Machine::Cassini(c)) => c.threaded(),
+            Some(Machine::Gemini(g)) => g.threaded(),
+            None => None,
+        };
+        if let Some(t) = threaded {
+            t.wait_idle(SETTLE_ON_LEAVE);
+        }
         // Stop the links first (no arrival into a node being torn down), then the node.
         self.fabric.close();
         self.machine = None;

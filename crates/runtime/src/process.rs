@@ -6,10 +6,13 @@
 //! which publishes its NIC address through the same PMI, and hand back the rank's
 //! [`Universe`] and a [`ProcessGuard`] that tears the node down after finalize.
 //!
-//! A peer that dies is noticed by the fabric within `NICEMU_FABRIC_TIMEOUT_MS`; from then
-//! on the transport's PMI reports the job aborted with the reason, so every wait of the MPI
-//! layer fails with a clear error instead of hanging, and the packets that could not reach
-//! it are counted as network timeouts ([`ProcessGuard::network_summary`]).
+//! A peer that dies is noticed by the fabric (its process gone, its connection reset, its
+//! host unreachable for `NICEMU_FABRIC_TIMEOUT_MS`); from then on the transport's PMI
+//! reports the job aborted with the reason, so every wait of the MPI layer fails with a
+//! clear error instead of hanging, and the packets that could not reach it are counted as
+//! network timeouts ([`ProcessGuard::network_summary`]). A peer that is only stopped or slow
+//! is not a fault: the node's clock, which the MPI layer's and the transport's timeouts read
+//! on the rank's thread, stands still until it runs again.
 //!
 //! Environment: the `NICEMU_*` variables of [`platform::process`], and the transports'
 //! knobs (`FI_CXI_*`, `MPICH_GNI_*`, ...).
@@ -77,6 +80,8 @@ pub fn nic_from_env(env: &Env) -> Result<Nic, ProcessError> {
 #[derive(Debug)]
 pub struct ProcessGuard {
     node: HostedNode,
+    /// The node's clock installed as the rank thread's clock for host software timeouts.
+    _clock: driver::clock::VirtualClockGuard,
 }
 
 impl Deref for ProcessGuard {
@@ -95,6 +100,11 @@ pub fn init(
 ) -> Result<(Universe, ProcessGuard), ProcessError> {
     let node = platform::process::join(pmi.as_mut(), &cfg.node)?;
     let rank = node.rank();
+    // The MPI layer's and the transport's own timeouts (retry budgets, flow-control
+    // replays, the wait limit) count the node's time, which stands still while a process
+    // of the job does not run, like the NICs' timers.
+    let job_clock = node.clock();
+    let clock = driver::clock::install_virtual(std::sync::Arc::new(move || job_clock.now()));
     let pmi = node.watch_peers(pmi);
     let transport: Box<dyn transport::Transport> = if let Some((g, n)) = node.gemini() {
         let mut env = cfg.env.clone();
@@ -109,7 +119,13 @@ pub fn init(
         }
         Box::new(CxiTransport::new(&devices, pmi, &cfg.env)?)
     };
-    Ok((Universe::new(transport), ProcessGuard { node }))
+    Ok((
+        Universe::new(transport),
+        ProcessGuard {
+            node,
+            _clock: clock,
+        },
+    ))
 }
 
 impl ProcessGuard {

@@ -79,6 +79,14 @@ impl Progress for YieldOnWait {
     fn progress(&self) -> bool {
         coop::suspend(Suspend::Poll) || self.inner.progress()
     }
+
+    fn before_sleep(&self) -> bool {
+        !coop::in_rank() && self.inner.before_sleep()
+    }
+
+    fn can_sleep(&self) -> bool {
+        self.inner.can_sleep()
+    }
 }
 
 /// What the scheduler needs of the machine.

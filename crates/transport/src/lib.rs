@@ -380,6 +380,15 @@ pub trait Transport {
         Ok(())
     }
 
+    /// Nothing to do until the NIC reports something: block until it interrupts this rank
+    /// (an event arrived) or `limit` passes. True if the thread slept; false when it must
+    /// poll instead (the device needs the caller to progress it, the transport has timed
+    /// work of its own, or something already waits), and the caller polls again. The
+    /// default never sleeps.
+    fn sleep(&mut self, _limit: std::time::Duration) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Per-protocol statistics since init.
     fn stats(&self) -> Stats;
 

@@ -272,6 +272,22 @@ pub trait DeviceModel: Send {
 /// event; the threaded engine yields. Returns `true` if any device work was done.
 pub trait Progress: Send + Sync {
     fn progress(&self) -> bool;
+    /// The calling host thread has nothing to do and is about to block until the device
+    /// interrupts it (or a time limit passes). True when that is safe: the device progresses
+    /// without the caller (a threaded engine with engine threads, real hardware), and no
+    /// work already waits for the caller to take it (then it should poll again instead).
+    /// The default, and the deterministic engine, say no: there nothing happens unless the
+    /// waiter runs the next event.
+    fn before_sleep(&self) -> bool {
+        false
+    }
+    /// Whether [`Progress::before_sleep`] can ever say yes (the device progresses without
+    /// the caller), asked once at set-up and without side effects: a driver sets up its
+    /// sleeping machinery (wait objects, interrupts) only then, so the deterministic
+    /// engine's event sequence stays what it was.
+    fn can_sleep(&self) -> bool {
+        false
+    }
 }
 
 /// Where a device's MSI-X interrupts go (the driver's interrupt handler). Called with the

@@ -23,7 +23,7 @@ use firmware_spec::cassini::tgt::TargetCmd;
 use userlib::cxi::dfa::C_PID_ANY;
 use userlib::cxi::{
     CXI_DEFAULT_SVC_ID, CmdQueue, Cp, CqOptions, CxiError, Device, Domain, EqOptions, EventQueue,
-    Lni, Md, Pte, PteMap, open_device,
+    Lni, Md, Pte, PteMap, WaitObj, open_device,
 };
 
 use crate::error::{Error, Result};
@@ -205,6 +205,10 @@ pub struct Endpoint {
     pub tgq: CmdQueue,
     /// The one event queue.
     pub eq: EventQueue,
+    /// Where the EQ's interrupts land while the rank sleeps ([`Endpoint::sleep`]).
+    /// (None when the device needs the rank's polls to progress, the deterministic engine:
+    /// its event sequence stays what it was without one.)
+    _wait: Option<WaitObj>,
     _eq_md: Md,
     _eq_buf: UserMemory,
     _cp: Cp,
@@ -251,7 +255,15 @@ impl Endpoint {
             .map_err(cxi_err("allocating a communication profile"))?;
         let eq_buf = dev.alloc_buffer(EQ_BYTES).map_err(cxi_err("EQ buffer"))?;
         let eq_md = map_pinned(&lni, &eq_buf, "mapping the EQ buffer", || {})?;
-        let eq = lni
+        let wait = if dev.can_sleep() {
+            Some(
+                lni.alloc_wait_obj()
+                    .map_err(cxi_err("allocating a wait object"))?,
+            )
+        } else {
+            None
+        };
+        let mut eq = lni
             .alloc_evtq(
                 &eq_buf,
                 Some(&eq_md),
@@ -259,10 +271,16 @@ impl Endpoint {
                     reserved_slots: EQ_RESERVED,
                     ..EqOptions::default()
                 },
-                None,
+                wait.as_ref(),
                 None,
             )
             .map_err(cxi_err("allocating the EQ"))?;
+        if wait.is_some() {
+            // Interrupts only while the rank sleeps (`Endpoint::sleep`), as libfabric's CXI
+            // provider enables them only in a blocking read.
+            eq.set_event_interrupts(false)
+                .map_err(cxi_err("disabling EQ interrupts"))?;
+        }
         let txq = lni
             .alloc_cmdq(Some(&eq), &CqOptions::transmit(1024, &cp))
             .map_err(cxi_err("allocating the transmit queue"))?;
@@ -293,6 +311,7 @@ impl Endpoint {
             txq,
             tgq,
             eq,
+            _wait: wait,
             _eq_md: eq_md,
             _eq_buf: eq_buf,
             _cp: cp,
@@ -309,6 +328,23 @@ impl Endpoint {
         ep.set_state(&ep.rdzv.pte.clone(), PtlteState::Enabled)?;
         ep.set_state(&ep.rma.pte.clone(), PtlteState::Enabled)?;
         Ok(ep)
+    }
+
+    /// Nothing to do: put held-back sends on the wire, give the NIC the EQ's consumed
+    /// slots, then block until the EQ's interrupt fires or `limit` passes (see
+    /// [`EventQueue::sleep`]). True if the thread slept.
+    pub fn sleep(&mut self, limit: Duration) -> Result<bool> {
+        if !self.eq.can_sleep() {
+            // The device needs this thread's polls (the deterministic engine): touch
+            // nothing, so that the emulation does not depend on when the wait gave up
+            // spinning.
+            return Ok(false);
+        }
+        self.flush_tx()?;
+        self.eq.ack().map_err(cxi_err("acknowledging events"))?;
+        self.eq
+            .sleep(limit)
+            .map_err(cxi_err("waiting for an event"))
     }
 
     /// This endpoint's address.

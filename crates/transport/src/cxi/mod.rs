@@ -749,6 +749,18 @@ impl Transport for CxiTransport {
         Ok(did)
     }
 
+    fn sleep(&mut self, limit: std::time::Duration) -> Result<bool> {
+        if !self.ep.eq.can_sleep() {
+            return Ok(false);
+        }
+        self.check()?;
+        // Re-issued Gets and flow-control replays are timed by this rank: poll meanwhile.
+        if self.retries.any() || self.fc_busy() {
+            return Ok(false);
+        }
+        self.ep.sleep(limit)
+    }
+
     fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
         self.zc.report(&mut s);

@@ -55,6 +55,13 @@ pub(super) struct Retries {
     due: Vec<(Instant, Again)>,
 }
 
+impl Retries {
+    /// Whether an operation waits to be issued again.
+    pub(super) fn any(&self) -> bool {
+        !self.due.is_empty()
+    }
+}
+
 impl CxiTransport {
     /// An initiator event said ENTRY_NOT_FOUND for operation `user_ptr`: `true` if it will
     /// be issued again (else the caller reports the error).

@@ -272,7 +272,8 @@ impl GniTransport {
         if inject > 0 {
             tx.inject_post_errors(inject);
         }
-        let rx = nic.cq_create(CQ_ENTRIES, 1, CqMode::NOBLOCK).map_err(tr)?;
+        // Blocking: a rank with nothing to do sleeps on it (`Transport::sleep`).
+        let rx = nic.cq_create(CQ_ENTRIES, 1, CqMode::BLOCKING).map_err(tr)?;
         let mut mboxes = Mailboxes::new(cfg.vshort)?;
         let card = if cfg.dynamic_conn {
             connect::card(&nic, rank, None)
@@ -791,6 +792,22 @@ impl Transport for GniTransport {
             self.idle_spins = userlib::gni::wait::SPIN_POLLS;
         }
         Ok(did)
+    }
+
+    fn sleep(&mut self, limit: std::time::Duration) -> Result<bool> {
+        // Local work finishes on the transmit CQ or needs this rank's polls (posts waiting
+        // for room, messages waiting for credits, a dial's datagram): poll meanwhile. What
+        // is left comes from the peers, as events on the receive CQ (a new peer's first
+        // message included).
+        if self.smsg_out > 0
+            || !self.gets.is_empty()
+            || !self.deferred.is_empty()
+            || self.dialing > 0
+            || self.peers.iter().any(|p| !p.backlog.is_empty())
+        {
+            return Ok(false);
+        }
+        self.rx.sleep(limit).map_err(tr)
     }
 
     fn stats(&self) -> Stats {

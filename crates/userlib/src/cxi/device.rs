@@ -154,6 +154,17 @@ impl Device {
         self.shared.device().progress()
     }
 
+    /// Whether a thread with nothing to do may block on the device's interrupts now (see
+    /// [`EventQueue::sleep`](super::EventQueue::sleep)).
+    pub fn before_sleep(&self) -> bool {
+        self.shared.device().before_sleep()
+    }
+
+    /// Whether [`Device::before_sleep`] can ever say yes (asked once, at set-up).
+    pub fn can_sleep(&self) -> bool {
+        self.shared.device().can_sleep()
+    }
+
     /// The driver's device behind this open file.
     pub fn cxi_device(&self) -> &Arc<CxiDevice> {
         self.shared.device()

@@ -380,6 +380,38 @@ impl EventQueue {
         poll_until(dev.device(), timeout, || self.get_event())
     }
 
+    /// Whether [`EventQueue::sleep`] may block now: the EQ has an event wait object and the
+    /// device progresses without the caller. Touches nothing (a caller asks before it
+    /// prepares a sleep, so that a device that needs the caller sees no extra access).
+    pub fn can_sleep(&self) -> bool {
+        self.event_wait.is_some() && self.dev.device().before_sleep()
+    }
+
+    /// Block, while no event is waiting, until the EQ's interrupt fires or `limit` passes
+    /// (the event-interrupt discipline of libfabric's `fi_cq_sread`: interrupts enabled
+    /// only for the sleep, so a polling process pays nothing for them). True if the thread
+    /// slept. It does not sleep without an event wait object, when an event already waits,
+    /// or when the device needs the caller to make progress (see
+    /// [`Device::before_sleep`](super::Device::before_sleep)); the caller then polls again.
+    /// Consumes nothing.
+    pub fn sleep(&mut self, limit: Duration) -> Result<bool> {
+        let Some(w) = self.event_wait.clone() else {
+            return Ok(false);
+        };
+        if !self.dev.device().before_sleep() || self.has_event()? {
+            return Ok(false);
+        }
+        w.clear();
+        self.set_event_interrupts(true)?;
+        // An event written before the interrupt was on raised none: look once more.
+        let slept = !self.has_event()?;
+        if slept {
+            w.wait(Some(limit));
+        }
+        self.set_event_interrupts(false)?;
+        Ok(slept)
+    }
+
     /// Wait for the next event (consumed). With an event wait object the thread blocks on
     /// its interrupts once the device has nothing left to run; without one this is
     /// [`EventQueue::poll`].

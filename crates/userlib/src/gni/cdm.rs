@@ -221,6 +221,13 @@ impl Nic {
             .unwrap_or_else(PoisonError::into_inner) = hook;
     }
 
+    /// Whether a thread with nothing to do may block until the NIC interrupts it (see
+    /// `emu_core::engine::Progress::before_sleep`): without a hook the device is real
+    /// hardware, which progresses by itself.
+    pub fn before_sleep(&self) -> bool {
+        self.inner.hook().is_none_or(|h| h.before_sleep())
+    }
+
     /// Run one unit of device work through the progress hook (yield the CPU without one).
     /// Returns whether anything happened.
     pub fn progress(&self) -> bool {

@@ -86,15 +86,16 @@ impl Completed {
 /// to the alias page): the NIC needs the read index only to know how much of the ring is
 /// free. The ring is made [`RD_BATCH`] − 1 entries larger than asked for, so the NIC always
 /// has room for `entry_count` unread events, as when every event is stored at once: batching
-/// can never overrun a CQ. Blocking CQs (kgni compares the indices to decide whether to sleep)
-/// and CQs smaller than [`RD_BATCH_MIN_ENTRIES`] store every event.
+/// can never overrun a CQ. A blocking CQ's read index is stored before every wait (kgni
+/// compares the indices to decide whether to sleep). CQs smaller than
+/// [`RD_BATCH_MIN_ENTRIES`] store every event.
 pub const RD_BATCH: u32 = 32;
 /// The smallest CQ whose read-index stores are batched.
 pub const RD_BATCH_MIN_ENTRIES: u32 = 512;
 
 /// The read-index batch of a CQ of `entry_count` entries in `mode`.
-fn rd_batch(entry_count: u32, mode: CqMode) -> u32 {
-    if mode.contains(CqMode::BLOCKING) || entry_count < RD_BATCH_MIN_ENTRIES {
+fn rd_batch(entry_count: u32, _mode: CqMode) -> u32 {
+    if entry_count < RD_BATCH_MIN_ENTRIES {
         1
     } else {
         RD_BATCH
@@ -279,6 +280,7 @@ impl Cq {
             if let Some(e) = self.get_event()? {
                 return Ok(e);
             }
+            self.store_read_index()?;
             let left = match deadline {
                 Some(d) => {
                     let now = Instant::now();
@@ -302,6 +304,45 @@ impl Cq {
                     "the CQ overran and the overrun was not cleared",
                 ));
             }
+        }
+    }
+
+    /// Store the read index if batching left it behind: kgni's wait compares it with the
+    /// NIC's write index.
+    fn store_read_index(&self) -> Result<()> {
+        let q = &self.inner;
+        let mut st = lock(&q.st);
+        if st.stored != st.rd {
+            st.stored = st.rd;
+            q.alias
+                .write_u64(USER_READ_INDEX_OFFSET, u64::from(st.rd))?;
+        }
+        Ok(())
+    }
+
+    /// Block, while no event is waiting, until the CQ's interrupt (kgni's `CqWait`) or
+    /// `limit`; consumes nothing. True if the thread slept. It does not sleep when an event
+    /// already waits or the device needs the caller to make progress
+    /// ([`Nic::before_sleep`]). `BLOCKING` CQs only (`GNI_RC_INVALID_PARAM` else).
+    pub fn sleep(&self, limit: Duration) -> Result<bool> {
+        if !self.inner.mode.contains(CqMode::BLOCKING) {
+            return Err(GniError::param("only a BLOCKING CQ can be slept on"));
+        }
+        let nic = Nic {
+            inner: Arc::clone(&self.inner.nic),
+        };
+        if !nic.before_sleep() || self.test_event()? {
+            return Ok(false);
+        }
+        self.store_read_index()?;
+        let r = self.inner.nic.client.request(Request::CqWait {
+            cq: CqId(self.inner.id),
+            timeout: Some(limit),
+        });
+        match r.map_err(GniError::from) {
+            Ok(_) => Ok(true),
+            Err(e) if e.rc() == ReturnCode::Timeout => Ok(true),
+            Err(e) => Err(e),
         }
     }
 

@@ -216,6 +216,19 @@ impl CxiDevice {
         self.progress.get().is_some_and(|p| p.progress())
     }
 
+    /// Whether a thread that has nothing to do may block until the device interrupts it
+    /// (see [`emu_core::engine::Progress::before_sleep`]); a real device (no progress
+    /// handle) progresses by itself.
+    pub fn before_sleep(&self) -> bool {
+        self.progress.get().is_none_or(|p| p.before_sleep())
+    }
+
+    /// Whether [`CxiDevice::before_sleep`] can ever say yes (no side effect; see
+    /// [`emu_core::engine::Progress::can_sleep`]).
+    pub fn can_sleep(&self) -> bool {
+        self.progress.get().is_none_or(|p| p.can_sleep())
+    }
+
     /// How many times the device was reset.
     pub fn reset_count(&self) -> u64 {
         self.resets.load(Ordering::Relaxed)

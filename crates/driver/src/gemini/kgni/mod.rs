@@ -449,4 +449,20 @@ impl Progress for Kgni {
     fn progress(&self) -> bool {
         Kgni::progress(self)
     }
+
+    fn before_sleep(&self) -> bool {
+        match self.waiter() {
+            Waiter::Deterministic(_) => false,
+            Waiter::Threaded(p) => p.before_sleep(),
+            Waiter::Interrupts => true,
+        }
+    }
+
+    fn can_sleep(&self) -> bool {
+        match self.waiter() {
+            Waiter::Deterministic(_) => false,
+            Waiter::Threaded(p) => p.can_sleep(),
+            Waiter::Interrupts => true,
+        }
+    }
 }

@@ -327,9 +327,9 @@ impl Kgni {
 
     // ---- waits ---------------------------------------------------------------------------
 
-    pub(super) fn block(&self, vector: u32, deadline: Option<Instant>) {
-        let slice = deadline.map_or(WAIT_SLICE, |d| {
-            d.saturating_duration_since(Instant::now()).min(WAIT_SLICE)
+    pub(super) fn block(&self, vector: u32, deadline: Option<Instant>, slice: Duration) {
+        let slice = deadline.map_or(slice, |d| {
+            d.saturating_duration_since(Instant::now()).min(slice)
         });
         match self.irqs.vector(vector) {
             Some(w) => {
@@ -350,6 +350,10 @@ impl Kgni {
     ) -> Result<T, KgniError> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let waiter = self.waiter();
+        // Blocks start short and double up to `WAIT_SLICE_MAX`: the interrupt ends a block
+        // early; the slices only bound how late a condition no interrupt announces is seen,
+        // and a long wait costs a wake-up per slice.
+        let mut slice = WAIT_SLICE;
         loop {
             if let Some(v) = check()? {
                 return Ok(v);
@@ -364,11 +368,17 @@ impl Kgni {
                     }
                 }
                 Waiter::Threaded(p) => {
-                    if !p.progress() {
-                        self.block(vector, deadline);
+                    // Arrivals the engine wants this thread to take come first
+                    // (`before_sleep` says no while they wait).
+                    if !p.progress() && p.before_sleep() {
+                        self.block(vector, deadline, slice);
+                        slice = (slice * 2).min(WAIT_SLICE_MAX);
                     }
                 }
-                Waiter::Interrupts => self.block(vector, deadline),
+                Waiter::Interrupts => {
+                    self.block(vector, deadline, slice);
+                    slice = (slice * 2).min(WAIT_SLICE_MAX);
+                }
             }
         }
     }

@@ -230,6 +230,8 @@ pub(super) const USER_CHANNELS: [usize; 3] = [0, 1, 2];
 pub(super) const RX_VECTOR: u32 = gpci::FIRST_INBAND_IRQ + 2 * DGRAM_CHANNEL as u32 + gpci::IRQ_RX;
 /// How long one blocking slice of a wait lasts.
 pub(super) const WAIT_SLICE: Duration = Duration::from_millis(1);
+/// The longest a wait blocks at once before it looks at its condition again.
+pub(super) const WAIT_SLICE_MAX: Duration = Duration::from_millis(64);
 /// Tag of a datagram request in the CQ data of its SEND (for error reporting).
 pub(super) const TAG_REQUEST: u64 = 1;
 /// Tag of a datagram response in the CQ data of its SEND; the low 40 bits number it in

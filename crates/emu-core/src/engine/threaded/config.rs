@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::time::SimDuration;
+
 /// How the threaded engine applies the fabric's timing model.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum FabricTiming {
@@ -55,6 +57,16 @@ pub(super) const WORKER_BATCH: usize = 64;
 /// How long an engine thread waits before it looks again at a due timer held back by
 /// packets in flight (`Shared::in_flight`).
 pub(super) const TIMER_RECHECK: Duration = Duration::from_micros(50);
+
+/// How far the engine's clock may run past the earliest timer (or delayed packet) not run
+/// yet ([`JobClock::set_queue_limit`](crate::clock::JobClock::set_queue_limit)): when the
+/// engine thread is not scheduled in time, emulated time waits for it instead of making
+/// every timer it then runs look late.
+pub(super) const QUEUE_SLACK: SimDuration = SimDuration::from_us(1_000);
+
+/// How long an engine thread whose next timer waits for a held clock
+/// ([`JobClock`](crate::clock::JobClock)) sleeps before it looks again.
+pub(super) const CLOCK_HELD_RECHECK: Duration = Duration::from_millis(1);
 
 /// Handler calls a work loop runs on one reading of the clock (see `Shared::run`).
 pub(super) const CLOCK_EVERY: usize = 16;

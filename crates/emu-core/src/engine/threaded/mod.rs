@@ -36,6 +36,7 @@ use super::{
     DeviceId, DeviceModel, Engine, EngineCounters, EngineError, EngineKind, InterruptSink,
     Progress, bar_sizes,
 };
+use crate::clock::JobClock;
 use crate::dma::DmaPort;
 use crate::fabric::remote::{Arrivals, Outlet};
 use crate::fabric::{BufferPool, Fabric, FabricCounters, FaultConfig, LinkId, Packet, PortId};
@@ -80,7 +81,7 @@ impl Threaded {
         let rng = root.fork();
         let ports = fabric.ports() as usize;
         let shared = Arc::new(Shared {
-            start: Instant::now(),
+            clock: Arc::new(JobClock::new()),
             devices: RwLock::new(Vec::new()),
             by_port: (0..ports).map(|_| OnceLock::new()).collect(),
             net: Mutex::new(Net { fabric, rng, root }),
@@ -124,6 +125,7 @@ impl Threaded {
             s.shutdown = true;
             let heap = std::mem::take(&mut s.heap);
             let deferred = std::mem::take(&mut s.deferred);
+            self.shared.head_changed(None);
             self.shared.pending.store(0, Ordering::SeqCst);
             (heap, deferred)
         };
@@ -285,9 +287,16 @@ impl Threaded {
         Ok(slot.bars.get(usize::from(bar)).copied().unwrap_or(0))
     }
 
-    /// Elapsed real time since the engine started.
+    /// The engine's time: real time since it started, less the time its [`JobClock`] was
+    /// held.
     pub fn now(&self) -> SimTime {
         self.shared.now()
+    }
+
+    /// The engine's clock. The fabric between processes limits it so that emulated time
+    /// stands still while a process of the job does not run ([`JobClock::allow`]).
+    pub fn clock(&self) -> Arc<JobClock> {
+        Arc::clone(&self.shared.clock)
     }
 
     /// Scheduled work not yet run (timers, delayed packets, deferred work).
@@ -370,6 +379,10 @@ impl Arrivals for EngineArrivals {
         self.0.upgrade().is_none_or(|s| s.is_settled())
     }
 
+    fn clock(&self) -> Option<Arc<JobClock>> {
+        self.0.upgrade().map(|s| Arc::clone(&s.clock))
+    }
+
     fn arrive(&self, at: SimTime, pkt: Packet) {
         let Some(s) = self.0.upgrade() else {
             return;
@@ -400,6 +413,16 @@ impl Progress for Threaded {
     /// otherwise yields the CPU.
     fn progress(&self) -> bool {
         self.shared.progress_once()
+    }
+
+    /// True when engine threads run timers and deferred work without the caller, and the
+    /// fabric between processes has no arrival waiting for it.
+    fn before_sleep(&self) -> bool {
+        self.shared.may_sleep()
+    }
+
+    fn can_sleep(&self) -> bool {
+        self.shared.cfg.workers > 0
     }
 }
 

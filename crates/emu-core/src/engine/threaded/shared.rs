@@ -5,21 +5,23 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
-use std::time::Instant;
 
+use crate::clock::JobClock;
 use crate::engine::{Action, DeviceId, DeviceIo, DeviceModel, EngineError};
 use crate::fabric::remote::Outlet;
 use crate::fabric::{BufferPool, PortId};
 use crate::nic_faults::{NicFaultCounters, NicFaults};
-use crate::time::{SimDuration, SimTime};
+use crate::time::SimTime;
 
-use super::config::{FabricTiming, ThreadedConfig};
+use super::config::{FabricTiming, QUEUE_SLACK, ThreadedConfig};
 use super::counters::Counters;
 use super::sched::Sched;
 use super::slot::{Net, Slot, SlotState};
 
 pub(super) struct Shared {
-    pub(super) start: Instant,
+    /// Real time since the engine started, unless a job of processes holds it
+    /// ([`Threaded::clock`](super::Threaded::clock)).
+    pub(super) clock: Arc<JobClock>,
     pub(super) cfg: ThreadedConfig,
     /// Devices by id (append-only).
     pub(super) devices: RwLock<Vec<Arc<Slot>>>,
@@ -61,9 +63,10 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Real time since the engine started (one clock read).
+    /// The engine's time (one clock read): real time since the engine started, less the
+    /// time a job of processes held its clock ([`JobClock`]).
     pub(super) fn now(&self) -> SimTime {
-        SimTime(SimDuration::from_std(self.start.elapsed()).0)
+        self.clock.now()
     }
 
     pub(super) fn slot(&self, dev: DeviceId) -> Result<Arc<Slot>, EngineError> {
@@ -170,6 +173,29 @@ impl Shared {
         self.backlog.load(Ordering::Acquire) > 0
             || self.inline_loops.load(Ordering::Acquire) > 0
             || self.outlet.get().is_some_and(|o| o.in_flight())
+    }
+
+    /// Whether a timer waits for a process of the job on this host that has an earlier
+    /// timer it has not run ([`Outlet::peer_behind`]).
+    pub(super) fn peer_behind(&self) -> bool {
+        self.outlet.get().is_some_and(|o| o.peer_behind())
+    }
+
+    /// Tell the clock and the fabric between processes when the earliest timer (or
+    /// delayed packet) not run yet falls due (`None`: none). Called with the scheduler lock
+    /// held, whenever the head of the timer heap changes.
+    pub(super) fn head_changed(&self, next: Option<SimTime>) {
+        self.clock.set_queue_limit(next.map(|t| t + QUEUE_SLACK));
+        if let Some(o) = self.outlet.get() {
+            o.next_timer(next.map(|t| self.clock.host_time_of(t)));
+        }
+    }
+
+    /// See [`Progress::before_sleep`](crate::engine::Progress::before_sleep).
+    pub(super) fn may_sleep(&self) -> bool {
+        self.cfg.workers > 0
+            && !self.down.load(Ordering::Relaxed)
+            && self.outlet.get().is_none_or(|o| o.before_sleep())
     }
 
     /// Whether every packet handed to this engine has been handled: no deferred delivery

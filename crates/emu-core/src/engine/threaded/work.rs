@@ -12,7 +12,9 @@ use std::time::Duration;
 use crate::engine::{Action, Progress};
 use crate::time::SimTime;
 
-use super::config::{CLOCK_EVERY, FabricTiming, TIMER_RECHECK, WORKER_BATCH, WORKER_BUDGET};
+use super::config::{
+    CLOCK_EVERY, CLOCK_HELD_RECHECK, FabricTiming, TIMER_RECHECK, WORKER_BATCH, WORKER_BUDGET,
+};
 use super::counters::{Tally, bump};
 use super::sched::{Sched, Taken, Timed, Work};
 use super::scratch::Scratch;
@@ -96,6 +98,9 @@ impl Shared {
             s.seq += 1;
             s.heap.push(Timed { time, seq, work });
             self.pending.fetch_add(1, Ordering::AcqRel);
+            if wake {
+                self.head_changed(Some(time));
+            }
             wake
         };
         bump(&self.c.deferred);
@@ -138,9 +143,11 @@ impl Shared {
             Taken::Deferred(n)
         } else if s.heap.peek().is_some_and(|t| t.time <= now)
             && !self.in_flight()
+            && !self.peer_behind()
             && let Some(t) = s.heap.pop()
         {
             q.push_back(t.work);
+            self.head_changed(s.heap.peek().map(|h| h.time));
             Taken::Timer
         } else {
             return None;
@@ -303,7 +310,12 @@ impl Shared {
                                 .0
                         }
                         Some(t) => {
-                            let wait = t.since(now).to_std().max(Duration::from_micros(1));
+                            let mut wait = t.since(now).to_std().max(Duration::from_micros(1));
+                            if self.clock.held() {
+                                // The clock stands still (a process of the job does not
+                                // run): the timer is not due before it moves again.
+                                wait = wait.max(CLOCK_HELD_RECHECK);
+                            }
                             self.cond
                                 .wait_timeout(s, wait)
                                 .unwrap_or_else(|e| e.into_inner())
@@ -321,5 +333,13 @@ impl Shared {
 impl Progress for Shared {
     fn progress(&self) -> bool {
         self.progress_once()
+    }
+
+    fn before_sleep(&self) -> bool {
+        self.may_sleep()
+    }
+
+    fn can_sleep(&self) -> bool {
+        self.cfg.workers > 0
     }
 }

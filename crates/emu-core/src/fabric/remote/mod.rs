@@ -14,19 +14,29 @@
 //! port toward a receiver): contention between senders in different processes is not
 //! modelled. See docs/fabric-between-processes.md.
 //!
-//! Liveness: a peer that dies is noticed within [`RemoteConfig::timeout`] (shared memory:
-//! the peer's pid is gone or its heartbeat stopped; TCP: the connection closed without a
-//! goodbye, or no frame or heartbeat arrived for that long). From then on packets toward it
-//! are dropped and counted as network timeouts ([`RemoteCounters::network_timeouts`]), and
-//! [`ProcessFabric::check`] returns the error.
+//! Time: every process's threaded engine runs on a [`JobClock`] that this fabric lets run
+//! only while every live peer shows that it runs (a heartbeat or a frame within
+//! [`RemoteConfig::grace`]). A peer that is stopped, descheduled, swapped or not started
+//! yet holds the clocks of the others, so no emulated timeout, retry budget or watchdog
+//! expires because of it; the held time is not counted once it runs again.
+//!
+//! Liveness comes only from facts the host's scheduler cannot fake: the peer's process is
+//! gone or a zombie (shared memory: `/proc/<pid>`), its connection ended or was reset, its
+//! kernel stopped answering TCP keepalives, or stopped acknowledging the data we sent for
+//! [`RemoteConfig::timeout`] (a cable pulled, a host gone). A silence alone is never a
+//! death. From then on packets toward it are dropped and counted as network timeouts
+//! ([`RemoteCounters::network_timeouts`]), the peer no longer holds the clock (so the NICs'
+//! own timeouts report the loss as the hardware does), and [`ProcessFabric::check`]
+//! returns the error.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+pub use crate::clock::JobClock;
 pub use crate::fabric::{Packet, PortId};
 use crate::time::{SimDuration, SimTime};
 
@@ -101,6 +111,11 @@ pub trait Arrivals: Send + Sync {
     fn settled(&self) -> bool {
         true
     }
+    /// The engine's clock, which the fabric holds while a peer does not run (`None`: the
+    /// engine's time is not paced by the job).
+    fn clock(&self) -> Option<Arc<JobClock>> {
+        None
+    }
 }
 
 /// Where a process's engine sends packets whose destination port it does not host.
@@ -128,6 +143,27 @@ pub trait Outlet: Send + Sync {
     /// The engine has handled every packet delivered to it (see [`Arrivals::settled`]):
     /// credits held back meanwhile may go to the peers now.
     fn settled(&self) {}
+    /// A host thread that took arrivals through [`Outlet::poll`] is about to sleep until
+    /// the device interrupts it: from now on senders must wake the fabric's own receiving
+    /// thread for what they send. False when arrivals already wait (poll again instead).
+    fn before_sleep(&self) -> bool {
+        true
+    }
+    /// The engine's earliest timer (or delayed packet) not run yet falls due at `host_ns` on
+    /// the host's monotonic clock (`None`: it has none). Peers on this host read it (see
+    /// [`Outlet::peer_behind`]).
+    fn next_timer(&self, _host_ns: Option<u64>) {}
+    /// Whether this engine's earliest timer (as last given to [`Outlet::next_timer`]) must
+    /// wait for a peer on this host that has not yet run a timer due before it (its engine
+    /// thread did not get a CPU, or the process is stopped). Such a timer may send this
+    /// engine the packets it is waiting for: a retransmission timeout must not fire because
+    /// the peer's acknowledgement, owed by the peer's timer, is late for the host's sake.
+    /// Every process compares the times as published (ties: the lower port first), one
+    /// total order, so the timer due first in the whole host never waits and the processes
+    /// cannot wait for each other in a circle.
+    fn peer_behind(&self) -> bool {
+        false
+    }
 }
 
 /// One direction toward one peer process: a shared-memory ring or a TCP stream.
@@ -161,8 +197,10 @@ pub struct RemoteConfig {
     pub port: PortId,
     /// Ports of the whole fabric.
     pub ports: u32,
-    /// How long a peer may stay silent (no heartbeat, a ring not drained, a socket not
-    /// written) before it is declared gone.
+    /// How long a TCP peer's kernel may leave the data we sent unacknowledged, or its
+    /// keepalives unanswered, before the peer is declared gone (a cable pulled, a host
+    /// gone). A silent peer process is never declared gone for its silence: it holds the
+    /// job's clock instead ([`RemoteConfig::grace`]).
     pub timeout: Duration,
     /// Data bytes of each inbound ring (a power of two, at least 4 KiB).
     pub ring_bytes: usize,
@@ -182,9 +220,15 @@ impl RemoteConfig {
         }
     }
 
-    /// The heartbeat period: a tenth of the timeout, between 1 ms and 100 ms.
+    /// The heartbeat period: a tenth of the timeout, between 1 ms and 10 ms.
     pub fn beat(&self) -> Duration {
-        (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100))
+        (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10))
+    }
+
+    /// How long a peer may show no sign of life (heartbeat, frame) before this process's
+    /// engine clock stands still waiting for it: five heartbeat periods.
+    pub fn grace(&self) -> Duration {
+        self.beat() * 5
     }
 }
 
@@ -208,6 +252,12 @@ pub struct RemoteCounters {
     pub wire_crc_errors: u64,
     /// Packets to a port no link was set up for.
     pub no_link: u64,
+    /// Times the engine's clock was held because a peer showed no sign of life for
+    /// [`RemoteConfig::grace`] (stopped, descheduled, or not started yet).
+    pub clock_holds: u64,
+    /// Real time the clock was held for silent peers, in milliseconds (at most: the clock
+    /// stands still once it reaches the grace it was allowed).
+    pub clock_held_ms: u64,
 }
 
 #[derive(Default)]
@@ -220,6 +270,7 @@ struct Counters {
     dead_peers: AtomicU64,
     wire_crc_errors: AtomicU64,
     no_link: AtomicU64,
+    clock_holds: AtomicU64,
 }
 
 /// What is known of a peer.
@@ -238,6 +289,14 @@ pub enum PeerState {
 struct PeerSlot {
     state: AtomicU8,
     why: Mutex<Option<String>>,
+    /// When it last showed life (nanoseconds since the fabric started).
+    life: AtomicU64,
+}
+
+/// What the fabric's poller checks every heartbeat period besides the rings (a TCP link's
+/// kernel-level liveness).
+pub(crate) trait Watch: Send + Sync {
+    fn watch(&self, core: &Core);
 }
 
 /// What the links and their threads share.
@@ -253,6 +312,14 @@ pub(crate) struct Core {
     /// Frames taken from the inbound rings are not declared handled yet (the engine still
     /// had deferred deliveries when they were taken).
     pub(crate) shm_owed: AtomicBool,
+    /// The engine's clock, held while a peer shows no life.
+    clock: Option<Arc<JobClock>>,
+    /// Since when the clock has been held for a silent peer (`None`: it is not).
+    holding: Mutex<Option<Instant>>,
+    /// Real time the clock stood still for silent peers, finished holds (nanoseconds).
+    held_ns: AtomicU64,
+    start: Instant,
+    pub(crate) watchers: Mutex<Vec<Arc<dyn Watch>>>,
 }
 
 impl Core {
@@ -271,10 +338,72 @@ impl Core {
 
     pub(crate) fn set_up(&self, port: u32) {
         if let Some(p) = self.peers.get(port as usize) {
+            // Its silence is measured from now, when it attached, not from when this
+            // process started.
+            p.life.store(self.elapsed_ns(), Ordering::Release);
             let _ = p
                 .state
                 .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire);
         }
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The peer showed that it runs (a heartbeat moved, a frame arrived).
+    pub(crate) fn alive(&self, port: u32) {
+        if let Some(p) = self.peers.get(port as usize) {
+            p.life.fetch_max(self.elapsed_ns(), Ordering::AcqRel);
+        }
+    }
+
+    /// Every heartbeat period: let the engine's clock run [`RemoteConfig::grace`] further
+    /// if every linked peer showed life within that long; otherwise leave it to stand still
+    /// at its limit. With no live peer (none linked yet, or all closed or gone) the clock is
+    /// not held at all, so the NICs' timeouts report a lost peer.
+    pub(crate) fn pace(&self) {
+        let watchers: Vec<Arc<dyn Watch>> = lock(&self.watchers).clone();
+        for w in &watchers {
+            w.watch(self);
+        }
+        let Some(clock) = &self.clock else {
+            return;
+        };
+        let grace = self.cfg.grace();
+        let now = self.elapsed_ns();
+        let grace_ns = u64::try_from(grace.as_nanos()).unwrap_or(u64::MAX);
+        let mut linked = false;
+        let mut stale = false;
+        for p in &self.peers {
+            if p.state.load(Ordering::Acquire) == 1 {
+                linked = true;
+                stale |= now.saturating_sub(p.life.load(Ordering::Acquire)) > grace_ns;
+            }
+        }
+        let mut holding = lock(&self.holding);
+        if linked && stale {
+            if holding.is_none() {
+                *holding = Some(Instant::now());
+                self.c.clock_holds.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
+        if let Some(since) = holding.take() {
+            let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.held_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+        if linked {
+            clock.allow(grace);
+        } else {
+            clock.release();
+        }
+    }
+
+    /// Real time the clock has stood still for silent peers so far.
+    fn held_for_peers(&self) -> Duration {
+        let ongoing = lock(&self.holding).map_or(Duration::ZERO, |t| t.elapsed());
+        Duration::from_nanos(self.held_ns.load(Ordering::Relaxed)) + ongoing
     }
 
     /// The peer closed cleanly (unless it was already declared dead).
@@ -331,6 +460,7 @@ impl Core {
             self.c.wire_crc_errors.fetch_add(1, Ordering::Relaxed);
         }
         self.c.received.fetch_add(1, Ordering::Relaxed);
+        self.alive(h.src);
         self.c
             .bytes_received
             .fetch_add(len as u64, Ordering::Relaxed);
@@ -382,13 +512,19 @@ impl ProcessFabric {
                 .map(|_| PeerSlot {
                     state: AtomicU8::new(0),
                     why: Mutex::new(None),
+                    life: AtomicU64::new(0),
                 })
                 .collect(),
             c: Counters::default(),
+            clock: arrivals.clock(),
             arrivals,
             stop: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
             shm_owed: AtomicBool::new(false),
+            holding: Mutex::new(None),
+            held_ns: AtomicU64::new(0),
+            start: Instant::now(),
+            watchers: Mutex::new(Vec::new()),
             cfg,
         });
         let shm = shm::ShmSide::new(&core)?;
@@ -514,6 +650,9 @@ impl ProcessFabric {
             dead_peers: g(&c.dead_peers),
             wire_crc_errors: g(&c.wire_crc_errors),
             no_link: g(&c.no_link),
+            clock_holds: g(&c.clock_holds),
+            clock_held_ms: u64::try_from(self.core.held_for_peers().as_millis())
+                .unwrap_or(u64::MAX),
         }
     }
 
@@ -532,14 +671,17 @@ impl ProcessFabric {
     }
 
     /// Stop as a crashed process would: no goodbyes, heartbeats stop, sockets are cut.
-    /// Peers declare this one gone within their timeout. (Tests use it to play a killed
-    /// process inside one test process.)
+    /// Tests use it to play a killed process inside one test process, where the pid
+    /// cannot vanish: the segment is marked crashed (a state a real process never writes:
+    /// peers on this host see its pid gone instead), which peers take for the pid gone.
+    /// Over TCP the peers see the connections cut.
     pub fn abandon(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
         self.core.crashed.store(true, Ordering::Release);
         self.core.stop.store(true, Ordering::Release);
+        self.shm.crash();
         self.shm.join();
         self.tcp.shutdown(true);
     }
@@ -553,6 +695,18 @@ impl Outlet for ProcessFabric {
 
     fn poll(&self) -> bool {
         !self.closed.load(Ordering::Acquire) && self.shm.poll(&self.core)
+    }
+
+    fn before_sleep(&self) -> bool {
+        self.closed.load(Ordering::Acquire) || self.shm.before_sleep()
+    }
+
+    fn next_timer(&self, host_ns: Option<u64>) {
+        self.shm.publish_next_timer(host_ns);
+    }
+
+    fn peer_behind(&self) -> bool {
+        self.shm.peer_behind(&self.core)
     }
 
     fn settled(&self) {
@@ -574,6 +728,10 @@ impl Outlet for ProcessFabric {
                 })
             })
     }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Drop for ProcessFabric {

@@ -11,9 +11,11 @@
 //! | 16 | 8 | ring data bytes `cap` |
 //! | 24 | 4 | owner pid |
 //! | 64 | 8 | owner heartbeat (atomic) |
-//! | 72 | 4 | owner state (atomic: 1 up, 2 closed) |
+//! | 72 | 4 | owner state (atomic: 1 up, 2 closed, 3 crashed: only a test's in-process crash) |
 //! | 80 | 4 | doorbell (atomic, a futex word) |
 //! | 84 | 4 | the owner's poller is asleep on the doorbell (atomic) |
+//! | 88 | 4 | a thread of the owner takes arrivals itself: it is polling (atomic) |
+//! | 96 | 8 | when the owner engine's earliest timer falls due, host monotonic ns (atomic; all ones: none) |
 //! | 4096 + s × (192 + cap) | 192 + cap | the ring written by port `s` |
 //!
 //! No name is ever created in `/dev/shm`: the segment is an anonymous memfd; a peer opens it
@@ -23,17 +25,25 @@
 //! whoever dies when.
 //!
 //! One poller thread per process drains every inbound ring into the engine, flushes the
-//! frames its senders could not push into a full ring, beats the heartbeats and watches the
-//! peers (pid gone, or heartbeat stale for the timeout). A host thread that waits for its
+//! frames its senders could not push into a full ring, beats the heartbeats, watches the
+//! peers (pid gone or a zombie) and paces the engine's clock (a peer whose heartbeat has
+//! not moved for the grace period holds it; see [`super::Core::pace`]). A host thread that waits for its
 //! device (the rank polling its completion queue) drains the rings itself through the
 //! engine's progress ([`ShmSide::poll`]), so on a ping-pong an arrival is handled in the
-//! thread that waits for it, with no hand-off. The poller spins briefly when idle, then
-//! yields a few times, then sleeps on the segment's doorbell, a futex word in the shared mapping
-//! (woken by a producer that pushed a frame, or after a heartbeat period). Lost wake-ups
-//! are excluded Dekker-style: the poller announces it sleeps, then (after a SeqCst fence)
-//! looks at the rings once more before waiting; a producer stores its ring's tail, then
-//! (after a SeqCst fence) looks whether the poller sleeps before ringing. One of the two
-//! sees the other.
+//! thread that waits for it, with no hand-off. Such a thread announces itself in the
+//! segment's header (`AWAKE`) when it polls, and withdraws before it sleeps on its NIC's
+//! interrupt ([`ShmSide::before_sleep`]). While a thread of the owner polls, the poller
+//! sleeps and producers do not ring the doorbell: a sender pays no futex wake per message
+//! when the receiver is awake. Otherwise the poller spins briefly when idle, then yields a
+//! few times, then sleeps on the segment's doorbell, a futex word in the shared mapping
+//! (woken by a producer that pushed a frame, or after a heartbeat period). Lost wake-ups are
+//! excluded Dekker-style: the poller announces it sleeps (a polling thread that it withdraws),
+//! then (after a SeqCst fence) looks at the rings once more before waiting; a producer
+//! stores its ring's tail, then (after a SeqCst fence) looks whether the poller sleeps and
+//! nobody polls before ringing. One of the two sees the other. A polling thread that stops
+//! polling without withdrawing (it went back to computing) is withdrawn by the poller the
+//! first time the poller finds frames it left in the rings (after at most a heartbeat
+//! period).
 
 #![allow(unsafe_code)]
 
@@ -59,9 +69,15 @@ const OWNER_BEAT: usize = 64;
 const OWNER_STATE: usize = 72;
 const BELL: usize = 80;
 const SLEEPING: usize = 84;
+const AWAKE: usize = 88;
+const NEXT_TIMER: usize = 96;
 /// Idle rounds the poller spins, then yields, before it sleeps on the doorbell.
 const IDLE_SPINS: u32 = 64;
 const IDLE_YIELDS: u32 = 16;
+/// How often the poller looks whether the peers' processes still exist (`/proc`).
+const PID_CHECK: Duration = Duration::from_millis(100);
+/// Owner state of a segment whose owner was made to crash inside a test process.
+const CRASHED: u32 = 3;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -112,7 +128,9 @@ impl Segment {
     /// segment's rings).
     fn ring_bell(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.u32_at(SLEEPING).load(Ordering::Relaxed) != 0 {
+        if self.u32_at(SLEEPING).load(Ordering::Relaxed) != 0
+            && self.u32_at(AWAKE).load(Ordering::Relaxed) == 0
+        {
             let bell = self.u32_at(BELL);
             bell.fetch_add(1, Ordering::Release);
             let _ = rustix::thread::futex::wake(bell, rustix::thread::futex::Flags::empty(), 1);
@@ -155,7 +173,6 @@ struct Inbound {
     ring: Consumer,
     flows: Box<[SimTime; 256]>,
     beat: u64,
-    seen: Instant,
 }
 
 /// This process's shared-memory side: its segment, the poller, the outbound links.
@@ -194,6 +211,7 @@ impl ShmSide {
         // SAFETY: the header is inside the fresh mapping nobody else has yet.
         unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), seg.base, 32) };
         seg.u32_at(OWNER_STATE).store(1, Ordering::Release);
+        seg.u64_at(NEXT_TIMER).store(u64::MAX, Ordering::Release);
         let mut inbound = Vec::new();
         for s in 0..cfg.ports {
             let base = seg.ring_base(s);
@@ -211,7 +229,6 @@ impl ShmSide {
                 ring: unsafe { Consumer::new(base, cfg.ring_bytes) },
                 flows: Box::new([SimTime::ZERO; 256]),
                 beat: 0,
-                seen: Instant::now(),
             });
         }
         let side = ShmSide {
@@ -302,10 +319,9 @@ impl ShmSide {
             inner: Mutex::new(LinkInner {
                 producer,
                 backlog: VecDeque::new(),
-                stalled: None,
             }),
             max: ring::max_frame(seg.cap) - frame::HEADER,
-            owner_beat: Mutex::new((0, Instant::now())),
+            owner_beat: AtomicU64::new(0),
             seg,
         });
         lock(&self.outbound).push(Arc::clone(&link));
@@ -344,8 +360,13 @@ impl ShmSide {
     }
 
     /// Drain the inbound rings in the calling thread, unless the poller is at it (then it
-    /// hands the frames over itself). Returns whether any frame was taken.
+    /// hands the frames over itself). Returns whether any frame was taken. The caller is
+    /// marked as polling (`AWAKE`): producers stop ringing the doorbell.
     pub(crate) fn poll(&self, core: &Core) -> bool {
+        let awake = self.seg.u32_at(AWAKE);
+        if awake.load(Ordering::Relaxed) == 0 {
+            awake.store(1, Ordering::SeqCst);
+        }
         match self.inbound.try_lock() {
             Ok(mut inb) => {
                 if !inb.iter().any(|r| r.ring.pending()) {
@@ -357,9 +378,61 @@ impl ShmSide {
         }
     }
 
+    /// The polling thread is about to sleep on its NIC's interrupt: producers must ring the
+    /// doorbell again. False (and still marked polling) when frames already wait.
+    pub(crate) fn before_sleep(&self) -> bool {
+        let awake = self.seg.u32_at(AWAKE);
+        awake.store(0, Ordering::SeqCst);
+        // Pairs with the producers' fence in `ring_bell`: either a producer sees the thread
+        // gone, or this sees its frame.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let pending = match self.inbound.try_lock() {
+            Ok(inb) => inb.iter().any(|r| r.ring.pending()),
+            // The poller is draining: it hands the frames over.
+            Err(_) => false,
+        };
+        if pending {
+            awake.store(1, Ordering::SeqCst);
+        }
+        !pending
+    }
+
+    /// Publish when this process's earliest timer falls due (see
+    /// [`Outlet::next_timer`](super::Outlet::next_timer)).
+    pub(crate) fn publish_next_timer(&self, host_ns: Option<u64>) {
+        self.seg
+            .u64_at(NEXT_TIMER)
+            .store(host_ns.unwrap_or(u64::MAX), Ordering::Release);
+    }
+
+    /// Whether a live peer on this host has a timer due before ours, both as published
+    /// (ties: the lower port first), that it has not run (see
+    /// [`Outlet::peer_behind`](super::Outlet::peer_behind)).
+    pub(crate) fn peer_behind(&self, core: &Core) -> bool {
+        let host_ns = self.seg.u64_at(NEXT_TIMER).load(Ordering::Acquire);
+        let Ok(links) = self.outbound.try_lock() else {
+            // Links are being added (only while the job starts).
+            return false;
+        };
+        let me = core.cfg.port.0;
+        links.iter().any(|l| {
+            let due = l.seg.u64_at(NEXT_TIMER).load(Ordering::Acquire);
+            (due < host_ns || (due == host_ns && l.port < me))
+                && core.state(l.port) == PeerState::Up
+        })
+    }
+
     /// Tell producers this segment's owner closed.
     pub(crate) fn close(&self) {
         self.seg.u32_at(OWNER_STATE).store(2, Ordering::Release);
+    }
+
+    /// Play a crash inside one test process (the pid cannot vanish there): peers take the
+    /// crashed state for the pid gone.
+    pub(crate) fn crash(&self) {
+        self.seg
+            .u32_at(OWNER_STATE)
+            .store(CRASHED, Ordering::Release);
     }
 
     pub(crate) fn join(&self) {
@@ -379,10 +452,9 @@ impl ShmSide {
 
 struct LinkInner {
     producer: Producer,
-    /// Frames that did not fit in the ring, oldest first.
+    /// Frames that did not fit in the ring, oldest first. A peer that does not drain its
+    /// ring (stopped, descheduled) is not a dead peer: the frames wait.
     backlog: VecDeque<Vec<u8>>,
-    /// Since when the backlog has not emptied.
-    stalled: Option<Instant>,
 }
 
 /// The link toward one peer on this host: the producer side of our ring in its segment.
@@ -392,20 +464,16 @@ pub(crate) struct ShmLink {
     seg: Arc<Segment>,
     inner: Mutex<LinkInner>,
     max: usize,
-    /// The peer's heartbeat as last seen, and when it last moved.
-    owner_beat: Mutex<(u64, Instant)>,
+    /// The peer's heartbeat as last seen.
+    owner_beat: AtomicU64,
 }
 
 impl ShmLink {
-    /// Push what the backlog holds; declare the peer gone if it has not drained for the
-    /// timeout. Returns whether anything moved.
+    /// Push what the backlog holds. Returns whether anything moved. A peer that is gone
+    /// never takes the rest: it is dropped and counted.
     fn flush(&self) -> bool {
         let mut g = lock(&self.inner);
-        let LinkInner {
-            producer,
-            backlog,
-            stalled,
-        } = &mut *g;
+        let LinkInner { producer, backlog } = &mut *g;
         let mut moved = false;
         while let Some(f) = backlog.front() {
             if !producer.try_push(&[f]) {
@@ -417,50 +485,43 @@ impl ShmLink {
         if moved {
             self.seg.ring_bell();
         }
-        if backlog.is_empty() {
-            *stalled = None;
-        } else if moved {
-            *stalled = Some(Instant::now());
-        } else if stalled.is_some_and(|t| t.elapsed() > self.core.cfg.timeout) {
+        if !backlog.is_empty() && self.core.state(self.port) == PeerState::Dead {
             let n = backlog.len() as u64;
             backlog.clear();
-            *stalled = None;
             drop(g);
             self.core.count_timeouts(n);
-            self.core.set_dead(
-                self.port,
-                format!(
-                    "it did not drain its shared-memory ring for {:?}",
-                    self.core.cfg.timeout
-                ),
-            );
         }
         moved
     }
 
-    /// Beat our heartbeat, and check the peer's.
-    fn watch(&self) {
+    /// Beat our heartbeat, and look at the peer's: a moved heartbeat is a sign of life; a
+    /// pid gone (looked at when `pids`) is a death. A heartbeat that stands still is
+    /// neither: the peer holds the clock ([`Core::pace`](super::Core::pace)).
+    fn watch(&self, pids: bool) {
         lock(&self.inner).producer.beat();
-        if self.seg.u32_at(OWNER_STATE).load(Ordering::Acquire) == 2 {
-            self.core.set_closed(self.port);
-            return;
+        match self.seg.u32_at(OWNER_STATE).load(Ordering::Acquire) {
+            2 => {
+                self.core.set_closed(self.port);
+                return;
+            }
+            CRASHED => {
+                self.core
+                    .set_dead(self.port, "its process crashed (in-process test)".into());
+                return;
+            }
+            _ => {}
         }
-        let (_, _, _, _, pid) = self.seg.read_header();
-        if !pid_alive(pid) {
-            self.core
-                .set_dead(self.port, format!("its process (pid {pid}) exited"));
-            return;
+        if pids {
+            let (_, _, _, _, pid) = self.seg.read_header();
+            if !pid_alive(pid) {
+                self.core
+                    .set_dead(self.port, format!("its process (pid {pid}) exited"));
+                return;
+            }
         }
         let beat = self.seg.u64_at(OWNER_BEAT).load(Ordering::Relaxed);
-        let mut g = lock(&self.owner_beat);
-        if beat != g.0 {
-            *g = (beat, Instant::now());
-        } else if g.1.elapsed() > self.core.cfg.timeout {
-            drop(g);
-            self.core.set_dead(
-                self.port,
-                format!("no heartbeat for {:?}", self.core.cfg.timeout),
-            );
+        if self.owner_beat.swap(beat, Ordering::Relaxed) != beat {
+            self.core.alive(self.port);
         }
     }
 }
@@ -489,7 +550,6 @@ impl PeerLink for ShmLink {
             f.extend_from_slice(&h);
             f.extend_from_slice(&pkt.data);
             g.backlog.push_back(f);
-            g.stalled.get_or_insert_with(Instant::now);
             drop(g);
         }
         self.core.count_sent(pkt.data.len());
@@ -519,23 +579,37 @@ fn poll_loop(
 ) {
     let beat = core.cfg.beat();
     let mut last_beat = Instant::now() - beat;
+    let mut last_pids = Instant::now();
     let mut idle = 0u32;
+    let awake = seg.u32_at(AWAKE);
     while !core.stop.load(Ordering::Acquire) {
         let mut work = drain(core, &mut lock(inbound));
+        if work && awake.load(Ordering::Relaxed) != 0 && idle > 0 {
+            // A thread said it polls, yet frames waited for the poller after its sleep:
+            // it went back to computing. Producers ring the doorbell again.
+            awake.store(0, Ordering::SeqCst);
+        }
         let links: Vec<Arc<ShmLink>> = lock(outbound).clone();
         for l in &links {
             work |= l.flush();
         }
         if last_beat.elapsed() >= beat {
             last_beat = Instant::now();
+            let pids = last_pids.elapsed() >= PID_CHECK;
+            if pids {
+                last_pids = last_beat;
+            }
             seg.u64_at(OWNER_BEAT).fetch_add(1, Ordering::Relaxed);
             for l in &links {
-                l.watch();
+                l.watch(pids);
             }
-            let mut inb = lock(inbound);
-            for r in inb.iter_mut() {
-                watch_producer(core, r);
+            {
+                let mut inb = lock(inbound);
+                for r in inb.iter_mut() {
+                    watch_producer(core, r, pids);
+                }
             }
+            core.pace();
         }
         if work {
             idle = 0;
@@ -544,7 +618,11 @@ fn poll_loop(
             // A short spin, a few yields, then sleep: on a host with fewer cores than
             // busy threads, a poller that yields for long only takes turns from the rank
             // threads, which drain the rings themselves while they wait (`ShmSide::poll`).
-            if idle < IDLE_SPINS {
+            if awake.load(Ordering::Relaxed) != 0 {
+                // A thread of this process takes arrivals itself: stay out of its way until
+                // the next heartbeat (or a producer rings for a thread gone to sleep).
+                sleep_on_bell(core, seg, None, beat.saturating_sub(last_beat.elapsed()));
+            } else if idle < IDLE_SPINS {
                 std::hint::spin_loop();
             } else if idle < IDLE_SPINS + IDLE_YIELDS {
                 std::thread::yield_now();
@@ -552,7 +630,12 @@ fn poll_loop(
                 // Waiting for a peer to make room: look again shortly.
                 std::thread::sleep(Duration::from_micros(20));
             } else {
-                sleep_on_bell(core, seg, inbound, beat.saturating_sub(last_beat.elapsed()));
+                sleep_on_bell(
+                    core,
+                    seg,
+                    Some(inbound),
+                    beat.saturating_sub(last_beat.elapsed()),
+                );
             }
         }
     }
@@ -621,14 +704,21 @@ fn take(core: &Core, inb: &mut [Inbound]) -> bool {
     work
 }
 
-/// Sleep until a producer rings the segment's doorbell, or `limit` passed.
-fn sleep_on_bell(core: &Core, seg: &Segment, inbound: &Mutex<Vec<Inbound>>, limit: Duration) {
+/// Sleep until a producer rings the segment's doorbell, or `limit` passed. With `inbound`,
+/// not if a frame already waits (without: a polling thread of the process takes them).
+fn sleep_on_bell(
+    core: &Core,
+    seg: &Segment,
+    inbound: Option<&Mutex<Vec<Inbound>>>,
+    limit: Duration,
+) {
     let bell = seg.u32_at(BELL);
     let sleeping = seg.u32_at(SLEEPING);
     let v = bell.load(Ordering::Acquire);
     sleeping.store(1, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::SeqCst);
-    let ready = core.stop.load(Ordering::Acquire) || lock(inbound).iter().any(|r| r.ring.pending());
+    let ready = core.stop.load(Ordering::Acquire)
+        || inbound.is_some_and(|inb| lock(inb).iter().any(|r| r.ring.pending()));
     if !ready && !limit.is_zero() {
         let t = rustix::thread::futex::Timespec {
             tv_sec: limit.as_secs() as i64,
@@ -641,8 +731,9 @@ fn sleep_on_bell(core: &Core, seg: &Segment, inbound: &Mutex<Vec<Inbound>>, limi
     sleeping.store(0, Ordering::Relaxed);
 }
 
-/// Check the producer of an inbound ring: closed, pid gone, heartbeat stale.
-fn watch_producer(core: &Core, r: &mut Inbound) {
+/// Check the producer of an inbound ring: closed, pid gone (looked at when `pids`), a
+/// heartbeat that moved (a sign of life).
+fn watch_producer(core: &Core, r: &mut Inbound, pids: bool) {
     if core.state(r.port) != PeerState::Up {
         // Not linked yet (it links once its own connect ran) or already judged.
         return;
@@ -656,15 +747,13 @@ fn watch_producer(core: &Core, r: &mut Inbound) {
         RingState::Attached => {}
     }
     let pid = r.ring.producer_pid();
-    if !pid_alive(pid) {
+    if pids && !pid_alive(pid) {
         core.set_dead(r.port, format!("its process (pid {pid}) exited"));
         return;
     }
     let b = r.ring.producer_beat();
     if b != r.beat {
         r.beat = b;
-        r.seen = Instant::now();
-    } else if r.seen.elapsed() > core.cfg.timeout {
-        core.set_dead(r.port, format!("no heartbeat for {:?}", core.cfg.timeout));
+        core.alive(r.port);
     }
 }

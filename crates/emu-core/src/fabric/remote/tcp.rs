@@ -10,9 +10,16 @@
 //! that peer; a link is in flight while it sent more packets than the peer credited (bytes
 //! in the kernel's socket buffers included).
 //!
-//! Liveness: the receiver's read timeout is the fabric timeout (heartbeats keep a quiet
-//! stream alive); a stream that ends without a goodbye, a read that times out, or a write
-//! that fails or blocks longer than the timeout declares the peer gone.
+//! Liveness comes from the kernel, which answers for its host even while the peer process
+//! is stopped or descheduled: a stream that ends without a goodbye or is reset, TCP
+//! keepalives left unanswered (an idle stream), or data we sent left unacknowledged by the
+//! peer's kernel for the fabric timeout (`tcpi_unacked`, `tcpi_last_ack_recv` of
+//! `TCP_INFO`, looked at every heartbeat period) declare the peer gone. A reader with
+//! nothing to read waits without limit, and a writer blocked by a peer that does not read
+//! (its receive window closed) waits too: neither is a death. (`TCP_USER_TIMEOUT` is not
+//! used: Linux aborts a connection whose peer keeps its window closed for that long even
+//! though the peer's kernel answers every probe.) Frames and heartbeats are the peer's
+//! signs of life that pace the engine's clock.
 //!
 //! [`RemoteConfig::beat`]: super::RemoteConfig::beat
 
@@ -25,7 +32,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::frame::{self, Header, Kind};
-use super::{Arrivals, Core, LinkKind, PeerLink, PeerState, RemoteError};
+use super::{Arrivals, Core, LinkKind, PeerLink, PeerState, RemoteError, Watch};
 use crate::fabric::Packet;
 use crate::time::{SimDuration, SimTime};
 
@@ -42,6 +49,10 @@ pub(crate) struct TcpSide {
     links: Arc<Mutex<Vec<Arc<TcpLink>>>>,
     /// Reader threads handing a frame to the engine, or holding read-ahead frames.
     busy: Arc<AtomicUsize>,
+    /// Writer threads still running.
+    writers: Arc<AtomicUsize>,
+    /// How long a clean shutdown waits for the writers to say goodbye.
+    timeout: Duration,
 }
 
 impl TcpSide {
@@ -60,6 +71,8 @@ impl TcpSide {
             streams: Arc::new(Mutex::new(Vec::new())),
             links: Arc::new(Mutex::new(Vec::new())),
             busy: Arc::new(AtomicUsize::new(0)),
+            writers: Arc::new(AtomicUsize::new(0)),
+            timeout: core.cfg.timeout,
         };
         let ctx = Readers {
             core: Arc::clone(core),
@@ -112,20 +125,29 @@ impl TcpSide {
         let what = |e| RemoteError::io(format!("connecting to port {port} at {addr}"), e);
         let s = TcpStream::connect_timeout(&addr, core.cfg.timeout).map_err(what)?;
         s.set_nodelay(true).map_err(what)?;
-        s.set_write_timeout(Some(core.cfg.timeout)).map_err(what)?;
+        keepalive(&s, core.cfg.timeout).map_err(what)?;
         let mut w = s.try_clone().map_err(what)?;
         w.write_all(&Header::control(Kind::Hello, core.cfg.port.0).encode())
             .map_err(what)?;
         lock(&self.streams).push(s.try_clone().map_err(what)?);
+        let watched = s.try_clone().map_err(what)?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
         let c = Arc::clone(core);
         let queued = Arc::new(AtomicUsize::new(0));
         let taken = Arc::new(AtomicU64::new(0));
         let (q, t) = (Arc::clone(&queued), Arc::clone(&taken));
+        let writing = Arc::clone(&self.writers);
+        writing.fetch_add(1, Ordering::AcqRel);
         let h = std::thread::Builder::new()
             .name(format!("fabric-tcp-w{}-{port}", core.cfg.port.0))
-            .spawn(move || write_loop(&c, port, w, &rx, &q, &t))
-            .map_err(|e| RemoteError::io("spawning a writer", e))?;
+            .spawn(move || {
+                write_loop(&c, port, w, &rx, &q, &t);
+                writing.fetch_sub(1, Ordering::AcqRel);
+            })
+            .map_err(|e| {
+                self.writers.fetch_sub(1, Ordering::AcqRel);
+                RemoteError::io("spawning a writer", e)
+            })?;
         lock(&self.threads).push(h);
         let link = Arc::new(TcpLink {
             port,
@@ -137,8 +159,10 @@ impl TcpSide {
             taken: Arc::clone(&taken),
             took: AtomicU64::new(0),
             owed: AtomicBool::new(false),
+            stream: watched,
         });
         lock(&self.links).push(Arc::clone(&link));
+        super::lock(&core.watchers).push(Arc::clone(&link) as Arc<dyn Watch>);
         Ok(link)
     }
 
@@ -154,8 +178,19 @@ impl TcpSide {
         for l in lock(&self.links).drain(..) {
             lock(&l.tx).take();
         }
+        // A writer blocked by a peer that stopped reading gets the timeout to finish its
+        // goodbye; then its stream is cut.
+        let until = std::time::Instant::now() + self.timeout;
+        while self.writers.load(Ordering::Acquire) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         for s in lock(&self.streams).iter() {
-            let _ = s.shutdown(Shutdown::Read);
+            let how = if self.writers.load(Ordering::Acquire) > 0 {
+                Shutdown::Both
+            } else {
+                Shutdown::Read
+            };
+            let _ = s.shutdown(how);
         }
         let threads: Vec<JoinHandle<()>> = lock(&self.threads).drain(..).collect();
         for t in threads {
@@ -184,6 +219,69 @@ pub(crate) struct TcpLink {
     /// while our engine still had deferred deliveries; see [`Arrivals::settled`]).
     took: AtomicU64,
     owed: AtomicBool,
+    /// The stream we write, to ask its kernel whether the peer's acknowledges our data.
+    stream: TcpStream,
+}
+
+impl Watch for TcpLink {
+    /// The peer's kernel left data we sent unacknowledged for the timeout: its host is
+    /// unreachable (a cable pulled, a host gone). A peer process that is stopped still has
+    /// a kernel that acknowledges (or answers window probes with a closed window), so this
+    /// never fires for it.
+    fn watch(&self, core: &Core) {
+        if core.state(self.port) != PeerState::Up {
+            return;
+        }
+        let Some((unacked, last_ack_ms)) = tcp_info(&self.stream) else {
+            return;
+        };
+        if unacked > 0 && u128::from(last_ack_ms) > core.cfg.timeout.as_millis() {
+            core.set_dead(
+                self.port,
+                format!(
+                    "its host left our data unacknowledged for {:?} (link down or host gone)",
+                    core.cfg.timeout
+                ),
+            );
+            // Unblock a writer waiting for room that will never come.
+            let _ = self.stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// `TCP_INFO` of a stream: segments sent and not acknowledged, and milliseconds since the
+/// last acknowledgement arrived.
+#[allow(unsafe_code)]
+fn tcp_info(s: &TcpStream) -> Option<(u32, u32)> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero `tcp_info` is a valid value of this plain C struct.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::tcp_info>()).ok()?;
+    // SAFETY: `info` is a writable buffer of `len` bytes that outlives the call, the
+    // descriptor is an open TCP socket owned by `s`, and the kernel writes at most `len`
+    // bytes (and stores how many in `len`).
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::from_mut(&mut info).cast(),
+            &raw mut len,
+        )
+    };
+    (rc == 0).then_some((info.tcpi_unacked, info.tcpi_last_ack_recv))
+}
+
+/// Kernel keepalives on `s`: an idle stream whose peer host stops answering is ended by
+/// the kernel after about `timeout` (probes every second after an idle period).
+fn keepalive(s: &TcpStream, timeout: Duration) -> std::io::Result<()> {
+    use rustix::net::sockopt;
+    let secs = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(3);
+    sockopt::set_socket_keepalive(s, true)?;
+    sockopt::set_tcp_keepidle(s, Duration::from_secs(u64::from(secs / 3).max(1)))?;
+    sockopt::set_tcp_keepintvl(s, Duration::from_secs(1))?;
+    sockopt::set_tcp_keepcnt(s, (secs - secs / 3).max(1))?;
+    Ok(())
 }
 
 impl TcpLink {
@@ -409,7 +507,8 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
     let core = &*ctx.core;
     let mut busy = Busy(&ctx.busy, false);
     let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(core.cfg.timeout));
+    let _ = s.set_read_timeout(None);
+    let _ = keepalive(&s, core.cfg.timeout);
     let mut r = BufReader::with_capacity(256 << 10, s);
     let mut hb = [0u8; frame::HEADER];
     let port = match r
@@ -446,7 +545,7 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
         if let Err(e) = res {
             let why = match e.kind() {
                 ErrorKind::WouldBlock | ErrorKind::TimedOut => {
-                    format!("nothing arrived from it for {:?}", core.cfg.timeout)
+                    "its host stopped answering TCP keepalives (link down or host gone)".into()
                 }
                 ErrorKind::UnexpectedEof => "its connection closed without a goodbye".into(),
                 _ => format!("reading from it failed: {e}"),
@@ -461,6 +560,8 @@ fn read_loop(ctx: &Readers, s: TcpStream) {
                 return;
             }
         };
+        // Any frame (a heartbeat included) shows the peer runs.
+        core.alive(port);
         match h.kind {
             Kind::Packet => {
                 let mut data = vec![0u8; h.len as usize];
