@@ -119,12 +119,14 @@ run() {
     shift 3
     local osc=()
     case "$prog" in osu_put_* | osu_get_* | osu_acc_*) osc=(--mca osc rdma) ;; esac
-    timeout 900 "$prefix/bin/mpirun" -np "$np" --bind-to none --mca pml ob1 --mca btl "$btl" \
+    timeout "${RUN_TIMEOUT:-900}" "$prefix/bin/mpirun" -np "$np" --bind-to none --mca pml ob1 --mca btl "$btl" \
         "${osc[@]}" ${MPIRUN_ARGS:-} \
         -x PMI_GNI_PTAG -x PMI_GNI_COOKIE -x NICEMU_UGNI_COUNTER_REPORT=1 \
         -x LD_LIBRARY_PATH="$ugni/lib" "$bin/$prog" "$@" 2>&1
 }
-figure() { awk '!/^#/ && NF >= 2 && $1 ~ /^[0-9]/ { v = $2 } END { print v }'; }
+# figure: the value of the OSU output's last row (a size and a number; other lines that
+# begin with a digit, such as mpirun's messages, are not rows)
+figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+(\.[0-9]+)?$/ { v = $2 } END { print v }'; }
 # count NAME: rank 0's counter NAME from the counter lines
 count() { sed -n "s/^nicemu-ugni: rank 0 of .*[ ]$1=\([0-9]*\).*/\1/p" | head -1; }
 
@@ -172,4 +174,5 @@ echo
 echo "protocols (ugni,self, 2 processes; rank 0's library counters):"
 row "SMSG" 2 ugni,self 8B osu_latency -m 8:8 -i 100 -x 10
 row "GET rendezvous" 2 ugni,self 1MiB osu_latency -m 1048576:1048576 -i 10 -x 2
-row "put fallback" 2 ugni,self 1MiB+1 osu_latency -m 1048577:1048577 -i 10 -x 2
+# Known to hang (both ranks polling, nothing in flight; docs/real-ugni.md): bounded.
+RUN_TIMEOUT=120 row "put fallback" 2 ugni,self 1MiB+1 osu_latency -m 1048577:1048577 -i 10 -x 2
