@@ -118,7 +118,14 @@ fn traced(name: &str, rc: ReturnCode) -> gni_return_t {
     let polling = matches!(rc, ReturnCode::Success | ReturnCode::NotDone)
         || (rc == ReturnCode::NoMatch && name.starts_with("GNI_PostDataProbe"));
     if level >= 2 || (level == 1 && !polling) {
-        eprintln!("nicemu-ugni: {name} -> {}", rc.name());
+        // One write per line, so that the lines of the ranks a launcher collects on one
+        // stream do not interleave.
+        let line = format!(
+            "nicemu-ugni[{}]: {name} -> {}\n",
+            std::process::id(),
+            rc.name()
+        );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     rc.code()
 }
