@@ -119,7 +119,8 @@ run() {
     shift 3
     local osc=()
     case "$prog" in osu_put_* | osu_get_* | osu_acc_*) osc=(--mca osc rdma) ;; esac
-    timeout "${RUN_TIMEOUT:-900}" "$prefix/bin/mpirun" -np "$np" --bind-to none --mca pml ob1 --mca btl "$btl" \
+    timeout "${RUN_TIMEOUT:-900}" "$prefix/bin/mpirun" -np "$np" --oversubscribe --bind-to none \
+        --mca pml ob1 --mca btl "$btl" \
         "${osc[@]}" ${MPIRUN_ARGS:-} \
         -x PMI_GNI_PTAG -x PMI_GNI_COOKIE -x NICEMU_UGNI_COUNTER_REPORT=1 \
         -x LD_LIBRARY_PATH="$ugni/lib" "$bin/$prog" "$@" 2>&1
