@@ -13,14 +13,19 @@
 #                        Open MPI already installed there is reused
 #        ITERS=n         iterations of the small-message rows (default 1000; large rows:
 #                        ITERS/10, at least 10)
-#        NPS="2 4"       process counts
-#        BTLS="ugni,self ugni,vader,self"
+#        NPS="2"         process counts (all on this host)
+#        BTLS="ugni,self" BTL lists (with vader in the list, vader carries the messages
+#                        between ranks of one host: the counters then show no SMSG)
 #
-# Prints one table row per benchmark, process count and BTL list: the figure of the OSU
-# output's last row and, from NICEMU_UGNI_COUNTER_REPORT, what rank 0's library did (SMSG
-# messages, FMA and BTE GETs and PUTs); then the protocol rows: an 8 B message (SMSG), a
-# 1 MiB message (GET rendezvous) and a 1 MiB + 1 B message (ob1's put fallback, as the ugni
-# BTL's get declines an unaligned length).
+# First a check that the ugni BTL is the one in use (btl_base_verbose: the component
+# initialised, the BML chose it for the peer). Then one table row per benchmark, process
+# count and BTL list: the figure of the OSU output's last row and, from
+# NICEMU_UGNI_COUNTER_REPORT, what rank 0's library did (SMSG messages, FMA and BTE GETs
+# and PUTs); then the protocol rows: an 8 B message (SMSG), a 1 MiB message (GET
+# rendezvous) and a 1 MiB + 1 B message (ob1's put fallback, as the ugni BTL's get declines
+# an unaligned length). The one-sided rows run osc/rdma over MPI_Win_create windows: with
+# MPI_Win_allocate, ranks of one host share the window's memory (osc/sm, or osc/rdma's
+# shared-memory path) and no transfer reaches the BTL.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -46,8 +51,8 @@ case "$iters" in '' | *[!0-9]* | 0)
     ;;
 esac
 big_iters=$((iters / 10 > 10 ? iters / 10 : 10))
-nps=${NPS:-2 4}
-btls=${BTLS:-ugni,self ugni,vader,self}
+nps=${NPS:-2}
+btls=${BTLS:-ugni,self}
 
 # 1. libugni.so.0, gni_pub.h and the pkg-config files Open MPI's configure looks for.
 echo "== building libugni (cargo build --release -p ugni)" >&2
@@ -101,7 +106,7 @@ for f in osu_util osu_util_mpi osu_util_validation osu_util_graph osu_util_papi;
 done
 for p in pt2pt/standard/osu_latency pt2pt/standard/osu_bw pt2pt/standard/osu_bibw \
     collective/blocking/osu_allreduce collective/blocking/osu_alltoall \
-    one-sided/osu_put_latency one-sided/osu_get_bw; do
+    one-sided/osu_put_latency one-sided/osu_get_latency one-sided/osu_get_bw; do
     "$prefix/bin/mpicc" "${flags[@]}" -o "$bin/$(basename "$p")" "$osu/c/mpi/$p.c" "$bin"/osu_util*.o -lm
 done
 
@@ -112,14 +117,26 @@ export PMI_GNI_PTAG=${PMI_GNI_PTAG:-16} PMI_GNI_COOKIE=${PMI_GNI_COOKIE:-1073741
 run() {
     local np=$1 btl=$2 prog=$3
     shift 3
-    timeout 900 "$prefix/bin/mpirun" -np "$np" --bind-to none --mca pml ob1 --mca btl "$btl" \
+    local osc=()
+    case "$prog" in osu_put_* | osu_get_* | osu_acc_*) osc=(--mca osc rdma) ;; esac
+    timeout "${RUN_TIMEOUT:-900}" "$prefix/bin/mpirun" -np "$np" --oversubscribe --bind-to none \
+        --mca pml ob1 --mca btl "$btl" \
+        "${osc[@]}" ${MPIRUN_ARGS:-} \
         -x PMI_GNI_PTAG -x PMI_GNI_COOKIE -x NICEMU_UGNI_COUNTER_REPORT=1 \
         -x LD_LIBRARY_PATH="$ugni/lib" "$bin/$prog" "$@" 2>&1
 }
-figure() { awk '!/^#/ && NF >= 2 && $1 ~ /^[0-9]/ { v = $2 } END { print v }'; }
+# figure: the value of the OSU output's last row (a size and a number; other lines that
+# begin with a digit, such as mpirun's messages, are not rows)
+figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+(\.[0-9]+)?$/ { v = $2 } END { print v }'; }
 # count NAME: rank 0's counter NAME from the counter lines
 count() { sed -n "s/^nicemu-ugni: rank 0 of .*[ ]$1=\([0-9]*\).*/\1/p" | head -1; }
 
+# The BTL in use: with only ugni and self, MPI_Init fails unless ugni reaches the peer;
+# the verbose lines say so in Open MPI's own words.
+echo "btl check (osu_latency, 2 processes, --mca btl ugni,self, btl_base_verbose 100):"
+MPIRUN_ARGS="--mca btl_base_verbose 100" run 2 ugni,self osu_latency -m 8:8 -i 10 -x 1 |
+    grep -E "select: init of component ugni|bml: Using ugni btl" | sed 's/^/  /' | sort -u
+echo
 printf '%-16s %3s %-16s %-9s %12s %10s %10s %10s %10s %10s\n' benchmark np btl size figure \
     smsg fma_gets rdma_gets fma_puts rdma_puts
 row() { # NAME NP BTL SIZE PROG ARGS...
@@ -144,8 +161,9 @@ for btl in $btls; do
             row osu_bw 2 "$btl" 8B osu_bw -m 8:8 "${small[@]}"
             row osu_bw 2 "$btl" 1MiB osu_bw -m 1048576:1048576 "${large[@]}"
             row osu_bibw 2 "$btl" 1MiB osu_bibw -m 1048576:1048576 "${large[@]}"
-            row osu_put_latency 2 "$btl" 8B osu_put_latency -m 8:8 "${small[@]}"
-            row osu_get_bw 2 "$btl" 1MiB osu_get_bw -m 1048576:1048576 "${large[@]}"
+            row osu_put_latency 2 "$btl" 8B osu_put_latency -w create -m 8:8 "${small[@]}"
+            row osu_get_latency 2 "$btl" 8B osu_get_latency -w create -m 8:8 "${small[@]}"
+            row osu_get_bw 2 "$btl" 1MiB osu_get_bw -w create -m 1048576:1048576 "${large[@]}"
         fi
         row osu_allreduce "$np" "$btl" 8B osu_allreduce -m 8:8 "${small[@]}"
         row osu_allreduce "$np" "$btl" 1MiB osu_allreduce -m 1048576:1048576 "${large[@]}"
@@ -157,4 +175,5 @@ echo
 echo "protocols (ugni,self, 2 processes; rank 0's library counters):"
 row "SMSG" 2 ugni,self 8B osu_latency -m 8:8 -i 100 -x 10
 row "GET rendezvous" 2 ugni,self 1MiB osu_latency -m 1048576:1048576 -i 10 -x 2
-row "put fallback" 2 ugni,self 1MiB+1 osu_latency -m 1048577:1048577 -i 10 -x 2
+# Known to hang (both ranks polling, nothing in flight; docs/real-ugni.md): bounded.
+RUN_TIMEOUT=120 row "put fallback" 2 ugni,self 1MiB+1 osu_latency -m 1048577:1048577 -i 10 -x 2

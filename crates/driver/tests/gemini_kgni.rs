@@ -602,24 +602,31 @@ fn registration_errors_are_clean() {
             .is_writable()
     );
     a.mem_deregister(cdm, h2).unwrap();
-    // A CQ that a registration names cannot be destroyed until the registration goes.
+    // A CQ that a registration names can be destroyed (only endpoints hold a CQ, as in
+    // Cray's GNI_CqDestroy); the registration's MDD then names no CQ, and the registration
+    // stays valid until it is deregistered.
     let cq = a.cq_create(cdm, 8, 0, CqMode::NOBLOCK).unwrap().cq;
     let h3 = a
         .mem_register(cdm, va, 8, Some(cq), MemFlags::READWRITE)
         .unwrap();
+    let mdh3 = u32::from(h3.decode().unwrap().mdh);
     assert_eq!(
-        node.kgni()
-            .hw()
-            .read_mdd(u32::from(h3.decode().unwrap().mdh))
-            .unwrap()
-            .cqh,
+        node.kgni().hw().read_mdd(mdh3).unwrap().cqh,
         u64::from(cq.0)
     );
+    a.request(Request::CqDestroy { cq }).unwrap();
+    let mdd = node.kgni().hw().read_mdd(mdh3).unwrap();
+    assert_eq!(mdd.cqh, 0, "the MDD lost the destroyed CQ");
+    assert!(mdd.is_valid() && mdd.is_writable());
+    a.mem_deregister(cdm, h3).unwrap();
+    // An endpoint does hold its CQ.
+    let cq = a.cq_create(cdm, 8, 0, CqMode::NOBLOCK).unwrap().cq;
+    let ep = a.ep_create(cdm, Some(cq)).unwrap();
     assert!(matches!(
         a.request(Request::CqDestroy { cq }),
         Err(KgniError::Busy(_))
     ));
-    a.mem_deregister(cdm, h3).unwrap();
+    a.request(Request::EpDestroy { ep }).unwrap();
     a.request(Request::CqDestroy { cq }).unwrap();
 }
 

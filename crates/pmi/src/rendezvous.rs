@@ -82,6 +82,23 @@ fn sane(job: &str) -> bool {
         && job != ".."
 }
 
+/// A job id from a PMI server address (`host:port`): `pmi-` and the address with every
+/// character a directory name should not have replaced by `_`.
+fn port_job(port: &str) -> String {
+    let addr: String = port
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("pmi-{addr}")
+}
+
 impl Job {
     /// The job this process belongs to, or `None` when it runs alone (no launcher variables,
     /// or a job of one process). `prefix` names the user's variables (`NICEMU_OFI`,
@@ -90,8 +107,10 @@ impl Job {
     /// - rank and size: `<prefix>_RANK`/`<prefix>_SIZE`, else Open MPI's
     ///   `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE`, else `PMI_RANK`/`PMI_SIZE`;
     /// - job id: `<prefix>_JOB`, else `PMIX_NAMESPACE`, else `OMPI_MCA_ess_base_jobid`,
-    ///   else `ppid-<parent pid>` (the ranks of one host are children of one launcher
-    ///   daemon: Open MPI's `orted`/`mpirun`, hydra's proxy);
+    ///   else `pmi-<PMI_PORT>` (the address of the PMI-1 server a launcher runs for each
+    ///   job, `nicemu run`'s included: two jobs started by one process at once differ
+    ///   there), else `ppid-<parent pid>` (the ranks of one host are children of one
+    ///   launcher daemon: Open MPI's `orted`/`mpirun`, hydra's proxy);
     /// - directory: `$<prefix>_RENDEZVOUS/<prefix>-<job>` (must be shared by all hosts
     ///   of a job that spans several), else Open MPI's job session directory
     ///   `$PMIX_SERVER_TMPDIR` (removed by `mpirun` at the end of the job), else the
@@ -149,7 +168,10 @@ impl Job {
                 ));
             }
             Some((_, j)) => j,
-            None => format!("ppid-{}", std::os::unix::process::parent_id()),
+            None => match lookup("PMI_PORT").map(|p| port_job(&p)) {
+                Some(j) if sane(&j) => j,
+                _ => format!("ppid-{}", std::os::unix::process::parent_id()),
+            },
         };
         let base = lookup(&format!("{prefix}_RENDEZVOUS"))
             .or_else(|| lookup("PMIX_SERVER_TMPDIR"))
@@ -395,6 +417,27 @@ mod tests {
             Path::new("/tmp/ompi.vm.0/pid.8506/nicemu-ofi-1304690689")
         );
         assert_eq!(l.timeout, DEFAULT_TIMEOUT);
+        // Two jobs of one launcher process (PMI-1 servers of their own) do not meet.
+        let a = env(&[
+            ("PMI_RANK", "1"),
+            ("PMI_SIZE", "2"),
+            ("PMI_PORT", "127.0.0.1:40001"),
+        ]);
+        let b = env(&[
+            ("PMI_RANK", "1"),
+            ("PMI_SIZE", "2"),
+            ("PMI_PORT", "127.0.0.1:40002"),
+        ]);
+        let (a, b) = (
+            from_env(&a).unwrap().unwrap(),
+            from_env(&b).unwrap().unwrap(),
+        );
+        assert!(
+            a.dir.ends_with("nicemu-ofi-pmi-127.0.0.1_40001"),
+            "{}",
+            a.dir.display()
+        );
+        assert_ne!(a.dir, b.dir);
         let hydra = env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")]);
         let l = from_env(&hydra).unwrap().unwrap();
         let ppid = format!("nicemu-ofi-ppid-{}", std::os::unix::process::parent_id());

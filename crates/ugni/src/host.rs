@@ -42,6 +42,9 @@ pub const RENDEZVOUS_NAME: &str = "NICEMU_UGNI";
 /// The variable asking for the counter report.
 pub const COUNTER_REPORT: &str = "NICEMU_UGNI_COUNTER_REPORT";
 
+/// The variable asking for a trace of the calls that fail (1) or of every call (2).
+pub const TRACE: &str = "NICEMU_UGNI_TRACE";
+
 fn env(var: &str) -> Option<String> {
     std::env::var(var).ok()
 }

@@ -197,6 +197,19 @@ fn a_full_cq_reports_its_overrun_once() {
     );
 }
 
+#[test]
+fn a_cq_named_by_a_registration_can_be_destroyed_before_it() {
+    if no_gcc() {
+        return;
+    }
+    let out = run_alone(&build("teardown"), &[]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("teardown: OK"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// The structures of `gni_pub.h` as gcc lays them out are the ones the library reads and
 /// writes.
 #[test]

@@ -155,7 +155,8 @@ pub enum Request {
         /// `gni_cq_mode_t` bits.
         mode: u32,
     },
-    /// `GNI_CqDestroy`: refused while an endpoint or registration uses the CQ.
+    /// `GNI_CqDestroy`: refused while an endpoint uses the CQ; a memory registration that
+    /// names it as its destination CQ loses it.
     CqDestroy {
         /// The CQ.
         cq: CqId,

@@ -95,11 +95,23 @@ fn deliver(cq: &CqObj, ev: CqEvent, event_data: Option<&mut gni_cq_entry_t>) -> 
     Ok(ev.rc)
 }
 
+/// `GNI_CqGetEvent`. On an empty CQ the calling thread first lends itself to the device
+/// once (`Nic::progress`: it takes the packets other processes sent to this process's node
+/// off the fabric and runs the NIC's due work inline, or yields the CPU) and looks again.
+/// uGNI programs poll CQs in a tight loop and never wait in the library (Open MPI's ugni BTL
+/// calls `GNI_CqGetEvent` on its CQs from `opal_progress`), so without this every message
+/// would wait for the node's own threads to be scheduled next to two spinning processes:
+/// milliseconds per message instead of microseconds.
 fn get_event(cq: &CqObj, event_data: Option<&mut gni_cq_entry_t>) -> R<ReturnCode> {
-    match cq.cq.get_event().map_err(rc)? {
-        Some(ev) => deliver(cq, ev, event_data),
-        None => Ok(ReturnCode::NotDone),
+    if let Some(ev) = cq.cq.get_event().map_err(rc)? {
+        return deliver(cq, ev, event_data);
     }
+    if cq.nic.progress()
+        && let Some(ev) = cq.cq.get_event().map_err(rc)?
+    {
+        return deliver(cq, ev, event_data);
+    }
+    Ok(ReturnCode::NotDone)
 }
 
 #[unsafe(no_mangle)]

@@ -89,8 +89,8 @@ pub(crate) fn rc(e: GniError) -> ReturnCode {
 /// into C.
 pub(crate) fn call(name: &str, f: impl FnOnce() -> R<()>) -> gni_return_t {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => ReturnCode::Success.code(),
-        Ok(Err(rc)) => rc.code(),
+        Ok(Ok(())) => traced(name, ReturnCode::Success),
+        Ok(Err(rc)) => traced(name, rc),
         Err(_) => {
             eprintln!("nicemu-ugni: internal error in {name}");
             ReturnCode::InvalidState.code()
@@ -98,11 +98,43 @@ pub(crate) fn call(name: &str, f: impl FnOnce() -> R<()>) -> gni_return_t {
     }
 }
 
+/// `NICEMU_UGNI_TRACE`: 1 prints every call that returns an error on stderr (not `SUCCESS`,
+/// nor `NOT_DONE` and a probe's `NO_MATCH`, which polling calls return all the time), 2
+/// every call. A uGNI program that gives up on a return code rarely says which call
+/// returned it; this does.
+fn trace_level() -> u8 {
+    static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        std::env::var(crate::host::TRACE)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// `rc` as the C code, printed first if [`trace_level`] asks for it.
+fn traced(name: &str, rc: ReturnCode) -> gni_return_t {
+    let level = trace_level();
+    let polling = matches!(rc, ReturnCode::Success | ReturnCode::NotDone)
+        || (rc == ReturnCode::NoMatch && name.starts_with("GNI_PostDataProbe"));
+    if level >= 2 || (level == 1 && !polling) {
+        // One write per line, so that the lines of the ranks a launcher collects on one
+        // stream do not interleave.
+        let line = format!(
+            "nicemu-ugni[{}]: {name} -> {}\n",
+            std::process::id(),
+            rc.name()
+        );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    }
+    rc.code()
+}
+
 /// Like [`call`], for a body that may succeed with another code (`GNI_RC_NOT_DONE` is an
 /// answer, not an error, for some calls).
 pub(crate) fn call_rc(name: &str, f: impl FnOnce() -> R<ReturnCode>) -> gni_return_t {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(rc)) | Ok(Err(rc)) => rc.code(),
+        Ok(Ok(rc)) | Ok(Err(rc)) => traced(name, rc),
         Err(_) => {
             eprintln!("nicemu-ugni: internal error in {name}");
             ReturnCode::InvalidState.code()

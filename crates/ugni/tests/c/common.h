@@ -137,6 +137,33 @@ static inline gni_cq_entry_t wait_event(gni_cq_handle_t cq)
 	return ev;
 }
 
+/* Two domains of this process attached to its NIC, instance ids 1 and 2 (one process
+ * playing both ends); the NIC's address in *addr. */
+static inline void two_domains(gni_cdm_handle_t *a, gni_nic_handle_t *na, gni_cdm_handle_t *b,
+			       gni_nic_handle_t *nb, uint32_t *addr)
+{
+	OK(GNI_CdmCreate(1, job_ptag(), job_cookie(), 0, a));
+	OK(GNI_CdmAttach(*a, 0, addr, na));
+	OK(GNI_CdmCreate(2, job_ptag(), job_cookie(), 0, b));
+	OK(GNI_CdmAttach(*b, 0, addr, nb));
+}
+
+/* Between two_domains' domains: a local CQ of 64 entries on `na`, a remote CQ of
+ * `rcq_entries` on `nb`, `src` registered on `na` and `dst` on `nb` with the remote CQ
+ * (`len` bytes each), and an endpoint of `na` bound to instance 2. */
+static inline void loopback(gni_nic_handle_t na, gni_nic_handle_t nb, uint32_t addr,
+			    uint32_t rcq_entries, void *src, void *dst, size_t len,
+			    gni_cq_handle_t *lcq, gni_cq_handle_t *rcq, gni_mem_handle_t *smh,
+			    gni_mem_handle_t *dmh, gni_ep_handle_t *ep)
+{
+	OK(GNI_CqCreate(na, 64, 0, GNI_CQ_NOBLOCK, NULL, NULL, lcq));
+	OK(GNI_CqCreate(nb, rcq_entries, 0, GNI_CQ_NOBLOCK, NULL, NULL, rcq));
+	OK(GNI_MemRegister(na, (uint64_t)(uintptr_t)src, len, NULL, GNI_MEM_READWRITE, -1, smh));
+	OK(GNI_MemRegister(nb, (uint64_t)(uintptr_t)dst, len, *rcq, GNI_MEM_READWRITE, -1, dmh));
+	OK(GNI_EpCreate(na, *lcq, ep));
+	OK(GNI_EpBind(*ep, addr, 2));
+}
+
 /* Wait for the completion of the post `d` on local CQ `cq`. */
 static inline void complete(gni_cq_handle_t cq, gni_post_descriptor_t *d)
 {

@@ -15,20 +15,11 @@ int main(void)
 	gni_ep_handle_t ep;
 	uint32_t addr;
 
-	OK(GNI_CdmCreate(1, job_ptag(), job_cookie(), 0, &a));
-	OK(GNI_CdmAttach(a, 0, &addr, &na));
-	OK(GNI_CdmCreate(2, job_ptag(), job_cookie(), 0, &b));
-	OK(GNI_CdmAttach(b, 0, &addr, &nb));
-	OK(GNI_CqCreate(na, 64, 0, GNI_CQ_NOBLOCK, NULL, NULL, &lcq));
-	OK(GNI_CqCreate(nb, 4, 0, GNI_CQ_NOBLOCK, NULL, NULL, &rcq));
-
+	two_domains(&a, &na, &b, &nb, &addr);
 	static unsigned char src[4096] __attribute__((aligned(4096)));
 	static unsigned char dst[4096] __attribute__((aligned(4096)));
 	gni_mem_handle_t smh, dmh;
-	OK(GNI_MemRegister(na, (uint64_t)(uintptr_t)src, sizeof src, NULL, GNI_MEM_READWRITE, -1, &smh));
-	OK(GNI_MemRegister(nb, (uint64_t)(uintptr_t)dst, sizeof dst, rcq, GNI_MEM_READWRITE, -1, &dmh));
-	OK(GNI_EpCreate(na, lcq, &ep));
-	OK(GNI_EpBind(ep, addr, 2));
+	loopback(na, nb, addr, 4, src, dst, sizeof src, &lcq, &rcq, &smh, &dmh, &ep);
 
 	enum { PUTS = 12 };
 	gni_post_descriptor_t d[PUTS];

@@ -455,7 +455,8 @@ impl Cq {
         b.fma.len() + b.rdma.len()
     }
 
-    /// `GNI_CqDestroy`: `GNI_RC_ERROR_RESOURCE` while an endpoint or registration uses it.
+    /// `GNI_CqDestroy`: `GNI_RC_ERROR_RESOURCE` while an endpoint uses it; a registration
+    /// that names it as its destination CQ loses it (remote events into the region stop).
     pub fn destroy(self) -> Result<()> {
         self.inner.destroy()
     }

@@ -536,9 +536,6 @@ impl Kgni {
             fmas,
         });
         self.reclaim(st);
-        if let Some(cq) = r.dst_cq.and_then(|c| st.cqs.get_mut(&c)) {
-            cq.users = cq.users.saturating_sub(1);
-        }
         if let Some(j) = r.job.and_then(|p| st.jobs.get_mut(&p)) {
             j.usage.mdd = j.usage.mdd.saturating_sub(1);
             j.usage.mrt = j.usage.mrt.saturating_sub(r.mrt.map_or(0, |(_, n)| n));
@@ -566,6 +563,29 @@ impl Kgni {
                 if let Err(e) = self.hw.fma_write_qw3(id, &f.desc) {
                     tracing::warn!(fma = id, error = %e, "kgni: FMA CQ reset");
                 }
+            }
+        }
+        // A registration naming the CQ loses it: its MDD is written again without a CQ, so
+        // PUTs into the region raise no remote event any more, not even in a CQ that reuses
+        // the number. (uGNI's GNI_CqDestroy refuses only while endpoints use the CQ, per
+        // Cray's header; Open MPI's ugni BTL destroys its mailboxes' remote CQ before its
+        // registration cache deregisters the mailboxes.)
+        let regs: Vec<u32> = st
+            .regs
+            .iter()
+            .filter(|(_, r)| r.dst_cq == Some(cq))
+            .map(|(m, _)| *m)
+            .collect();
+        for mdh in regs {
+            if let Some(r) = st.regs.get_mut(&mdh) {
+                r.dst_cq = None;
+            }
+            let rewritten = self.hw.read_mdd(mdh).and_then(|mut d| {
+                d.cqh = 0;
+                self.hw.write_mdd(mdh, &d)
+            });
+            if let Err(e) = rewritten {
+                tracing::warn!(mdh, cq, error = %e, "kgni: MDD CQ reset");
             }
         }
         if let Some(j) = c.job.and_then(|p| st.jobs.get_mut(&p)) {

@@ -87,6 +87,7 @@ pub(super) struct Cq {
     pub(super) ring_entries: u32,
     pub(super) mode: CqMode,
     pub(super) vector: u32,
+    /// Endpoints that complete into it (they keep it from being destroyed).
     pub(super) users: u32,
     pub(super) map: Arc<MapShared>,
     pub(super) job: Option<u8>,

@@ -171,9 +171,6 @@ impl Kgni {
                 return Err(e.into());
             }
         };
-        if let Some(c) = dst_cq.and_then(|c| st.cqs.get_mut(&c.0)) {
-            c.users += 1;
-        }
         if let Some(j) = st.jobs.get_mut(&p) {
             j.usage.mdd += 1;
             j.usage.mrt += mrt.map_or(0, |(_, n)| n);

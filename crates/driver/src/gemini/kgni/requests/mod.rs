@@ -54,9 +54,7 @@ impl Kgni {
             Request::CqDestroy { cq } => {
                 let c = lookup(&mut st.cqs, id, Object::Cq, cq.0)?;
                 if c.users > 0 {
-                    return Err(KgniError::Busy(
-                        "the CQ is used by an endpoint or a memory registration",
-                    ));
+                    return Err(KgniError::Busy("the CQ is used by an endpoint"));
                 }
                 self.destroy_cq(st, cq.0);
                 Ok(Response::Done)
