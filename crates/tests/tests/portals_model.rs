@@ -237,17 +237,18 @@ fn locally_managed_entry_packs_messages_and_unlinks_below_min_free() {
     assert_eq!(fx.target[0].auto_unlinked, Some(false));
     assert_eq!(fx.target[0].remote_offset, None);
     assert_eq!(p.priority()[0].local_offset, 30);
-    // 34 bytes left >= 16: stays. The next 20 bytes land right after; 14 left < 16: unlink.
+    // 34 bytes left >= 16: stays. The next 20 bytes land right after; 14 left < 16: unlink,
+    // at match time, so the UNLINK event comes before the PUT.
     let fx = p.incoming(&put(alice(), 0, 20, 0x22)).unwrap();
     assert_eq!(
         types(&fx.target),
         [
-            (EventType::Put, ReturnCode::Ok, 4),
-            (EventType::Unlink, ReturnCode::Ok, 4)
+            (EventType::Unlink, ReturnCode::Ok, 4),
+            (EventType::Put, ReturnCode::Ok, 4)
         ]
     );
-    assert_eq!(fx.target[0].start, Some(1030));
-    assert_eq!(fx.target[0].auto_unlinked, Some(true));
+    assert_eq!(fx.target[1].start, Some(1030));
+    assert_eq!(fx.target[1].auto_unlinked, Some(true));
     assert!(p.priority().is_empty());
     assert_eq!(
         p.memory().slice(1000, 50),
@@ -325,8 +326,8 @@ fn permission_is_checked_after_the_match_and_drops_without_rematching() {
     assert_eq!(
         types(&fx.target),
         [
-            (EventType::Get, ReturnCode::Ok, 1),
-            (EventType::Unlink, ReturnCode::Ok, 1)
+            (EventType::Unlink, ReturnCode::Ok, 1),
+            (EventType::Get, ReturnCode::Ok, 1)
         ]
     );
     assert_eq!(fx.reply, Some(vec![0; 16]));
