@@ -8,10 +8,11 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{BufRead, BufReader, ErrorKind, Read};
-use std::sync::PoisonError;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::job::Sink;
+/// Where forwarded output goes (the launcher's stdout or stderr, or a buffer in tests).
+pub type Sink = Arc<Mutex<dyn Write + Send>>;
 
 /// The longest line held back before it is forwarded in pieces.
 pub const MAX_LINE: usize = 64 << 10;

@@ -14,7 +14,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::job::JobError;
+use crate::error::JobError;
 
 /// The most slots one `--hosts` entry may give.
 pub const MAX_SLOTS: u32 = 4096;

@@ -14,13 +14,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use thiserror::Error;
-
+pub use crate::error::JobError;
+pub use crate::forward::Sink;
 use crate::hosts::{self, Host, Launcher};
 use pmi::server::{Event, Limits, Server};
-
-/// Where forwarded output goes (the launcher's stdout or stderr, or a buffer in tests).
-pub type Sink = Arc<Mutex<dyn Write + Send>>;
 
 /// The most ranks one launch starts.
 pub const MAX_RANKS: u32 = 4096;
@@ -82,34 +79,6 @@ impl JobSpec {
             stdin_to_rank0: false,
         }
     }
-}
-
-/// Why a job failed.
-#[derive(Debug, Error)]
-pub enum JobError {
-    /// The request cannot be run.
-    #[error("{0}")]
-    Invalid(String),
-    /// The PMI server or a process could not be started.
-    #[error("{what}: {source}")]
-    Start {
-        /// What was being started.
-        what: String,
-        /// The system's error.
-        source: io::Error,
-    },
-    /// A rank failed (exited non-zero, was killed, aborted, left the PMI session); the
-    /// other ranks were ended.
-    #[error("{cause}; {ended}")]
-    Failed {
-        /// The first failure.
-        cause: String,
-        /// What became of the other ranks.
-        ended: String,
-    },
-    /// The job ran longer than its timeout; every rank was killed.
-    #[error("the job did not finish within {0:?} (--timeout); every rank was killed")]
-    Timeout(Duration),
 }
 
 struct Rank {

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod error;
 pub mod forward;
 pub mod hosts;
 pub mod job;

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use clap::ValueEnum;
+
 /// The longest `-D` a tool takes: a day per size.
 pub const MAX_SECONDS: u64 = 86_400;
 /// The longest pause between two iterations: one second.
@@ -161,4 +163,22 @@ mod tests {
             assert!(gap_micros(bad).is_err(), "{bad:?}");
         }
     }
+}
+
+/// The NIC family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NicArg {
+    /// HPE Slingshot-11 Cassini (cxi transport).
+    Cassini,
+    /// Cray Gemini (gni transport).
+    Gemini,
+}
+
+/// The engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Real time, ranks as threads.
+    Threaded,
+    /// Virtual time, seeded.
+    Deterministic,
 }

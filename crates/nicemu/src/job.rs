@@ -11,7 +11,7 @@ use mpi::{Env, SystemOperation, Universe};
 use platform::EngineKind;
 use runtime::{Job, Nic};
 
-use crate::osu::{EngineArg, NicArg};
+use crate::args::{EngineArg, NicArg};
 
 #[derive(Args)]
 pub struct JobArgs {

@@ -11,7 +11,7 @@ use platform::EngineKind;
 use runtime::{Job, Nic};
 use tools::osu::{Bench, Options, run};
 
-use crate::args;
+use crate::args::{self, EngineArg, NicArg};
 use crate::job::MAX_RANKS;
 
 /// Which benchmark.
@@ -60,24 +60,6 @@ impl Which {
             Which::All => Bench::ALL.to_vec(),
         }
     }
-}
-
-/// The NIC family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum NicArg {
-    /// HPE Slingshot-11 Cassini (cxi transport).
-    Cassini,
-    /// Cray Gemini (gni transport).
-    Gemini,
-}
-
-/// The engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// Real time, ranks as threads.
-    Threaded,
-    /// Virtual time, seeded.
-    Deterministic,
 }
 
 #[derive(Args)]

@@ -9,7 +9,7 @@ use clap::Args;
 use runtime::Nic;
 use sim::{Campaign, FaultSpec, SimConfig, SimOutcome, Workload};
 
-use crate::osu::NicArg;
+use crate::args::NicArg;
 
 /// The default fault mix.
 pub const DEFAULT_FAULTS: &str = "drop=0.05,reorder,corrupt=0.01,linkflap";

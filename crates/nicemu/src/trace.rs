@@ -27,7 +27,7 @@ use pcap_file::{DataLink, PcapError};
 use platform::{CaptureBuffer, EngineKind};
 use runtime::Nic;
 
-use crate::osu::{EngineArg, NicArg};
+use crate::args::{EngineArg, NicArg};
 
 /// The link type of a trace: `LINKTYPE_USER0` (tcpdump.org's link-type list reserves
 /// 147..=162 for private use; Wireshark's "DLT_USER" table maps them to dissectors).
