@@ -227,12 +227,6 @@ pub struct fi_msg_atomic {
     pub data: u64,
 }
 
-#[repr(C)]
-pub struct fi_atomic_attr {
-    pub count: usize,
-    pub size: usize,
-}
-
 pub type AtomicWriteFn = unsafe extern "C" fn(
     Ep,
     *const c_void,
@@ -355,11 +349,3 @@ pub struct fi_ops_atomic {
     pub readwritevalid: Option<AtomicValidFn>,
     pub compwritevalid: Option<AtomicValidFn>,
 }
-
-pub type QueryAtomicFn = unsafe extern "C" fn(
-    *mut super::types::fid_domain,
-    c_int,
-    c_int,
-    *mut fi_atomic_attr,
-    u64,
-) -> c_int;

@@ -323,7 +323,7 @@ pub struct fi_ops_domain {
     pub poll_open: OpenRefused3,
     pub stx_ctx: Unused,
     pub srx_ctx: Unused,
-    pub query_atomic: Option<super::rma_types::QueryAtomicFn>,
+    pub query_atomic: Option<QueryAtomicFn>,
     pub query_collective: Unused,
     pub endpoint2: Unused,
 }
@@ -766,3 +766,14 @@ pub struct fi_ops_wait {
     pub size: usize,
     pub wait: Option<unsafe extern "C" fn(*mut fid_wait, c_int) -> c_int>,
 }
+
+/// `struct fi_atomic_attr`: what `fi_query_atomic` answers.
+#[repr(C)]
+pub struct fi_atomic_attr {
+    pub count: usize,
+    pub size: usize,
+}
+
+/// `fi_ops_domain.query_atomic`.
+pub type QueryAtomicFn =
+    unsafe extern "C" fn(*mut fid_domain, c_int, c_int, *mut fi_atomic_attr, u64) -> c_int;
